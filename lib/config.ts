@@ -1,0 +1,216 @@
+// The configuration file, validated as a whole before anything else happens (SPEC
+// "Configuration"). Every bad field is reported by its path; no network call is made first.
+import { z } from "zod";
+import { parseDuration } from "./duration.ts";
+
+export const WORKLOAD_KINDS = ["Deployment", "DaemonSet", "StatefulSet"] as const;
+export type WorkloadKind = (typeof WORKLOAD_KINDS)[number];
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+  constructor(
+    message: string,
+    readonly problems: string[] = [],
+  ) {
+    super(problems.length ? `${message}:\n${problems.map((p) => `  - ${p}`).join("\n")}` : message);
+  }
+}
+
+// DNS-1123 names and annotation-name segments, as the API server validates them.
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const TAG = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
+const REPOSITORY = /^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(\/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$/;
+const IMAGE_KEY = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+
+const duration = z.string().transform((s, ctx) => {
+  const ms = parseDuration(s);
+  if (ms === undefined || ms === 0) {
+    ctx.addIssue({ code: "custom", message: `not a duration: "${s}" (use e.g. 500ms, 15s, 10m, 1h)` });
+    return z.NEVER;
+  }
+  return ms;
+});
+const name = z.string().max(253).regex(DNS_SUBDOMAIN, "must be a lowercase DNS-1123 name");
+const namespace = z.string().max(63).regex(DNS_LABEL, "must be a lowercase DNS-1123 label");
+const kind = z.enum(WORKLOAD_KINDS);
+const count = z.number().int().min(1).max(1_000_000);
+
+const target = z.strictObject({
+  kind,
+  namespace: namespace.optional(),
+  name,
+  container: z.string().regex(DNS_LABEL),
+});
+const image = z.strictObject({
+  repository: z.string().regex(REPOSITORY, "must be a repository path such as myorg/api"),
+  key: z.string().max(40).regex(IMAGE_KEY, "must be letters, digits, '-', '_' or '.'").optional(),
+  pinned: z.boolean().default(false),
+  targets: z.array(target).min(1),
+});
+
+const schema = z.strictObject({
+  tag: z.string().regex(TAG, "must be a valid image tag"),
+  registry: z.strictObject({
+    host: z.string().regex(/^[A-Za-z0-9.-]+(:[0-9]{1,5})?$/, "must be a registry host such as docker.io"),
+    endpoint: z.url({ protocol: /^https?$/ }).optional(),
+    insecure: z.boolean().default(false),
+    dockerConfigJson: z.string().min(1).optional(),
+  }),
+  state: z.strictObject({ kind, namespace, name }),
+  annotationPrefix: z
+    .string()
+    .max(253)
+    .regex(DNS_SUBDOMAIN, "must be a DNS subdomain")
+    .default("image-refresh.io"),
+  maxRefreshAttempts: count.default(3),
+  maxSkipTicks: count.default(8),
+  rolloutTimeout: duration.default(600_000),
+  requestTimeout: duration.default(15_000),
+  images: z.array(image).min(1),
+});
+
+export interface Target {
+  kind: WorkloadKind;
+  namespace: string;
+  name: string;
+  container: string;
+}
+export interface ImageConfig {
+  repository: string;
+  key: string;
+  pinned: boolean;
+  targets: Target[];
+}
+export interface Config {
+  tag: string;
+  registry: { host: string; endpoint?: string; insecure: boolean; dockerConfigJson?: string };
+  state: { kind: WorkloadKind; namespace: string; name: string };
+  annotationPrefix: string;
+  maxRefreshAttempts: number;
+  maxSkipTicks: number;
+  rolloutTimeoutMs: number;
+  requestTimeoutMs: number;
+  images: ImageConfig[];
+}
+
+const ENV_OVERRIDES: Array<[string, string, (v: string) => unknown]> = [
+  ["IMAGE_TAG", "tag", (v) => v],
+  ["MAX_REFRESH_ATTEMPTS", "maxRefreshAttempts", numberOrText],
+  ["MAX_SKIP_TICKS", "maxSkipTicks", numberOrText],
+  ["ROLLOUT_TIMEOUT", "rolloutTimeout", (v) => v],
+  ["REQUEST_TIMEOUT", "requestTimeout", (v) => v],
+];
+
+function numberOrText(v: string): unknown {
+  return /^[0-9]+$/.test(v) ? Number(v) : v;
+}
+
+/** Parses and validates configuration text (YAML or JSON) with the environment's overrides. */
+export function parseConfig(
+  text: string,
+  env: Record<string, string | undefined>,
+  source = "config",
+): Config {
+  let raw: unknown;
+  try {
+    raw = Bun.YAML.parse(text);
+  } catch (err) {
+    throw new ConfigError(`Cannot parse ${source}: ${(err as Error).message}`);
+  }
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+    throw new ConfigError(`Cannot use ${source}: it must be a mapping of settings`);
+  }
+  const doc: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
+  const fromEnv = new Map<string, string>();
+  for (const [envName, field, convert] of ENV_OVERRIDES) {
+    const v = env[envName];
+    if (v !== undefined && v !== "") {
+      doc[field] = convert(v);
+      fromEnv.set(field, envName);
+    }
+  }
+  const result = schema.safeParse(doc);
+  if (!result.success) {
+    const problems = result.error.issues.map((i) => {
+      const path = formatPath(i.path);
+      const via = fromEnv.get(String(i.path[0]));
+      return `${path}${via ? ` (from env ${via})` : ""}: ${i.message}`;
+    });
+    throw new ConfigError(`Invalid configuration in ${source}`, problems);
+  }
+  return finish(result.data, source);
+}
+
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const p of path) out += typeof p === "number" ? `[${p}]` : out ? `.${String(p)}` : String(p);
+  return out || "(root)";
+}
+
+function finish(c: z.output<typeof schema>, source: string): Config {
+  const images: ImageConfig[] = c.images.map((img) => ({
+    repository: img.repository,
+    key: img.key ?? (img.repository.split("/").pop() as string),
+    pinned: img.pinned,
+    targets: img.targets.map((t) => ({ ...t, namespace: t.namespace ?? c.state.namespace })),
+  }));
+  const problems = crossChecks(images, c.annotationPrefix);
+  if (problems.length) throw new ConfigError(`Invalid configuration in ${source}`, problems);
+  return {
+    tag: c.tag,
+    registry: c.registry,
+    state: c.state,
+    annotationPrefix: c.annotationPrefix,
+    maxRefreshAttempts: c.maxRefreshAttempts,
+    maxSkipTicks: c.maxSkipTicks,
+    rolloutTimeoutMs: c.rolloutTimeout,
+    requestTimeoutMs: c.requestTimeout,
+    images,
+  };
+}
+
+// Checks that span fields: duplicate keys would share one digest annotation, and one container
+// claimed by two images would be re-imaged back and forth on every tick.
+function crossChecks(images: ImageConfig[], prefix: string): string[] {
+  const problems: string[] = [];
+  const keys = new Map<string, number>();
+  const containers = new Map<string, string>();
+  images.forEach((img, i) => {
+    const prev = keys.get(img.key);
+    if (prev !== undefined)
+      problems.push(`images[${i}].key: "${img.key}" is already used by images[${prev}]`);
+    keys.set(img.key, i);
+    const annotation = `last-refreshed-${img.key}-digest`;
+    if (annotation.length > 63)
+      problems.push(`images[${i}].key: annotation name ${prefix}/${annotation} is over 63 characters`);
+    img.targets.forEach((t, j) => {
+      const id = `${t.kind}/${t.namespace}/${t.name}/${t.container}`;
+      const owner = containers.get(id);
+      if (owner) problems.push(`images[${i}].targets[${j}]: container ${id} is already a target of ${owner}`);
+      containers.set(id, `images[${i}]`);
+    });
+  });
+  return problems;
+}
+
+export const DEFAULT_CONFIG_PATH = "/etc/image-refresh/config.yaml";
+
+/** Reads the configuration named by --config, $IMAGE_REFRESH_CONFIG or the default path. */
+export function loadConfig(
+  flag: string | undefined,
+  env: Record<string, string | undefined>,
+  readFile: (path: string) => string,
+): Config {
+  const path = flag ?? env.IMAGE_REFRESH_CONFIG ?? DEFAULT_CONFIG_PATH;
+  let text: string;
+  try {
+    text = readFile(path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new ConfigError(
+      `Cannot read config ${path}: ${code === "ENOENT" ? "no such file" : (err as Error).message}`,
+    );
+  }
+  return parseConfig(text, env, path);
+}
