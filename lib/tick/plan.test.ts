@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { type Config, parseConfig } from "../config.ts";
-import type { Decision, Observed } from "./model.ts";
+import type { Action, Decision, Observed } from "./model.ts";
 import { needsTargets, plan, targetsToRead } from "./plan.ts";
 
 const D = (c: string) => `sha256:${c.repeat(64)}`;
@@ -63,7 +63,7 @@ const unsettled = (o: Observed) => {
   delete o.digests;
   delete o.workloads;
 };
-const REFRESH_API = [
+const REFRESH_API: Action[] = [
   { type: "persist-attempt", count: 1 },
   {
     type: "rollout",
