@@ -1,0 +1,271 @@
+// The one HTTP layer for the API server: per-request timeout joined with the tick's signal,
+// TLS verified against the cluster CA, the token re-read per request, bounded retries of reads,
+// one client span per attempt. The token lives only in the Authorization header it builds.
+import { readFileSync } from "node:fs";
+import type { Logger } from "../log.ts";
+import type { SpanHandle, Telemetry } from "../telemetry.ts";
+import { VERSION } from "../version.ts";
+import { ApiError, parseRetryAfter, parseStatusBody } from "./errors.ts";
+import type { Connection } from "./kubeconfig.ts";
+
+export interface HttpOptions {
+  requestTimeoutMs: number;
+  /** The tick's own deadline; aborting it ends every request and every wait. */
+  signal: AbortSignal;
+  telemetry: Telemetry;
+  log: Logger;
+  fetch?: typeof fetch;
+  readFile?: (p: string) => string;
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Retries of a GET on a transient error; writes are never retried. */
+  maxRetries?: number;
+  /** Ceiling on one honoured Retry-After: a CronJob tick cannot wait out a 32 s APF back-off. */
+  maxRetryAfterMs?: number;
+}
+
+export interface KubeRequest {
+  method: "GET" | "PATCH" | "POST";
+  path: string;
+  query?: Record<string, string>;
+  body?: unknown;
+  contentType?: string;
+  /** Names the object in error messages, e.g. `deployment apps/api`. */
+  target: string;
+}
+
+export interface KubeHttp {
+  /** Sends the request and returns the parsed JSON body; GETs are retried on transient errors. */
+  json(req: KubeRequest): Promise<unknown>;
+  /** For watches: the timeout bounds only the wait for headers; `signal` bounds the stream. */
+  stream(req: KubeRequest, signal: AbortSignal): Promise<ReadableStream<Uint8Array>>;
+}
+
+const readUtf8 = (p: string) => readFileSync(p, "utf8");
+
+const defaultSleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const t = setTimeout(done, ms);
+    function done() {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }
+    function onAbort() {
+      clearTimeout(t);
+      reject(signal.reason);
+    }
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+
+export function createKubeHttp(conn: Connection, opts: HttpOptions): KubeHttp {
+  const ctx = new HttpContext(conn, opts);
+  return { json: (req) => ctx.json(req), stream: (req, signal) => ctx.stream(req, signal) };
+}
+
+interface Attempt {
+  req: KubeRequest;
+  resend: number;
+  signal: AbortSignal;
+  timeout: AbortSignal;
+}
+
+class HttpContext {
+  private lastToken: string | undefined;
+  private readonly fetch: typeof fetch;
+  private readonly tls: BunFetchRequestInitTLS;
+
+  constructor(
+    private readonly conn: Connection,
+    private readonly opts: HttpOptions,
+  ) {
+    this.fetch = opts.fetch ?? fetch;
+    this.lastToken = conn.token;
+    // A CA given replaces the default roots; verification is off only when the kubeconfig says so.
+    this.tls = {
+      ca: conn.caPem,
+      cert: conn.clientCertPem,
+      key: conn.clientKeyPem,
+      rejectUnauthorized: !conn.insecureSkipTlsVerify,
+    };
+  }
+
+  async json(req: KubeRequest): Promise<unknown> {
+    const maxRetries = req.method === "GET" ? (this.opts.maxRetries ?? 2) : 0;
+    let authRetried = false;
+    let retries = 0;
+    for (let resend = 0; ; resend++) {
+      try {
+        return await this.withTimeout(req, resend, (a) => this.complete(a));
+      } catch (e) {
+        if (!(e instanceof ApiError)) throw e;
+        // A 401 was rejected before anything happened, so even a write may be re-sent once,
+        // with a token freshly read from a rotating file.
+        if (e.code === 401 && this.conn.tokenFile && !authRetried) {
+          authRetried = true;
+          continue;
+        }
+        if (!e.transient || retries >= maxRetries) throw e;
+        await this.backoff(req, e, retries++);
+      }
+    }
+  }
+
+  private async backoff(req: KubeRequest, e: ApiError, retry: number): Promise<void> {
+    const cap = this.opts.maxRetryAfterMs ?? 10_000;
+    const ms = e.retryAfter !== undefined ? Math.min(e.retryAfter * 1000, cap) : 200 * 2 ** retry;
+    this.opts.log.debug(`retrying ${req.method} ${req.target} in ${ms}ms`, {
+      reason: e.reason,
+      code: e.code,
+    });
+    await (this.opts.sleep ?? defaultSleep)(ms, this.opts.signal);
+  }
+
+  async stream(req: KubeRequest, signal: AbortSignal): Promise<ReadableStream<Uint8Array>> {
+    // The timer is cleared once headers are in, so a long watch is bounded by `signal` alone.
+    const headers = new AbortController();
+    const timer = setTimeout(
+      () => headers.abort(new DOMException("timeout", "TimeoutError")),
+      this.opts.requestTimeoutMs,
+    );
+    const all = AbortSignal.any([this.opts.signal, signal, headers.signal]);
+    try {
+      return await this.span({ req, resend: 0, signal: all, timeout: headers.signal }, async (a, span) => {
+        const res = await this.send(a);
+        span.setAttributes({ "http.response.status_code": res.status });
+        if (!res.ok) throw this.statusError(a, res, await res.text());
+        if (!res.body)
+          throw this.error(a, { code: res.status, reason: "MalformedResponse", message: "no body" });
+        return res.body;
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private withTimeout<T>(req: KubeRequest, resend: number, fn: (a: Attempt) => Promise<T>): Promise<T> {
+    const timeout = AbortSignal.timeout(this.opts.requestTimeoutMs);
+    const signal = AbortSignal.any([this.opts.signal, timeout]);
+    return this.span({ req, resend, signal, timeout }, fn);
+  }
+
+  /** Reads the whole body inside the request's signal: the timeout bounds the body too. */
+  private async complete(a: Attempt): Promise<unknown> {
+    const res = await this.send(a);
+    const text = await res.text().catch((e) => {
+      throw this.transportError(a, e);
+    });
+    if (!res.ok) throw this.statusError(a, res, text);
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw this.error(a, { code: res.status, reason: "MalformedResponse", message: "response is not JSON" });
+    }
+  }
+
+  private async span<T>(a: Attempt, fn: (a: Attempt, span: SpanHandle) => Promise<T>): Promise<T> {
+    const url = this.url(a.req);
+    const attributes: Record<string, string | number> = {
+      "http.request.method": a.req.method,
+      "server.address": url.hostname.replace(/^\[|\]$/g, ""),
+      "server.port": Number(url.port || (url.protocol === "https:" ? 443 : 80)),
+      "url.full": url.toString(),
+    };
+    if (a.resend > 0) attributes["http.request.resend_count"] = a.resend;
+    return this.opts.telemetry.span(a.req.method, { kind: "client", attributes }, async (span) => {
+      try {
+        return await fn(a, span);
+      } catch (e) {
+        if (e instanceof ApiError) {
+          if (e.code > 0) span.setAttributes({ "http.response.status_code": e.code });
+          span.setError(e.code > 0 ? String(e.code) : e.reason, e.message);
+        } else span.setError((e as Error).name ?? "Error", String((e as Error).message));
+        throw e;
+      }
+    });
+  }
+
+  private async send(a: Attempt): Promise<Response> {
+    const headers: Record<string, string> = {
+      Accept: "application/json",
+      "User-Agent": `image-refresh/${VERSION}`,
+    };
+    const token = this.token();
+    if (token) headers.Authorization = `Bearer ${token}`;
+    if (a.req.body !== undefined) headers["Content-Type"] = a.req.contentType ?? "application/json";
+    try {
+      return await this.fetch(this.url(a.req), {
+        method: a.req.method,
+        headers,
+        body: a.req.body === undefined ? undefined : JSON.stringify(a.req.body),
+        signal: a.signal,
+        tls: this.tls,
+        redirect: "manual",
+      });
+    } catch (e) {
+      throw this.transportError(a, e);
+    }
+  }
+
+  /** Projected tokens rotate: read the file each time, keep the last good token if a read fails. */
+  private token(): string | undefined {
+    const file = this.conn.tokenFile;
+    if (!file) return this.conn.token;
+    try {
+      const t = (this.opts.readFile ?? readUtf8)(file).trim();
+      if (t) this.lastToken = t;
+    } catch {
+      // kept: a token being swapped in place is briefly unreadable
+    }
+    return this.lastToken;
+  }
+
+  private url(req: KubeRequest): URL {
+    // The server may carry a path prefix (Rancher and other proxies); keep it.
+    const url = new URL(this.conn.server + req.path);
+    for (const [k, v] of Object.entries(req.query ?? {})) url.searchParams.set(k, v);
+    return url;
+  }
+
+  private statusError(a: Attempt, res: Response, body: string): ApiError {
+    const { reason, message } = parseStatusBody(res.status, body);
+    const retryAfter = parseRetryAfter(res.headers.get("retry-after"));
+    return this.error(a, { code: res.status, reason, message, retryAfter });
+  }
+
+  private transportError(a: Attempt, e: unknown): ApiError {
+    if (e instanceof ApiError) return e;
+    if (this.opts.signal.aborted)
+      return this.error(a, { code: 0, reason: "Aborted", message: "the tick was cancelled", cause: e });
+    if (a.timeout.aborted) {
+      return this.error(a, {
+        code: 0,
+        reason: "Timeout",
+        message: `no response within ${this.opts.requestTimeoutMs}ms`,
+        cause: e,
+      });
+    }
+    if (a.signal.aborted)
+      return this.error(a, { code: 0, reason: "Aborted", message: "the request was cancelled", cause: e });
+    const err = e as { code?: unknown; message?: unknown };
+    const detail = `${typeof err.code === "string" ? `${err.code}: ` : ""}${String(err.message ?? e)}`;
+    // A certificate the CA does not vouch for will not get better by asking again.
+    const tls = /CERT|SIGNATURE|SELF_SIGNED|TLS|SSL|ISSUER/i.test(String(err.code ?? ""));
+    return this.error(a, { code: 0, reason: tls ? "TLSError" : "NetworkError", message: detail, cause: e });
+  }
+
+  private error(
+    a: Attempt,
+    f: { code: number; reason: string; message: string; retryAfter?: number; cause?: unknown },
+  ): ApiError {
+    return new ApiError({
+      method: a.req.method,
+      url: this.url(a.req).toString(),
+      target: a.req.target,
+      code: f.code,
+      reason: f.reason,
+      statusMessage: f.message,
+      retryAfter: f.retryAfter,
+      cause: f.cause,
+    });
+  }
+}

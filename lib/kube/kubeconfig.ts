@@ -1,0 +1,235 @@
+// Resolves where the API server is and how to authenticate, the way kubectl and client-go do:
+// --kubeconfig, then $KUBECONFIG, then in-cluster, then ~/.kube/config. Everything is read and
+// validated here, once; the HTTP layer only ever sees a typed Connection.
+import { readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+import { z } from "zod";
+import { KubeconfigError } from "./errors.ts";
+
+export interface Connection {
+  server: string;
+  caPem?: string;
+  insecureSkipTlsVerify: boolean;
+  token?: string;
+  /** Re-read on every request: projected service-account tokens rotate. */
+  tokenFile?: string;
+  clientCertPem?: string;
+  clientKeyPem?: string;
+  namespace?: string;
+}
+
+export interface ResolveOptions {
+  kubeconfigFlag?: string;
+  env: Record<string, string | undefined>;
+  readFile?: (p: string) => string;
+  homeDir?: string;
+}
+
+export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+const readUtf8 = (p: string) => readFileSync(p, "utf8");
+
+export function resolveConnection(opts: ResolveOptions): Connection {
+  const readFile = opts.readFile ?? readUtf8;
+  if (opts.kubeconfigFlag) return fromKubeconfigFile(opts.kubeconfigFlag, readFile);
+  const list = (opts.env.KUBECONFIG ?? "").split(":").filter((p) => p !== "");
+  if (list.length > 0) {
+    // client-go merges the list; the first file that exists is what nearly every setup needs.
+    for (const path of list) {
+      const text = tryRead(path, readFile);
+      if (text !== undefined) return parseKubeconfig(text, { path, readFile });
+    }
+    throw new KubeconfigError(`Cannot read kubeconfig: no file of KUBECONFIG exists (${list.join(", ")})`);
+  }
+  if (opts.env.KUBERNETES_SERVICE_HOST || opts.env.KUBERNETES_SERVICE_PORT) {
+    return inCluster(opts.env, readFile);
+  }
+  const home = opts.homeDir ?? opts.env.HOME ?? homedir();
+  const path = join(home, ".kube", "config");
+  const text = tryRead(path, readFile);
+  if (text === undefined) {
+    throw new KubeconfigError(
+      `Cannot find a cluster: no --kubeconfig, no KUBECONFIG, not in a cluster and no ${path}`,
+    );
+  }
+  return parseKubeconfig(text, { path, readFile });
+}
+
+function tryRead(path: string, readFile: (p: string) => string): string | undefined {
+  try {
+    return readFile(path);
+  } catch {
+    return undefined;
+  }
+}
+
+function fromKubeconfigFile(path: string, readFile: (p: string) => string): Connection {
+  const text = tryRead(path, readFile);
+  if (text === undefined) throw new KubeconfigError(`Cannot read kubeconfig ${path}: file not readable`);
+  return parseKubeconfig(text, { path, readFile });
+}
+
+function inCluster(env: Record<string, string | undefined>, readFile: (p: string) => string): Connection {
+  const host = env.KUBERNETES_SERVICE_HOST;
+  const port = env.KUBERNETES_SERVICE_PORT;
+  if (!host || !port) {
+    throw new KubeconfigError(
+      "Cannot load in-cluster configuration: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must both be set",
+    );
+  }
+  const hostPart = host.includes(":") ? `[${host}]` : host; // IPv6 literal, like net.JoinHostPort
+  const tokenFile = `${SERVICE_ACCOUNT_DIR}/token`;
+  if (!tryRead(tokenFile, readFile)?.trim()) {
+    throw new KubeconfigError(`Cannot load in-cluster configuration: ${tokenFile} is missing or empty`);
+  }
+  const caPem = tryRead(`${SERVICE_ACCOUNT_DIR}/ca.crt`, readFile);
+  const namespace =
+    env.POD_NAMESPACE || tryRead(`${SERVICE_ACCOUNT_DIR}/namespace`, readFile)?.trim() || "default";
+  return { server: `https://${hostPart}:${port}`, caPem, insecureSkipTlsVerify: false, tokenFile, namespace };
+}
+
+const ClusterSchema = z.object({
+  server: z.url({ protocol: /^https?$/ }),
+  "certificate-authority": z.string().min(1).optional(),
+  "certificate-authority-data": z.string().min(1).optional(),
+  "insecure-skip-tls-verify": z.boolean().optional(),
+});
+
+const UserSchema = z.object({
+  token: z.string().min(1).optional(),
+  tokenFile: z.string().min(1).optional(),
+  "client-certificate": z.string().min(1).optional(),
+  "client-certificate-data": z.string().min(1).optional(),
+  "client-key": z.string().min(1).optional(),
+  "client-key-data": z.string().min(1).optional(),
+  exec: z.unknown().optional(),
+  "auth-provider": z.unknown().optional(),
+});
+
+const ContextSchema = z.object({
+  cluster: z.string().min(1),
+  user: z.string().optional(),
+  namespace: z.string().optional(),
+});
+
+const KubeconfigSchema = z.object({
+  "current-context": z.string().min(1, "current-context is not set"),
+  clusters: z.array(z.object({ name: z.string().min(1), cluster: ClusterSchema })).nullish(),
+  users: z.array(z.object({ name: z.string().min(1), user: UserSchema.nullish() })).nullish(),
+  contexts: z.array(z.object({ name: z.string().min(1), context: ContextSchema })),
+});
+type Kubeconfig = z.infer<typeof KubeconfigSchema>;
+type Cluster = z.infer<typeof ClusterSchema>;
+type User = z.infer<typeof UserSchema>;
+
+interface Source {
+  path: string;
+  readFile: (p: string) => string;
+}
+
+export function parseKubeconfig(text: string, src: Source): Connection {
+  const raw = parseYaml(text, src.path);
+  const parsed = KubeconfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    // Field paths and zod's messages only: values (a token!) never enter the message.
+    const fields = parsed.error.issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join("; ");
+    throw new KubeconfigError(`Invalid kubeconfig ${src.path}: ${fields}`);
+  }
+  return connectionFrom(parsed.data, src);
+}
+
+function parseYaml(text: string, path: string): unknown {
+  try {
+    return Bun.YAML.parse(text);
+  } catch (e) {
+    throw new KubeconfigError(`Invalid kubeconfig ${path}: not YAML or JSON (${(e as Error).message})`);
+  }
+}
+
+export function formatPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = "";
+  for (const p of path) out += typeof p === "number" ? `[${p}]` : `${out ? "." : ""}${String(p)}`;
+  return out || "(root)";
+}
+
+function connectionFrom(cfg: Kubeconfig, src: Source): Connection {
+  const ctxName = cfg["current-context"];
+  const ctx = cfg.contexts.find((c) => c.name === ctxName)?.context;
+  if (!ctx)
+    throw new KubeconfigError(
+      `Invalid kubeconfig ${src.path}: current-context "${ctxName}" not found in contexts`,
+    );
+  const cluster = (cfg.clusters ?? []).find((c) => c.name === ctx.cluster)?.cluster;
+  if (!cluster) {
+    throw new KubeconfigError(
+      `Invalid kubeconfig ${src.path}: cluster "${ctx.cluster}" of context "${ctxName}" not found in clusters`,
+    );
+  }
+  const entry = ctx.user ? (cfg.users ?? []).find((u) => u.name === ctx.user) : undefined;
+  if (ctx.user && !entry) {
+    throw new KubeconfigError(
+      `Invalid kubeconfig ${src.path}: user "${ctx.user}" of context "${ctxName}" not found in users`,
+    );
+  }
+  return {
+    ...clusterSettings(cluster, src),
+    ...userSettings(entry?.user ?? {}, src, ctx.user ?? ""),
+    namespace: ctx.namespace || undefined,
+  };
+}
+
+function clusterSettings(
+  c: Cluster,
+  src: Source,
+): Pick<Connection, "server" | "caPem" | "insecureSkipTlsVerify"> {
+  const caPem = pemFrom(c, "certificate-authority", src);
+  return {
+    server: c.server.replace(/\/+$/, ""),
+    caPem,
+    insecureSkipTlsVerify: c["insecure-skip-tls-verify"] === true,
+  };
+}
+
+function userSettings(u: User, src: Source, name: string): Partial<Connection> {
+  if ((u.exec || u["auth-provider"]) && !u.token && !u.tokenFile) {
+    const what = u.exec ? "exec" : "auth-provider";
+    throw new KubeconfigError(
+      `Invalid kubeconfig ${src.path}: users[${name}].user.${what} is not supported; use a token, tokenFile or client certificate`,
+    );
+  }
+  const clientCertPem = pemFrom(u, "client-certificate", src);
+  const clientKeyPem = pemFrom(u, "client-key", src);
+  if (Boolean(clientCertPem) !== Boolean(clientKeyPem)) {
+    throw new KubeconfigError(
+      `Invalid kubeconfig ${src.path}: users[${name}].user needs both client-certificate and client-key`,
+    );
+  }
+  const tokenFile = u.tokenFile ? resolvePath(u.tokenFile, src) : undefined;
+  return { token: u.token, tokenFile, clientCertPem, clientKeyPem };
+}
+
+type PemKey = "certificate-authority" | "client-certificate" | "client-key";
+
+/** `<key>-data` (base64 PEM) wins over `<key>` (a file), as in client-go. */
+function pemFrom(obj: Partial<Record<PemKey | `${PemKey}-data`, string>>, key: PemKey, src: Source) {
+  const data = obj[`${key}-data`];
+  if (data !== undefined) {
+    const pem = Buffer.from(data, "base64").toString("utf8");
+    if (!pem.includes("-----BEGIN")) {
+      throw new KubeconfigError(`Invalid kubeconfig ${src.path}: ${key}-data is not base64-encoded PEM`);
+    }
+    return pem;
+  }
+  const file = obj[key];
+  if (file === undefined) return undefined;
+  const path = resolvePath(file, src);
+  const text = tryRead(path, src.readFile);
+  if (text === undefined)
+    throw new KubeconfigError(`Invalid kubeconfig ${src.path}: ${key} file ${path} is not readable`);
+  return text;
+}
+
+function resolvePath(p: string, src: Source): string {
+  return isAbsolute(p) ? p : resolve(dirname(src.path), p);
+}

@@ -1,0 +1,119 @@
+// Workload objects parsed once at the boundary, and the paths and names that address them.
+// Parsing is tolerant of what the apiserver omits (omitempty zeroes come back as undefined and
+// the rollout rules read them as 0) and strict about wrong types: a string where a number belongs
+// is an error, never a silent 0 that could make an unsettled workload look settled.
+import { z } from "zod";
+import { formatPath } from "./kubeconfig.ts";
+
+export type WorkloadKind = "Deployment" | "DaemonSet" | "StatefulSet";
+export const WORKLOAD_KINDS: readonly WorkloadKind[] = ["Deployment", "DaemonSet", "StatefulSet"];
+
+export interface ObjectRef {
+  kind: WorkloadKind;
+  namespace: string;
+  name: string;
+}
+
+const count = z.number().int().optional();
+const Container = z.object({ name: z.string(), image: z.string() });
+
+const MetadataSchema = z.object({
+  name: z.string(),
+  namespace: z.string(),
+  generation: z.number().int().default(0),
+  resourceVersion: z.string().min(1),
+  annotations: z
+    .record(z.string(), z.string())
+    .nullish()
+    .transform((a) => a ?? {}),
+  uid: z.string().optional(),
+});
+
+const SpecSchema = z.object({
+  replicas: count,
+  paused: z.boolean().optional(),
+  // Deployments call it `strategy`; only DaemonSet/StatefulSet `updateStrategy` matters to the rules.
+  updateStrategy: z
+    .object({
+      type: z.string().optional(),
+      rollingUpdate: z.object({ partition: count }).nullish(),
+    })
+    .optional(),
+  template: z.object({
+    spec: z.object({ containers: z.array(Container), initContainers: z.array(Container).optional() }),
+  }),
+});
+
+const ConditionSchema = z.object({
+  type: z.string(),
+  status: z.string(),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+});
+
+const StatusSchema = z
+  .object({
+    observedGeneration: count,
+    replicas: count,
+    updatedReplicas: count,
+    readyReplicas: count,
+    availableReplicas: count,
+    currentReplicas: count,
+    updateRevision: z.string().optional(),
+    currentRevision: z.string().optional(),
+    desiredNumberScheduled: count,
+    updatedNumberScheduled: count,
+    numberAvailable: count,
+    conditions: z.array(ConditionSchema).optional(),
+  })
+  .default({});
+
+const WorkloadSchema = z.object({ metadata: MetadataSchema, spec: SpecSchema, status: StatusSchema });
+
+export type Workload = { kind: WorkloadKind } & z.infer<typeof WorkloadSchema>;
+
+export class WorkloadParseError extends Error {
+  override name = "WorkloadParseError";
+}
+
+/**
+ * Parses an apps/v1 object of the expected kind. List items carry no `kind`, so the kind comes
+ * from the caller; when the object does name one, it must match.
+ */
+export function parseWorkload(kind: WorkloadKind, raw: unknown): Workload {
+  const declared = (raw as { kind?: unknown } | null)?.kind;
+  if (declared !== undefined && declared !== kind) {
+    throw new WorkloadParseError(`Cannot read ${kind}: the server returned a ${String(declared)}`);
+  }
+  const parsed = WorkloadSchema.safeParse(raw);
+  if (!parsed.success) {
+    const fields = parsed.error.issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join("; ");
+    throw new WorkloadParseError(`Cannot read ${kind}: unexpected object shape (${fields})`);
+  }
+  return { kind, ...parsed.data };
+}
+
+const PLURAL: Record<WorkloadKind, string> = {
+  Deployment: "deployments",
+  DaemonSet: "daemonsets",
+  StatefulSet: "statefulsets",
+};
+
+/** `/apis/apps/v1/namespaces/<ns>/<plural>`; names are path-escaped even though DNS names need no escaping. */
+export function collectionPath(ref: Pick<ObjectRef, "kind" | "namespace">): string {
+  return `/apis/apps/v1/namespaces/${encodeURIComponent(ref.namespace)}/${PLURAL[ref.kind]}`;
+}
+
+export function objectPath(ref: ObjectRef): string {
+  return `${collectionPath(ref)}/${encodeURIComponent(ref.name)}`;
+}
+
+/** `deployment apps/api`: how messages name an object. */
+export function describeRef(ref: ObjectRef): string {
+  return `${ref.kind.toLowerCase()} ${ref.namespace}/${ref.name}`;
+}
+
+/** `k8s.deployment.name` etc., the OpenTelemetry attribute carrying the object's name. */
+export function nameAttribute(kind: WorkloadKind): string {
+  return `k8s.${kind.toLowerCase()}.name`;
+}

@@ -1,0 +1,127 @@
+// kubectl's `rollout status` rules (kubectl pkg/polymorphichelpers/rollout_status.go), pure and
+// exact, including the messages, so an operator sees the same words kubectl would print. A missing
+// status number is 0, as Go's zero value is. The trailing "\n" kubectl prints is left off.
+import type { Workload } from "./objects.ts";
+
+export interface RolloutStatus {
+  done: boolean;
+  message: string;
+  /** Set when kubectl would stop with `error: ...`: a progress deadline, or a non-RollingUpdate strategy. */
+  error?: string;
+}
+
+export function rolloutStatus(w: Workload): RolloutStatus {
+  switch (w.kind) {
+    case "Deployment":
+      return deploymentStatus(w);
+    case "DaemonSet":
+      return daemonSetStatus(w);
+    case "StatefulSet":
+      return statefulSetStatus(w);
+  }
+}
+
+const n = (v: number | undefined) => v ?? 0;
+
+/** Reason the deployment controller puts on Progressing when progressDeadlineSeconds passed. */
+export const PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded";
+
+function deploymentStatus(w: Workload): RolloutStatus {
+  const { name, generation } = w.metadata;
+  const s = w.status;
+  if (generation > n(s.observedGeneration)) {
+    return { done: false, message: "Waiting for deployment spec update to be observed..." };
+  }
+  // kubectl looks at the first Progressing condition and checks only its reason.
+  const progressing = s.conditions?.find((c) => c.type === "Progressing");
+  if (progressing?.reason === PROGRESS_DEADLINE_EXCEEDED) {
+    const error = `deployment "${name}" exceeded its progress deadline`;
+    return { done: false, message: error, error };
+  }
+  const wait = `Waiting for deployment "${name}" rollout to finish: `;
+  const replicas = w.spec.replicas;
+  if (replicas !== undefined && n(s.updatedReplicas) < replicas) {
+    return {
+      done: false,
+      message: `${wait}${n(s.updatedReplicas)} out of ${replicas} new replicas have been updated...`,
+    };
+  }
+  if (n(s.replicas) > n(s.updatedReplicas)) {
+    return {
+      done: false,
+      message: `${wait}${n(s.replicas) - n(s.updatedReplicas)} old replicas are pending termination...`,
+    };
+  }
+  if (n(s.availableReplicas) < n(s.updatedReplicas)) {
+    return {
+      done: false,
+      message: `${wait}${n(s.availableReplicas)} of ${n(s.updatedReplicas)} updated replicas are available...`,
+    };
+  }
+  return { done: true, message: `deployment "${name}" successfully rolled out` };
+}
+
+const ROLLING_ONLY = "rollout status is only available for RollingUpdate strategy type";
+
+function daemonSetStatus(w: Workload): RolloutStatus {
+  const { name, generation } = w.metadata;
+  const s = w.status;
+  // kubectl returns done=true with this error; as a failure it must not read as settled here.
+  if (w.spec.updateStrategy?.type !== "RollingUpdate")
+    return { done: false, message: ROLLING_ONLY, error: ROLLING_ONLY };
+  if (generation > n(s.observedGeneration)) {
+    return { done: false, message: "Waiting for daemon set spec update to be observed..." };
+  }
+  const wait = `Waiting for daemon set "${name}" rollout to finish: `;
+  const desired = n(s.desiredNumberScheduled);
+  if (n(s.updatedNumberScheduled) < desired) {
+    return {
+      done: false,
+      message: `${wait}${n(s.updatedNumberScheduled)} out of ${desired} new pods have been updated...`,
+    };
+  }
+  if (n(s.numberAvailable) < desired) {
+    return {
+      done: false,
+      message: `${wait}${n(s.numberAvailable)} of ${desired} updated pods are available...`,
+    };
+  }
+  return { done: true, message: `daemon set "${name}" successfully rolled out` };
+}
+
+function statefulSetStatus(w: Workload): RolloutStatus {
+  const s = w.status;
+  const strategy = w.spec.updateStrategy;
+  if (strategy?.type !== "RollingUpdate") return { done: false, message: ROLLING_ONLY, error: ROLLING_ONLY };
+  const observed = n(s.observedGeneration);
+  if (observed === 0 || w.metadata.generation > observed) {
+    return { done: false, message: "Waiting for statefulset spec update to be observed..." };
+  }
+  const replicas = w.spec.replicas;
+  if (replicas !== undefined && n(s.readyReplicas) < replicas) {
+    return { done: false, message: `Waiting for ${replicas - n(s.readyReplicas)} pods to be ready...` };
+  }
+  if (strategy.rollingUpdate) {
+    const partition = strategy.rollingUpdate.partition;
+    if (replicas !== undefined && partition !== undefined && n(s.updatedReplicas) < replicas - partition) {
+      return {
+        done: false,
+        message: `Waiting for partitioned roll out to finish: ${n(s.updatedReplicas)} out of ${replicas - partition} new pods have been updated...`,
+      };
+    }
+    return {
+      done: true,
+      message: `partitioned roll out complete: ${n(s.updatedReplicas)} new pods have been updated...`,
+    };
+  }
+  if ((s.updateRevision ?? "") !== (s.currentRevision ?? "")) {
+    return {
+      done: false,
+      message: `waiting for statefulset rolling update to complete ${n(s.updatedReplicas)} pods at revision ${s.updateRevision ?? ""}...`,
+    };
+  }
+  return {
+    done: true,
+    message: `statefulset rolling update complete ${n(s.currentReplicas)} pods at revision ${s.currentRevision ?? ""}...`,
+  };
+}
