@@ -1,6 +1,7 @@
 // Renders the kustomizations and derives what the RBAC and the deadline must be from the
 // config.yaml inside the rendered ConfigMap, so the manifests and the config cannot drift apart.
 import { join } from "node:path";
+import { type Config, parseConfig } from "../lib/config.ts";
 import type { CronJob, Role, RoleBinding } from "./k8s-schemas.ts";
 
 export const K8S = join(import.meta.dir, "..", "k8s");
@@ -23,32 +24,12 @@ export function render(dir: string): K8sObject[] {
 }
 
 const RESOURCE = { Deployment: "deployments", DaemonSet: "daemonsets", StatefulSet: "statefulsets" } as const;
-type WorkloadKind = keyof typeof RESOURCE;
-interface Ref {
-  kind: WorkloadKind;
-  namespace?: string;
-  name: string;
-}
-export interface ShippedConfig {
-  state: Ref & { namespace: string };
-  rolloutTimeout?: string;
-  images: { pinned?: boolean; targets: Ref[] }[];
-}
 
-/** The SPEC's duration grammar: 500ms, 15s, 10m, 1h. */
-export function durationSeconds(s: string): number {
-  const m = /^(\d+)(ms|s|m|h)$/.exec(s);
-  if (!m) throw new Error(`Cannot parse duration: current value is ${JSON.stringify(s)}`);
-  const unit = { ms: 0.001, s: 1, m: 60, h: 3600 }[m[2] as "ms" | "s" | "m" | "h"];
-  return Number(m[1]) * unit;
-}
-
-export function targetsOf(config: ShippedConfig): string[] {
+export function targetsOf(config: Config): string[] {
   const seen = new Set<string>();
   for (const image of config.images)
     if (image.pinned !== true)
-      for (const t of image.targets)
-        seen.add(`${t.namespace ?? config.state.namespace}|apps|${RESOURCE[t.kind]}|${t.name}`);
+      for (const t of image.targets) seen.add(`${t.namespace}|apps|${RESOURCE[t.kind]}|${t.name}`);
   return [...seen];
 }
 
@@ -58,7 +39,7 @@ export function targetsOf(config: ShippedConfig): string[] {
  * created in the state object's namespace. A pinned image's targets are never read or patched,
  * so they get nothing (least privilege; unpinning changes config.yaml and the Roles together).
  */
-export function expectedPermissions(config: ShippedConfig): Set<string> {
+export function expectedPermissions(config: Config): Set<string> {
   const out = new Set<string>();
   for (const t of targetsOf(config)) for (const v of ["get", "patch", "list", "watch"]) out.add(`${t}|${v}`);
   const s = config.state;
@@ -94,11 +75,13 @@ export function grantedPermissions(
   return out;
 }
 
-export function shippedConfig(objects: K8sObject[]): ShippedConfig {
+/** The config.yaml inside the rendered ConfigMap, read by the product's own parser with the
+ * container's environment, so an invalid shipped config fails here and not in the first tick. */
+export function shippedConfig(objects: K8sObject[], env: { name: string; value?: string }[] = []): Config {
   const cms = objects.filter((o) => o.kind === "ConfigMap") as unknown as { data?: Record<string, string> }[];
   const text = cms.find((c) => c.data?.["config.yaml"] !== undefined)?.data?.["config.yaml"];
   if (text === undefined) throw new Error("no rendered ConfigMap carries config.yaml");
-  return Bun.YAML.parse(text) as ShippedConfig;
+  return parseConfig(text, Object.fromEntries(env.map((e) => [e.name, e.value])), "the shipped config.yaml");
 }
 
 export function cronJobOf(objects: K8sObject[]): CronJob {
@@ -110,7 +93,6 @@ export function cronJobOf(objects: K8sObject[]): CronJob {
 /** Startup, the state read, registry lookups, bookkeeping writes and the 5 s telemetry flush. */
 export const DEADLINE_SLACK_SECONDS = 120;
 
-export function minimumDeadline(config: ShippedConfig, env: { name: string; value?: string }[] = []): number {
-  const timeout = env.find((e) => e.name === "ROLLOUT_TIMEOUT")?.value ?? config.rolloutTimeout ?? "10m";
-  return targetsOf(config).length * durationSeconds(timeout) + DEADLINE_SLACK_SECONDS;
+export function minimumDeadline(config: Config): number {
+  return (targetsOf(config).length * config.rolloutTimeoutMs) / 1000 + DEADLINE_SLACK_SECONDS;
 }

@@ -2,6 +2,7 @@
 // offline: schema (unknown fields rejected), least-privilege RBAC derived from the config they
 // carry, a Job deadline that outlasts every rollout wait, and the pod's security posture.
 import { describe, expect, test } from "bun:test";
+import type { Config } from "../lib/config.ts";
 import {
   cronJobOf,
   expectedPermissions,
@@ -9,7 +10,6 @@ import {
   type K8sObject,
   minimumDeadline,
   render,
-  type ShippedConfig,
   shippedConfig,
 } from "./k8s-checks.ts";
 import { SCHEMAS } from "./k8s-schemas.ts";
@@ -34,9 +34,10 @@ function serviceAccountOf(objects: K8sObject[]) {
 for (const dir of KUSTOMIZATIONS) {
   describe(`k8s/${dir}`, () => {
     const objects = render(dir);
-    const config = shippedConfig(objects);
     const job = cronJobOf(objects);
     const pod = job.spec.jobTemplate.spec.template.spec;
+    // Throws (and so fails every test here) when the product would reject the shipped config.
+    const config = shippedConfig(objects, pod.containers[0]?.env);
 
     test("every rendered object matches its Kubernetes schema", () => {
       expect(objects.length).toBeGreaterThan(0);
@@ -77,7 +78,7 @@ for (const dir of KUSTOMIZATIONS) {
 
     test("the Job deadline outlasts every rollout wait plus slack", () => {
       const deadline = job.spec.jobTemplate.spec.activeDeadlineSeconds ?? 0;
-      expect(deadline).toBeGreaterThan(minimumDeadline(config, pod.containers[0]?.env));
+      expect(deadline).toBeGreaterThan(minimumDeadline(config));
     });
 
     test("one tick at a time, no retries, no restarts", () => {
@@ -145,8 +146,8 @@ describe("the checks themselves catch mistakes", () => {
   });
 
   test("a workload added to config.yaml but not to the Roles is caught", () => {
-    const grown: ShippedConfig = structuredClone(config);
-    grown.images[0]?.targets.push({ kind: "StatefulSet", name: "db" });
+    const grown: Config = structuredClone(config);
+    grown.images[0]?.targets.push({ kind: "StatefulSet", namespace: "apps", name: "db", container: "db" });
     const granted = grantedPermissions(objects, serviceAccountOf(objects));
     expect([...expectedPermissions(grown)].filter((p) => !granted.has(p))).toContain(
       "apps|apps|statefulsets|db|get",
@@ -154,7 +155,7 @@ describe("the checks themselves catch mistakes", () => {
   });
 
   test("list/watch on the state object alone is more than it needs", () => {
-    const stateOnly: ShippedConfig = { ...config, images: [] };
+    const stateOnly: Config = { ...config, images: [] };
     expect(expectedPermissions(stateOnly).has("apps|apps|deployments|api|watch")).toBe(false);
     expect(minimumDeadline(stateOnly)).toBeLessThan(minimumDeadline(config));
   });
