@@ -1,0 +1,83 @@
+// One unauthenticated probe (GET /v2/) and at most one token request per registry per tick.
+// The probe tells us which scheme the registry wants; the token request asks for pull on every
+// repository at once (one `scope` parameter each), so 50 images still cost one token.
+import { z } from "zod";
+import type { BasicCredentials } from "./credentials.ts";
+import { RegistryError } from "./errors.ts";
+import { type HttpContext, send } from "./http.ts";
+import { challengeOf, errorFromResponse } from "./response.ts";
+
+/** How to authorize the manifest requests that follow; undefined means anonymous. */
+export type Authorization = string | undefined;
+
+const TokenResponse = z
+  .object({ token: z.string().optional(), access_token: z.string().optional() })
+  .refine((t) => Boolean(t.token || t.access_token), "neither token nor access_token is set");
+
+export function basicHeader(creds: BasicCredentials): string {
+  return `Basic ${Buffer.from(`${creds.username}:${creds.password}`, "utf8").toString("base64")}`;
+}
+
+/** Probes the registry and returns the Authorization value for manifest requests. */
+export async function authorize(
+  ctx: HttpContext,
+  opts: { endpoint: string; paths: readonly string[]; credentials?: BasicCredentials },
+): Promise<Authorization> {
+  const probe = await send(ctx, { method: "GET", url: new URL(`${opts.endpoint}/v2/`), headers: {} });
+  if (probe.status === 200) return undefined;
+  if (probe.status !== 401) throw errorFromResponse(probe, "the registry's API root");
+  const { bearer, basic } = challengeOf(probe);
+  if (bearer) return `Bearer ${await fetchToken(ctx, { ...opts, params: bearer })}`;
+  if (basic && opts.credentials) return basicHeader(opts.credentials);
+  const why = basic
+    ? "it asks for Basic credentials and none are configured"
+    : "its challenge is not Bearer or Basic";
+  throw new RegistryError("unauthorized", `Cannot authenticate to the registry: ${why}`, { status: 401 });
+}
+
+async function fetchToken(
+  ctx: HttpContext,
+  opts: { paths: readonly string[]; credentials?: BasicCredentials; params: Record<string, string> },
+): Promise<string> {
+  const url = realmUrl(opts.params.realm);
+  if (opts.params.service) url.searchParams.set("service", opts.params.service);
+  for (const path of opts.paths) url.searchParams.append("scope", `repository:${path}:pull`);
+  const res = await send(ctx, {
+    method: "GET",
+    url,
+    headers: { Accept: "application/json" },
+    // Credentials go to the token endpoint the registry named, and only there.
+    authorization: opts.credentials ? basicHeader(opts.credentials) : undefined,
+  });
+  if (res.status !== 200) throw errorFromResponse(res, "the token endpoint");
+  let json: unknown;
+  try {
+    json = JSON.parse(res.body);
+  } catch {
+    throw new RegistryError("server_error", "the token endpoint did not answer JSON", { status: 200 });
+  }
+  const parsed = TokenResponse.safeParse(json);
+  if (!parsed.success) {
+    throw new RegistryError(
+      "server_error",
+      "the token endpoint's answer has neither token nor access_token",
+      {
+        status: 200,
+      },
+    );
+  }
+  // `token` is the documented field; `access_token` is the OAuth2 spelling some servers use alone.
+  return (parsed.data.token || parsed.data.access_token) as string;
+}
+
+function realmUrl(realm: string | undefined): URL {
+  if (!realm) throw new RegistryError("unauthorized", "the registry's Bearer challenge names no realm");
+  try {
+    const url = new URL(realm);
+    url.username = ""; // the registry's word is not a reason to put credentials in a URL
+    url.password = "";
+    return url;
+  } catch {
+    throw new RegistryError("unauthorized", `the registry's Bearer realm is not a URL: ${realm}`);
+  }
+}

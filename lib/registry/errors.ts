@@ -1,0 +1,68 @@
+// The closed set of reasons a digest could not be resolved, and the registry's own error code
+// when a response carried one. A reason is what the tick acts on; the message is for people.
+import { z } from "zod";
+
+export type RegistryFailure =
+  | "timeout"
+  | "unauthorized"
+  | "forbidden"
+  | "not_found"
+  | "rate_limited"
+  | "server_error"
+  | "bad_digest"
+  | "network"
+  | "skipped_rate_limited";
+
+export interface RateLimitInfo {
+  retryAfter?: string;
+  /** e.g. `76;w=21600`: pulls left in a window of 21600 s. */
+  remaining?: string;
+  limit?: string;
+}
+
+export class RegistryError extends Error {
+  override readonly name = "RegistryError";
+  readonly reason: RegistryFailure;
+  readonly status?: number;
+  /** The registry's error code from an `{"errors":[…]}` body, e.g. TOOMANYREQUESTS. */
+  readonly code?: string;
+  /** Raw rate-limit headers of a 429 (or of any answer that carried them). */
+  readonly rateLimit?: RateLimitInfo;
+  constructor(
+    reason: RegistryFailure,
+    message: string,
+    opts: { status?: number; code?: string; rateLimit?: RateLimitInfo; cause?: unknown } = {},
+  ) {
+    super(message, { cause: opts.cause });
+    this.reason = reason;
+    this.status = opts.status;
+    this.code = opts.code;
+    this.rateLimit = opts.rateLimit;
+  }
+}
+
+/** What a status means for one image. 408 is the server giving up waiting, so a timeout. */
+export function failureForStatus(status: number): RegistryFailure {
+  if (status === 401) return "unauthorized";
+  if (status === 403) return "forbidden";
+  if (status === 404) return "not_found";
+  if (status === 408) return "timeout";
+  if (status === 429) return "rate_limited";
+  // Anything else unexpected (5xx, a 400, a redirect loop) is the registry's problem, not ours.
+  return "server_error";
+}
+
+const ErrorBody = z.object({
+  errors: z.array(z.object({ code: z.string(), message: z.string().optional() })).min(1),
+});
+
+/** The first error of a distribution-spec error body; undefined for other bodies. */
+export function registryErrorCode(body: string): { code: string; message?: string } | undefined {
+  if (!body.trimStart().startsWith("{")) return undefined;
+  try {
+    const parsed = ErrorBody.safeParse(JSON.parse(body));
+    return parsed.success ? parsed.data.errors[0] : undefined;
+  } catch {
+    return undefined;
+  }
+}

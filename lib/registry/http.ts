@@ -1,0 +1,126 @@
+// The registry's one HTTP layer. Each request is a client span, is bounded by the request
+// timeout combined with the tick's deadline until its body has arrived, and follows redirects by
+// hand so that an Authorization header never reaches a host other than the one it was meant for.
+import type { Telemetry } from "../telemetry.ts";
+import { RegistryError } from "./errors.ts";
+
+export interface HttpContext {
+  fetch: typeof fetch;
+  telemetry: Telemetry;
+  signal: AbortSignal;
+  requestTimeoutMs: number;
+  /** Plain http is allowed only when the operator said so. */
+  insecure: boolean;
+  /** Extra trust anchor (PEM) for an in-process caller such as the demo; see client.ts. */
+  ca?: string;
+}
+
+export interface HttpRequest {
+  method: "GET" | "HEAD";
+  url: URL;
+  headers: Record<string, string>;
+  /** The Authorization value; dropped when a redirect leaves the origin it was meant for. */
+  authorization?: string;
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: Headers;
+  body: string;
+  url: URL;
+}
+
+const MAX_REDIRECTS = 5;
+
+/** `url.full` without userinfo; endpoints with userinfo are refused earlier, this is a backstop. */
+export function safeUrl(url: URL): string {
+  const copy = new URL(url.href);
+  copy.username = "";
+  copy.password = "";
+  return copy.href;
+}
+
+export function assertTransport(url: URL, insecure: boolean): void {
+  if (url.protocol === "https:") return;
+  if (url.protocol === "http:" && insecure) return;
+  throw new RegistryError(
+    "network",
+    `Cannot send a request to ${safeUrl(url)}: ${url.protocol === "http:" ? "plain http needs registry.insecure: true" : `unsupported scheme ${url.protocol}`}`,
+  );
+}
+
+/** Sends a request, following up to five redirects; throws RegistryError on transport failure. */
+export async function send(ctx: HttpContext, req: HttpRequest): Promise<HttpResponse> {
+  let { url, authorization } = req;
+  for (let hop = 0; ; hop++) {
+    assertTransport(url, ctx.insecure);
+    const res = await once(ctx, { ...req, url, authorization });
+    const location = res.headers.get("location");
+    if (res.status < 300 || res.status > 399 || res.status === 304 || !location) return res;
+    if (hop === MAX_REDIRECTS) {
+      throw new RegistryError(
+        "server_error",
+        `more than ${MAX_REDIRECTS} redirects from ${safeUrl(req.url)}`,
+      );
+    }
+    const next = new URL(location, url);
+    // Credentials belong to one origin: a redirect to blob storage or another host gets none.
+    if (next.origin !== url.origin) authorization = undefined;
+    url = next;
+  }
+}
+
+async function once(ctx: HttpContext, req: HttpRequest): Promise<HttpResponse> {
+  const port = req.url.port ? Number(req.url.port) : req.url.protocol === "https:" ? 443 : 80;
+  const attributes = {
+    "http.request.method": req.method,
+    "server.address": req.url.hostname,
+    "server.port": port,
+    "url.full": safeUrl(req.url),
+  };
+  return ctx.telemetry.span(req.method, { kind: "client", attributes }, async (span) => {
+    const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.requestTimeoutMs)]);
+    const headers = { ...req.headers, ...(req.authorization ? { Authorization: req.authorization } : {}) };
+    try {
+      const init: RequestInit & { tls?: { ca: string } } = {
+        method: req.method,
+        headers,
+        redirect: "manual",
+        signal,
+      };
+      if (ctx.ca) init.tls = { ca: ctx.ca };
+      const res = await ctx.fetch(req.url, init);
+      // The timeout covers the whole response: a body that stalls after the headers is a timeout too.
+      const body = await res.text(); // empty for a HEAD, but read so the response is complete
+      span.setAttributes({ "http.response.status_code": res.status });
+      if (res.status >= 400) span.setError(String(res.status));
+      return { status: res.status, headers: res.headers, body, url: req.url };
+    } catch (err) {
+      const failure = classify(err, ctx, req.url);
+      span.setError(failure.reason === "timeout" ? "timeout" : (failure.code ?? "network"), failure.message);
+      throw failure;
+    }
+  });
+}
+
+function classify(err: unknown, ctx: HttpContext, url: URL): RegistryError {
+  const target = `${url.host}`;
+  if (ctx.signal.aborted) {
+    return new RegistryError("timeout", `the tick's deadline passed while waiting for ${target}`, {
+      cause: err,
+    });
+  }
+  const name = (err as { name?: string }).name;
+  if (name === "TimeoutError" || name === "AbortError") {
+    return new RegistryError(
+      "timeout",
+      `no complete response from ${target} within ${ctx.requestTimeoutMs} ms`,
+      {
+        cause: err,
+      },
+    );
+  }
+  const code = (err as { code?: string }).code;
+  const detail = code ?? (err as Error).message ?? String(err);
+  return new RegistryError("network", `cannot reach ${target}: ${detail}`, { code, cause: err });
+}

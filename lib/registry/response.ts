@@ -1,0 +1,42 @@
+// Reading a registry's answers: its auth challenge, its error bodies and its rate-limit headers.
+import { parseWwwAuthenticate } from "./challenge.ts";
+import { failureForStatus, type RateLimitInfo, RegistryError, registryErrorCode } from "./errors.ts";
+import type { HttpResponse } from "./http.ts";
+
+export function challengeOf(res: HttpResponse): {
+  bearer?: Record<string, string>;
+  basic?: Record<string, string>;
+} {
+  const challenges = parseWwwAuthenticate(res.headers.get("www-authenticate") ?? "");
+  return {
+    bearer: challenges.find((c) => c.scheme === "bearer")?.params,
+    basic: challenges.find((c) => c.scheme === "basic")?.params,
+  };
+}
+
+export function rateLimitOf(res: HttpResponse): RateLimitInfo | undefined {
+  const info: RateLimitInfo = {
+    retryAfter: res.headers.get("retry-after") ?? undefined,
+    remaining: res.headers.get("ratelimit-remaining") ?? undefined,
+    limit: res.headers.get("ratelimit-limit") ?? undefined,
+  };
+  return info.retryAfter || info.remaining || info.limit ? info : undefined;
+}
+
+/** A RegistryError for a non-success answer, keeping the registry's own error code if any. */
+export function errorFromResponse(res: HttpResponse, what: string): RegistryError {
+  const reason = failureForStatus(res.status);
+  const body = registryErrorCode(res.body);
+  let message = `${what} answered ${res.status}`;
+  if (body) message += ` ${body.code}${body.message ? `: ${body.message}` : ""}`;
+  if (res.status === 401) {
+    const error = challengeOf(res).bearer?.error;
+    // Docker Hub answers 401 for a missing repository as well as a private one, by design.
+    message += error ? ` (${error}; the repository may not exist or needs credentials)` : "";
+  }
+  return new RegistryError(reason, message, {
+    status: res.status,
+    code: body?.code,
+    rateLimit: res.status === 429 ? rateLimitOf(res) : undefined,
+  });
+}
