@@ -1,18 +1,18 @@
 #!/usr/bin/env bun
 // Entry point: parse the command line, then hand over to the command. Heavy modules are
 // imported lazily so that `version`, `--help` and a tick with telemetry off start fast.
-import { HELP, parseArgs, UsageError } from "./lib/cli.ts";
+import { type CliArgs, HELP, parseArgs, UsageError } from "./lib/cli.ts";
+import { EXIT_USAGE } from "./lib/outcomes.ts";
 import { VERSION } from "./lib/version.ts";
 
+const FLUSH_BUDGET_MS = 5000;
+
 async function main(argv: readonly string[]): Promise<number> {
-  let args: ReturnType<typeof parseArgs>;
+  let args: CliArgs;
   try {
     args = parseArgs(argv);
   } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(`[image-refresh] ${err.message}\n\n${HELP}`);
-      return 2;
-    }
+    if (err instanceof UsageError) return usage(err.message);
     throw err;
   }
   if (args.help) {
@@ -23,8 +23,61 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(`image-refresh ${VERSION}\n`);
     return 0;
   }
-  process.stderr.write(`[image-refresh] command ${args.command} is not built yet\n`);
-  return 1;
+  if (args.command === "demo") return (await import("./lib/commands/demo.ts")).demoCommand(args);
+  return clusterCommand(args);
 }
 
-process.exitCode = await main(process.argv.slice(2));
+function usage(message: string): number {
+  process.stderr.write(`[image-refresh] ${message}\n\nRun image-refresh --help for usage.\n`);
+  return EXIT_USAGE;
+}
+
+async function clusterCommand(args: CliArgs): Promise<number> {
+  const { createRuntime } = await import("./lib/commands/runtime.ts");
+  const { ConfigError } = await import("./lib/config.ts");
+  const { KubeconfigError } = await import("./lib/kube/errors.ts");
+  let rt: Awaited<ReturnType<typeof createRuntime>>;
+  try {
+    rt = await createRuntime(args, { env: process.env });
+  } catch (err) {
+    if (err instanceof UsageError || err instanceof ConfigError || err instanceof KubeconfigError)
+      return usage(err.message);
+    throw err;
+  }
+  // SIGTERM is what activeDeadlineSeconds and a node drain send: end the wait, take the
+  // failure path, flush telemetry, exit.
+  const stop = (signal: string) => rt.controller.abort(new Error(`received ${signal}`));
+  process.once("SIGTERM", () => stop("SIGTERM"));
+  process.once("SIGINT", () => stop("SIGINT"));
+  let code: number;
+  try {
+    code = await runCommand(args, rt);
+  } catch (err) {
+    rt.log.error(`unexpected error: ${(err as Error).message}`);
+    code = 1;
+  }
+  await rt.telemetry.shutdown(FLUSH_BUDGET_MS);
+  return code;
+}
+
+async function runCommand(
+  args: CliArgs,
+  rt: Parameters<typeof import("./lib/commands/tick.ts").tickCommand>[0],
+) {
+  switch (args.command) {
+    case "status":
+      return (await import("./lib/commands/status.ts")).statusCommand(rt, args.json);
+    case "rearm":
+      return (await import("./lib/commands/rearm.ts")).rearmCommand(rt, args.dryRun);
+    default:
+      return (await import("./lib/commands/tick.ts")).tickCommand(rt, args.dryRun);
+  }
+}
+
+try {
+  const code = await main(process.argv.slice(2));
+  process.exit(code);
+} catch (err) {
+  process.stderr.write(`[image-refresh] ERROR: unexpected error: ${(err as Error).message}\n`);
+  process.exit(1);
+}

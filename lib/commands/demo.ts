@@ -1,0 +1,133 @@
+// `image-refresh demo`: the real tick, in-process, against the built-in simulated cluster and
+// registry. It tells the story a user needs to trust the tool: first observation, a refresh,
+// a flapping workload locked out after three attempts, a human re-arm, a healthy refresh.
+import type { CliArgs } from "../cli.ts";
+import { createLogger } from "../log.ts";
+import { noopTelemetry } from "../telemetry.ts";
+import { runTick } from "../tick/run.ts";
+import { rearmCommand } from "./rearm.ts";
+import { createRuntime } from "./runtime.ts";
+
+const CONFIG = `tag: stable
+registry: { host: REGISTRY_HOST, insecure: false }
+state: { kind: Deployment, namespace: apps, name: api }
+annotationPrefix: image-refresh.io
+maxRefreshAttempts: 3
+maxSkipTicks: 4
+rolloutTimeout: 1500ms
+requestTimeout: 5s
+images:
+  - repository: myorg/api
+    targets:
+      - { kind: Deployment, name: api, container: api }
+      - { kind: Deployment, name: api-proxy, container: proxy }
+  - repository: myorg/node-agent
+    targets:
+      - { kind: DaemonSet, namespace: agents, name: node-agent, container: agent }
+`;
+
+const out = (line: string) => process.stdout.write(`${line}\n`);
+
+export async function demoCommand(_args: CliArgs): Promise<number> {
+  const { generateTls } = await import("../../sim/tls.ts");
+  const { startApiServer } = await import("../../sim/apiserver/index.ts");
+  const { startRegistry } = await import("../../sim/registry.ts");
+  const tls = generateTls();
+  const api = await startApiServer({ tls, stepMs: 20 });
+  const registry = await startRegistry({ tls });
+  try {
+    return await story(api, registry, tls.caPem);
+  } finally {
+    await Promise.all([api.stop(), registry.stop()]);
+  }
+}
+
+type Api = Awaited<ReturnType<typeof import("../../sim/apiserver/index.ts").startApiServer>>;
+type Registry = Awaited<ReturnType<typeof import("../../sim/registry.ts").startRegistry>>;
+
+async function story(api: Api, registry: Registry, ca: string): Promise<number> {
+  api.addWorkload({
+    kind: "Deployment",
+    namespace: "apps",
+    name: "api",
+    replicas: 3,
+    containers: [{ name: "api", image: "myorg/api:stable" }],
+  });
+  api.addWorkload({
+    kind: "Deployment",
+    namespace: "apps",
+    name: "api-proxy",
+    replicas: 2,
+    containers: [{ name: "proxy", image: "myorg/api:stable" }],
+  });
+  api.addWorkload({
+    kind: "DaemonSet",
+    namespace: "agents",
+    name: "node-agent",
+    containers: [{ name: "agent", image: "myorg/node-agent:stable" }],
+  });
+  registry.push("myorg/api", "stable");
+  registry.push("myorg/node-agent", "stable", { multiArch: true });
+  const files: Record<string, string> = {
+    "/demo/config.yaml": CONFIG.replace("REGISTRY_HOST", registry.host),
+    "/demo/kubeconfig": api.kubeconfig(),
+  };
+  const readFile = (p: string) => {
+    const text = files[p];
+    if (text === undefined) throw Object.assign(new Error(`ENOENT: ${p}`), { code: "ENOENT" });
+    return text;
+  };
+  const args: CliArgs = {
+    command: "tick",
+    help: false,
+    dryRun: false,
+    json: false,
+    config: "/demo/config.yaml",
+    kubeconfig: "/demo/kubeconfig",
+  };
+  const log = createLogger({ format: "text", write: (l) => process.stdout.write(`    ${l}`) });
+  const runtime = () =>
+    createRuntime(args, { env: {}, readFile, log, telemetry: noopTelemetry(), registryCa: ca });
+  let n = 0;
+  const tick = async (title: string) => {
+    out(`\n── tick ${++n}: ${title}`);
+    const r = await runTick((await runtime()).tickContext(false));
+    out(`  outcome: ${r.outcome} (${r.reason})`);
+    const a = api.getObject("Deployment", "apps", "api").metadata.annotations ?? {};
+    for (const [k, v] of Object.entries(a)) if (k.startsWith("image-refresh.io/")) out(`  ${k}: ${v}`);
+    return r.outcome;
+  };
+  const outcomes: string[] = [];
+  outcomes.push(await tick("first run: record the digests, touch nothing"));
+  outcomes.push(await tick("nothing changed: no writes at all"));
+  registry.push("myorg/api", "stable");
+  outcomes.push(await tick("myorg/api:stable was rebuilt: pin both Deployments to the new digest"));
+  registry.push("myorg/node-agent", "stable", { multiArch: true });
+  api.setMode("DaemonSet", "agents", "node-agent", "flap");
+  for (let i = 1; i <= 3; i++)
+    outcomes.push(
+      await tick(`myorg/node-agent was rebuilt, but its new pods never become available (attempt ${i})`),
+    );
+  outcomes.push(await tick("three failed rollouts in a row: locked out until a human re-arms"));
+  outcomes.push(await tick("still locked out: no rollout, no new write"));
+  out("\n── a human fixes the agent and runs `image-refresh rearm`");
+  api.setMode("DaemonSet", "agents", "node-agent", "healthy");
+  await rearmCommand(await runtime(), false);
+  outcomes.push(await tick("re-armed: the refresh goes through"));
+  const want = [
+    "recorded",
+    "noop",
+    "refreshed",
+    "failed",
+    "failed",
+    "failed",
+    "locked_out",
+    "locked_out",
+    "refreshed",
+  ];
+  const ok = want.every((w, i) => outcomes[i] === w);
+  out(
+    `\n${ok ? "demo finished: every tick did what it should" : `demo went wrong: outcomes ${outcomes.join(", ")}, expected ${want.join(", ")}`}`,
+  );
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,130 @@
+// What every cluster-facing command needs, built once from the command line and environment:
+// configuration, logger, telemetry, API client, registry resolver, and the tick's deadline.
+// Anything wrong here is a usage or configuration error (exit 2) and no request has been made.
+import { readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import type { CliArgs } from "../cli.ts";
+import { UsageError } from "../cli.ts";
+import { type Config, ConfigError, loadConfig } from "../config.ts";
+import { resolveConnection } from "../kube/kubeconfig.ts";
+import { createKubeClient, type KubeClient } from "../kube/workloads.ts";
+import { createLogger, type Logger } from "../log.ts";
+import { resolveDigests } from "../registry/client.ts";
+import { credentialsFor, loadDockerConfig } from "../registry/credentials.ts";
+import { telemetryConfigured } from "../telemetry/env.ts";
+import { noopTelemetry, type Telemetry } from "../telemetry.ts";
+import type { TickContext } from "../tick/context.ts";
+
+export type Env = Record<string, string | undefined>;
+
+export interface Runtime {
+  config: Config;
+  log: Logger;
+  telemetry: Telemetry;
+  kube: KubeClient;
+  /** Aborted on the tick's deadline, SIGTERM or SIGINT. */
+  controller: AbortController;
+  tickContext(dryRun: boolean): TickContext;
+}
+
+export interface RuntimeOptions {
+  env: Env;
+  readFile?: (path: string) => string;
+  /** Injected by the demo, which runs ticks in-process against its own simulators. */
+  telemetry?: Telemetry;
+  log?: Logger;
+  registryCa?: string;
+}
+
+export function logFormat(args: CliArgs, env: Env): "text" | "json" {
+  const f = args.logFormat ?? env.LOG_FORMAT ?? "text";
+  if (f !== "text" && f !== "json")
+    throw new UsageError(`Cannot use LOG_FORMAT: current value is "${f}", expected text or json`);
+  return f;
+}
+
+export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promise<Runtime> {
+  const { env } = opts;
+  const readFile = opts.readFile ?? ((p: string) => readFileSync(p, "utf8"));
+  const format = logFormat(args, env);
+  const config = loadConfig(args.config, env, readFile);
+  const conn = resolveConnection({
+    kubeconfigFlag: args.kubeconfig,
+    env,
+    readFile,
+    homeDir: env.HOME ?? homedir(),
+  });
+  const docker = config.registry.dockerConfigJson
+    ? loadDockerConfig(config.registry.dockerConfigJson, readFile)
+    : undefined;
+  const credentials = docker ? credentialsFor(docker, config.registry.host) : undefined;
+  const telemetry = opts.telemetry ?? (await loadTelemetry(config, env));
+  const log =
+    opts.log ??
+    createLogger({ format, ids: () => telemetry.activeIds(), debug: env.IMAGE_REFRESH_DEBUG === "1" });
+  const controller = new AbortController();
+  const kube = createKubeClient(conn, {
+    requestTimeoutMs: config.requestTimeoutMs,
+    signal: controller.signal,
+    telemetry,
+    log,
+  });
+  const tickContext = (dryRun: boolean): TickContext => ({
+    config,
+    kube,
+    log,
+    telemetry,
+    signal: controller.signal,
+    dryRun,
+    instance: env.HOSTNAME ?? "image-refresh",
+    now: Date.now,
+    sleep: (ms) => Bun.sleep(ms),
+    resolve: (repos) =>
+      resolveDigests(repos, config.tag, {
+        ...config.registry,
+        credentials,
+        requestTimeoutMs: config.requestTimeoutMs,
+        signal: controller.signal,
+        telemetry,
+        log,
+        ca: opts.registryCa,
+      }),
+  });
+  return { config, log, telemetry, kube, controller, tickContext };
+}
+
+function registryCredentials(config: Config, readFile: (p: string) => string) {
+  const path = config.registry.dockerConfigJson;
+  if (!path) return undefined;
+  try {
+    return credentialsFor(loadDockerConfig(path, readFile), config.registry.host);
+  } catch (err) {
+    throw new ConfigError(`registry.dockerConfigJson: ${(err as Error).message}`);
+  }
+}
+
+async function loadTelemetry(config: Config, env: Env): Promise<Telemetry> {
+  if (!telemetryConfigured(env)) return noopTelemetry();
+  // Loaded only here: importing the SDK costs ~20 ms that a tick with telemetry off must not pay.
+  const { createTelemetry } = await import("../../exporter.ts");
+  const { VERSION } = await import("../version.ts");
+  const s = config.state;
+  return createTelemetry({
+    env,
+    stateKind: s.kind,
+    stateNamespace: s.namespace,
+    stateName: s.name,
+    version: VERSION,
+  });
+}
+
+/**
+ * The tick's own deadline: every workload may take its rolloutTimeout, plus room for the reads
+ * and writes around them. activeDeadlineSeconds in the CronJob sits above this.
+ */
+export function tickBudgetMs(config: Config): number {
+  const workloads = new Set(
+    config.images.flatMap((i) => i.targets.map((t) => `${t.kind}/${t.namespace}/${t.name}`)),
+  );
+  return workloads.size * config.rolloutTimeoutMs + 12 * config.requestTimeoutMs;
+}

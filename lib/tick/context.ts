@@ -1,0 +1,22 @@
+// Everything a tick needs from the world, injected so tests and the demo can supply their own.
+import type { Config } from "../config.ts";
+import type { KubeClient } from "../kube/workloads.ts";
+import type { Logger } from "../log.ts";
+import type { DigestResult } from "../registry/client.ts";
+import type { Telemetry } from "../telemetry.ts";
+
+export interface TickContext {
+  config: Config;
+  kube: KubeClient;
+  /** Resolves digests for repositories; called once per tick (observe memoises it). */
+  resolve: (repositories: readonly string[]) => Promise<Map<string, DigestResult>>;
+  log: Logger;
+  telemetry: Telemetry;
+  /** The tick's own deadline and SIGTERM. */
+  signal: AbortSignal;
+  dryRun: boolean;
+  /** Who posts Events: the pod name in a CronJob ($HOSTNAME). */
+  instance: string;
+  now: () => number;
+  sleep: (ms: number) => Promise<void>;
+}

@@ -1,0 +1,121 @@
+// Observe: the reads of a tick. One GET of the state object; the registry only when it is
+// settled; the target workloads only when a refresh could actually start.
+import type { Config } from "../config.ts";
+import { rolloutStatus } from "../kube/settled.ts";
+import type { KubeClient, Workload } from "../kube/workloads.ts";
+import type { DigestResult } from "../registry/client.ts";
+import type { TickContext } from "./context.ts";
+import {
+  type Observed,
+  type ObservedDigest,
+  type ObservedWorkload,
+  type WorkloadRef,
+  workloadId,
+} from "./model.ts";
+import { needsTargets, targetsToRead } from "./plan.ts";
+
+export interface Observation {
+  observed: Observed;
+  state: Workload;
+  /** JSON-pointer paths of each target container, by workloadId then container name. */
+  paths: Record<string, Record<string, string>>;
+}
+
+export function stateRef(c: Config): WorkloadRef {
+  return { kind: c.state.kind, namespace: c.state.namespace, name: c.state.name };
+}
+
+/**
+ * Reads the state object. A Deployment's generation moves when its annotations change — our own
+ * bookkeeping writes included — and until the controller observes that, kubectl's rules say "not
+ * settled". That is a matter of milliseconds, so when it is the only reason we re-read briefly
+ * rather than count a skip the tick caused itself.
+ */
+export async function readState(
+  ctx: TickContext,
+): Promise<{ state: Workload; status: ReturnType<typeof rolloutStatus> }> {
+  const ref = stateRef(ctx.config);
+  let state = await ctx.kube.get(ref);
+  let status = rolloutStatus(state);
+  const graceUntil = ctx.now() + Math.min(2000, ctx.config.requestTimeoutMs);
+  for (let wait = 50; !status.done && onlyUnobserved(state) && ctx.now() + wait <= graceUntil; wait *= 2) {
+    await ctx.sleep(wait);
+    state = await ctx.kube.get(ref);
+    status = rolloutStatus(state);
+  }
+  return { state, status };
+}
+
+function onlyUnobserved(w: Workload): boolean {
+  return w.metadata.generation > (w.status.observedGeneration ?? 0);
+}
+
+export async function observe(ctx: TickContext): Promise<Observation> {
+  const { state, status } = await readState(ctx);
+  const observed: Observed = {
+    state: {
+      annotations: state.metadata.annotations,
+      settled: status.done,
+      settleMessage: status.error ?? status.message,
+    },
+  };
+  const paths: Record<string, Record<string, string>> = {};
+  if (!status.done) return { observed, state, paths };
+  observed.digests = await resolveImages(ctx);
+  if (needsTargets(observed, ctx.config)) {
+    observed.workloads = {};
+    for (const ref of targetsToRead(observed, ctx.config)) {
+      const id = workloadId(ref);
+      const read = await readTarget(ctx.kube, ref);
+      observed.workloads[id] = read.observed;
+      paths[id] = read.paths;
+    }
+  }
+  return { observed, state, paths };
+}
+
+async function resolveImages(ctx: TickContext): Promise<Record<string, ObservedDigest>> {
+  const images = ctx.config.images.filter((i) => !i.pinned);
+  const repos = [...new Set(images.map((i) => i.repository))];
+  const results: Map<string, DigestResult> = repos.length ? await ctx.resolve(repos) : new Map();
+  const out: Record<string, ObservedDigest> = {};
+  for (const img of images) {
+    const r = results.get(img.repository);
+    if (r?.ok) out[img.key] = { ok: true, digest: r.digest };
+    else {
+      const message = r ? `${r.reason}: ${r.message}` : "not resolved";
+      ctx.log.warn(
+        `cannot resolve ${img.repository}:${ctx.config.tag}; skipping image ${img.key} this tick`,
+        { reason: r?.reason, detail: r?.message },
+      );
+      out[img.key] = { ok: false, message };
+    }
+  }
+  return out;
+}
+
+async function readTarget(
+  kube: KubeClient,
+  ref: WorkloadRef,
+): Promise<{ observed: ObservedWorkload; paths: Record<string, string> }> {
+  let w: Workload;
+  try {
+    w = await kube.get(ref);
+  } catch (err) {
+    return { observed: { found: false, message: (err as Error).message }, paths: {} };
+  }
+  const images: Record<string, string> = {};
+  const paths: Record<string, string> = {};
+  // kubectl set image walks initContainers, then containers; a name in both is ambiguous, and
+  // containers win because they are what the workload runs.
+  const spec = w.spec.template.spec;
+  (spec.initContainers ?? []).forEach((c, i) => {
+    images[c.name] = c.image;
+    paths[c.name] = `/spec/template/spec/initContainers/${i}`;
+  });
+  spec.containers.forEach((c, i) => {
+    images[c.name] = c.image;
+    paths[c.name] = `/spec/template/spec/containers/${i}`;
+  });
+  return { observed: { found: true, images }, paths };
+}

@@ -1,0 +1,106 @@
+// One tick: observe → plan → apply inside the root span, then the tick's metrics and its
+// outcome line. A lost compare-and-swap sends it back to observe (the registry is not asked again).
+
+import { annotationKeys } from "../annotations.ts";
+import type { Outcome } from "../outcomes.ts";
+import { exitCodeFor } from "../outcomes.ts";
+import type { SpanHandle } from "../telemetry.ts";
+import { parseTraceparent } from "../telemetry.ts";
+import { type Applied, apply, baseAttrs } from "./apply.ts";
+import type { TickContext } from "./context.ts";
+import type { Decision, Reason } from "./model.ts";
+import { type Observation, observe } from "./observe.ts";
+import { plan } from "./plan.ts";
+
+export interface TickResult {
+  outcome: Outcome;
+  reason: Reason;
+  message: string;
+  decision?: Decision;
+}
+
+const MAX_ROUNDS = 3;
+
+export async function runTick(ctx: TickContext): Promise<TickResult> {
+  const started = ctx.now();
+  const memo = memoise(ctx.resolve);
+  const tickCtx: TickContext = { ...ctx, resolve: memo };
+  return ctx.telemetry.tick({ ...baseAttrs({ ctx }), "image_refresh.dry_run": ctx.dryRun }, async (root) => {
+    const r = await decideAndApply(tickCtx, root);
+    report(tickCtx, root, r, (ctx.now() - started) / 1000);
+    return { outcome: r.outcome, reason: r.reason, message: r.message, decision: r.decision };
+  });
+}
+
+type Round = Applied & { decision?: Decision; obs?: Observation };
+
+async function decideAndApply(ctx: TickContext, root: SpanHandle): Promise<Round> {
+  for (let round = 1; round <= MAX_ROUNDS; round++) {
+    let obs: Observation;
+    try {
+      obs = await observe(ctx);
+    } catch (err) {
+      return { outcome: "error", reason: "state_unreadable", message: (err as Error).message };
+    }
+    if (round === 1) linkStory(ctx, obs);
+    const decision = plan(obs.observed, ctx.config);
+    ctx.log.debug(`plan: ${decision.outcome} (${decision.reason})`, {
+      actions: decision.actions.map((a) => a.type),
+    });
+    const applied = await apply(decision, obs, ctx, root);
+    if (!applied.conflict) return { ...applied, decision, obs };
+    ctx.log.warn(`${applied.message}; reading it again (round ${round + 1}/${MAX_ROUNDS})`);
+    if (round === MAX_ROUNDS)
+      return { ...applied, decision, obs, message: `${applied.message} ${MAX_ROUNDS} times in a row` };
+  }
+  throw new Error("unreachable");
+}
+
+/** Links this tick to the tick that wrote the current attempt, so attempts and lockout form one chain. */
+function linkStory(ctx: TickContext, obs: Observation): void {
+  const keys = annotationKeys(ctx.config.annotationPrefix);
+  const stored = obs.state.metadata.annotations[keys.traceparent];
+  if (parseTraceparent(stored)) ctx.telemetry.linkRoot([stored as string]);
+}
+
+function report(ctx: TickContext, root: SpanHandle, r: Round, seconds: number): void {
+  const { telemetry, log, config } = ctx;
+  const attrs = baseAttrs({ ctx });
+  const code = exitCodeFor(r.outcome);
+  root.setAttributes({ "image_refresh.outcome": r.outcome, "image_refresh.reason": r.reason });
+  if (code !== 0) root.setError(r.reason, r.message);
+  const settled = r.obs?.observed.state.settled;
+  if (settled === false) telemetry.counter("image_refresh.skips", 1, attrs);
+  if (r.outcome === "locked_out") {
+    root.addEvent("lockout", { "image_refresh.attempt": r.attemptCount ?? -1 });
+    telemetry.counter("image_refresh.lockouts", 1, attrs);
+  }
+  if (r.outcome === "frozen") root.addEvent("freeze", { "image_refresh.skip_streak": r.skipStreak ?? -1 });
+  telemetry.counter("image_refresh.ticks", 1, { ...attrs, "image_refresh.outcome": r.outcome });
+  // Gauges every tick, zeros included: each process starts from nothing, so "locked out now"
+  // must be a value, not a difference of counters. An untrusted counter has no honest value.
+  if (r.attemptCount !== undefined) telemetry.gauge("image_refresh.attempt_count", r.attemptCount, attrs);
+  if (r.skipStreak !== undefined) telemetry.gauge("image_refresh.skip_streak", r.skipStreak, attrs);
+  const lockedOut = r.attemptCount !== undefined && r.attemptCount >= config.maxRefreshAttempts;
+  telemetry.gauge("image_refresh.locked_out", lockedOut ? 1 : 0, attrs);
+  telemetry.gauge("image_refresh.frozen", r.outcome === "frozen" ? 1 : 0, attrs);
+  if (code === 0)
+    telemetry.gauge("image_refresh.last_success_timestamp", Math.floor(ctx.now() / 1000), attrs);
+  telemetry.histogram("image_refresh.tick.duration", seconds, {
+    ...attrs,
+    "image_refresh.outcome": r.outcome,
+  });
+  const line = `${r.outcome}: ${r.message}`;
+  const fields = { outcome: r.outcome, reason: r.reason, dry_run: ctx.dryRun || undefined };
+  if (code !== 0) log.error(line, fields);
+  else if (r.outcome === "locked_out") log.warn(line, fields);
+  else log.info(line, fields);
+}
+
+function memoise(resolve: TickContext["resolve"]): TickContext["resolve"] {
+  let cached: ReturnType<TickContext["resolve"]> | undefined;
+  return (repos) => {
+    cached ??= resolve(repos);
+    return cached;
+  };
+}
