@@ -42,7 +42,7 @@ export interface KubeHttp {
 
 const readUtf8 = (p: string) => readFileSync(p, "utf8");
 
-const defaultSleep = (ms: number, signal: AbortSignal) =>
+export const abortableSleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
     const t = setTimeout(done, ms);
@@ -117,7 +117,7 @@ class HttpContext {
       reason: e.reason,
       code: e.code,
     });
-    await (this.opts.sleep ?? defaultSleep)(ms, this.opts.signal);
+    await (this.opts.sleep ?? abortableSleep)(ms, this.opts.signal);
   }
 
   async stream(req: KubeRequest, signal: AbortSignal): Promise<ReadableStream<Uint8Array>> {

@@ -1,0 +1,198 @@
+// Waits for a rollout the way `kubectl rollout status` does: LIST with the name field selector,
+// judge, then WATCH from the list's resourceVersion, judging every ADDED/MODIFIED. Unlike kubectl
+// it only counts a verdict once the controller has observed *our* patch's generation, and its
+// deadline is absolute: a crash-looping rollout that keeps sending events never extends it.
+import type { Logger } from "../log.ts";
+import type { Telemetry } from "../telemetry.ts";
+import { ApiError } from "./errors.ts";
+import { abortableSleep } from "./http.ts";
+import { describeRef, nameAttribute, type ObjectRef, parseWorkload, type Workload } from "./objects.ts";
+import { PROGRESS_DEADLINE_EXCEEDED, rolloutStatus } from "./settled.ts";
+import type { KubeClient } from "./workloads.ts";
+
+export type RolloutResult =
+  | { ok: true; message: string }
+  | { ok: false; reason: "deadline_exceeded" | "timeout" | "deleted" | "error"; message: string };
+
+export interface RolloutOptions {
+  /** metadata.generation from the PATCH response: the spec the controller must have observed. */
+  afterGeneration: number;
+  timeoutMs: number;
+  signal: AbortSignal;
+  telemetry: Telemetry;
+  log: Logger;
+  /** Pause before re-listing after a transient failure. */
+  retryDelayMs?: number;
+  /** Upper bound of one watch request's timeoutSeconds; the server then ends it cleanly. */
+  maxWatchSeconds?: number;
+}
+
+export function waitForRollout(
+  client: KubeClient,
+  ref: ObjectRef,
+  opts: RolloutOptions,
+): Promise<RolloutResult> {
+  const attributes = { "k8s.namespace.name": ref.namespace, [nameAttribute(ref.kind)]: ref.name };
+  return opts.telemetry.span("rollout.wait", { kind: "internal", attributes }, async (span) => {
+    const deadline = AbortSignal.timeout(opts.timeoutMs);
+    const waiter = new Waiter(client, ref, { ...opts, signal: AbortSignal.any([opts.signal, deadline]) });
+    const result = await waiter.run().catch((e: unknown) => waiter.failure(e, deadline));
+    span.setAttributes({ "image_refresh.rollout.result": result.ok ? "ok" : result.reason });
+    if (!result.ok) span.setError(result.reason, result.message);
+    return result;
+  });
+}
+
+type Step = { result: RolloutResult } | { relist: true } | { eof: string };
+
+class Waiter {
+  private lastMessage = "";
+  private readonly started = Date.now();
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly ref: ObjectRef,
+    private readonly opts: RolloutOptions,
+  ) {}
+
+  async run(): Promise<RolloutResult> {
+    for (;;) {
+      try {
+        const listed = await untilAborted(this.client.list(this.ref), this.opts.signal);
+        const first = listed.items[0];
+        if (!first) return this.deleted();
+        const verdict = this.judge(first);
+        if (verdict) return verdict;
+        const step = await this.watchFrom(listed.resourceVersion);
+        if ("result" in step) return step.result;
+      } catch (e) {
+        if (this.opts.signal.aborted || !(e instanceof ApiError) || !(e.transient || e.code === 410)) throw e;
+        this.opts.log.debug(`re-listing ${describeRef(this.ref)} after ${e.reason}`, { code: e.code });
+        if (e.code !== 410) await abortableSleep(this.opts.retryDelayMs ?? 1000, this.opts.signal);
+      }
+    }
+  }
+
+  /** Watches from `rv`, reconnecting on clean EOF from the last version seen. */
+  private async watchFrom(rv: string): Promise<Step> {
+    for (;;) {
+      const step = await this.watchOnce(rv);
+      if (!("eof" in step)) return step;
+      rv = step.eof;
+    }
+  }
+
+  private async watchOnce(rv: string): Promise<Step> {
+    const remaining = Math.ceil((this.opts.timeoutMs - (Date.now() - this.started)) / 1000);
+    const timeoutSeconds = Math.max(1, Math.min(remaining, this.opts.maxWatchSeconds ?? 300));
+    const events = this.client.watch(this.ref, {
+      resourceVersion: rv,
+      timeoutSeconds,
+      signal: this.opts.signal,
+    });
+    for await (const ev of events) {
+      if (ev.type === "ADDED" || ev.type === "MODIFIED") {
+        const w = this.parse(ev.object);
+        rv = w.metadata.resourceVersion;
+        const verdict = this.judge(w);
+        if (verdict) return { result: verdict };
+      } else if (ev.type === "BOOKMARK") {
+        rv = bookmarkVersion(ev.object) ?? rv;
+      } else if (ev.type === "DELETED") {
+        return { result: this.deleted() };
+      } else if (ev.type === "ERROR") {
+        return this.watchError(ev.object);
+      } else {
+        return { result: { ok: false, reason: "error", message: `unexpected watch event ${ev.type}` } };
+      }
+    }
+    return { eof: rv };
+  }
+
+  /** 410 Expired (history compacted) re-lists at once; other in-stream errors after a pause. */
+  private async watchError(object: unknown): Promise<Step> {
+    const s = (object ?? {}) as { code?: unknown; reason?: unknown; message?: unknown };
+    this.opts.log.debug(`watch of ${describeRef(this.ref)} ended with an error event`, {
+      code: s.code,
+      reason: s.reason,
+    });
+    if (s.code !== 410) await abortableSleep(this.opts.retryDelayMs ?? 1000, this.opts.signal);
+    return { relist: true };
+  }
+
+  /** Undefined while the rollout is in progress; a result once it is decided. */
+  private judge(w: Workload): RolloutResult | undefined {
+    const observed = w.status.observedGeneration ?? 0;
+    const status =
+      observed < this.opts.afterGeneration
+        ? { done: false, message: `Waiting for ${specUpdateNoun(w.kind)} spec update to be observed...` }
+        : rolloutStatus(w);
+    if (status.message !== this.lastMessage) {
+      this.lastMessage = status.message;
+      this.opts.log.info(status.message, { workload: describeRef(this.ref) });
+    }
+    if ("error" in status && status.error) {
+      const deadline =
+        w.status.conditions?.find((c) => c.type === "Progressing")?.reason === PROGRESS_DEADLINE_EXCEEDED;
+      return { ok: false, reason: deadline ? "deadline_exceeded" : "error", message: status.error };
+    }
+    return status.done ? { ok: true, message: status.message } : undefined;
+  }
+
+  private parse(object: unknown): Workload {
+    try {
+      return parseWorkload(this.ref.kind, object);
+    } catch (e) {
+      throw new ApiError({
+        method: "GET",
+        url: "",
+        target: describeRef(this.ref),
+        code: 0,
+        reason: "MalformedResponse",
+        statusMessage: (e as Error).message,
+        cause: e,
+      });
+    }
+  }
+
+  private deleted(): RolloutResult {
+    return { ok: false, reason: "deleted", message: `${describeRef(this.ref)} has been deleted` };
+  }
+
+  failure(e: unknown, deadline: AbortSignal): RolloutResult {
+    const last = this.lastMessage ? `: ${this.lastMessage}` : "";
+    if (deadline.aborted) {
+      return {
+        ok: false,
+        reason: "timeout",
+        message: `timed out after ${formatMs(this.opts.timeoutMs)} waiting for ${describeRef(this.ref)}${last}`,
+      };
+    }
+    if (this.opts.signal.aborted)
+      return { ok: false, reason: "error", message: `wait for ${describeRef(this.ref)} cancelled${last}` };
+    return { ok: false, reason: "error", message: (e as Error).message ?? String(e) };
+  }
+}
+
+function specUpdateNoun(kind: Workload["kind"]): string {
+  return kind === "Deployment" ? "deployment" : kind === "DaemonSet" ? "daemon set" : "statefulset";
+}
+
+function bookmarkVersion(object: unknown): string | undefined {
+  const rv = (object as { metadata?: { resourceVersion?: unknown } } | null)?.metadata?.resourceVersion;
+  return typeof rv === "string" && rv !== "" ? rv : undefined;
+}
+
+/** Lets the absolute deadline cut a request short instead of waiting out its own timeout. */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+function formatMs(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+}
