@@ -146,7 +146,7 @@ async function handle(
     end: 0,
   };
   log.push(entry);
-  req.socket.on("close", () => {
+  res.on("close", () => {
     if (!entry.end) entry.end = now();
   });
   const x: Exchange = { req, res, url, method, entry, malformed: false };

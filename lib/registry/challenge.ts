@@ -25,6 +25,13 @@ function readToken(c: Cursor): string {
   return c.s.slice(start, c.i);
 }
 
+/** An unquoted value. Lenient on purpose: some servers leave a realm URL unquoted. */
+function readBare(c: Cursor): string {
+  const start = c.i;
+  while (c.i < c.s.length && !/[\s,]/.test(c.s[c.i] as string)) c.i++;
+  return c.s.slice(start, c.i);
+}
+
 function readQuoted(c: Cursor): string {
   let out = "";
   c.i++; // opening quote
@@ -58,10 +65,13 @@ export function parseWwwAuthenticate(header: string): Challenge[] {
       continue;
     }
     c.i++;
+    if (c.s[c.i] === "=") {
+      skip(c, /=/); // `abc==`: the padding of a token68, not a parameter
+      continue;
+    }
     skip(c, /[ \t]/);
-    const value = c.s[c.i] === '"' ? readQuoted(c) : readToken(c);
+    const value = c.s[c.i] === '"' ? readQuoted(c) : readBare(c);
     if (current && value !== "") current.params[name.toLowerCase()] = value;
-    skip(c, /=/); // padding of a token68
   }
   return out;
 }
