@@ -1,0 +1,236 @@
+// The simulated Kubernetes API server used by end-to-end tests, benchmarks and
+// `image-refresh demo`. node:https (under Bun) rather than Bun.serve because it can destroy
+// a connection before any response byte (the `reset` fault) and stream chunked watches.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { createServer, type Server } from "node:https";
+import type { Socket } from "node:net";
+import { type FaultRule, FaultSet } from "../faults.ts";
+import { generateTls, type TlsMaterial } from "../tls.ts";
+import { type ControllerMode, Controllers } from "./controller.ts";
+import { applyFault, type Ctx, type RequestLogEntry, readContext, sendStatus } from "./http.ts";
+import { renderKubeconfig } from "./kubeconfig.ts";
+import { manifest, type WorkloadKind } from "./objects.ts";
+import { clone, type JsonObject, mergePatch } from "./patch.ts";
+import { type RouterState, route } from "./router.ts";
+import { failure } from "./status.ts";
+import { Store } from "./store.ts";
+
+export type { FaultRule } from "../faults.ts";
+export type { ControllerMode } from "./controller.ts";
+export type { RequestLogEntry } from "./http.ts";
+export type { WorkloadKind } from "./objects.ts";
+
+export interface StartApiServerOptions {
+  tls?: TlsMaterial;
+  token?: string;
+  /** Delay between two controller status writes; default 10 ms. */
+  stepMs?: number;
+  /** Interval of BOOKMARK events on watches that allow them; default 1000 ms. */
+  bookmarkMs?: number;
+}
+
+export interface AddWorkload {
+  kind: WorkloadKind;
+  namespace: string;
+  name: string;
+  containers: Array<{ name: string; image: string }>;
+  initContainers?: Array<{ name: string; image: string }>;
+  /** Pods for a Deployment/StatefulSet (default 1); nodes running a DaemonSet pod (default 3). */
+  replicas?: number;
+  annotations?: Record<string, string>;
+  mode?: ControllerMode;
+  slowMs?: number;
+  updateStrategy?: "RollingUpdate" | "OnDelete";
+}
+
+export interface SimApiServer {
+  readonly url: string;
+  readonly caPem: string;
+  token: string;
+  kubeconfig(opts?: { token?: string; caPem?: string; insecure?: boolean; namespace?: string }): string;
+  addWorkload(w: AddWorkload): unknown;
+  // biome-ignore lint/suspicious/noExplicitAny: API objects are free-form JSON for the tests that read them
+  getObject(kind: WorkloadKind, namespace: string, name: string): any | undefined;
+  setAnnotations(kind: WorkloadKind, namespace: string, name: string, a: Record<string, string | null>): void;
+  setMode(
+    kind: WorkloadKind,
+    namespace: string,
+    name: string,
+    mode: ControllerMode,
+    opts?: { slowMs?: number },
+  ): void;
+  deleteObject(kind: WorkloadKind, namespace: string, name: string): void;
+  faults: { add(rule: FaultRule): void; clear(): void };
+  readonly log: RequestLogEntry[];
+  clearLog(): void;
+  // biome-ignore lint/suspicious/noExplicitAny: Events as created through the API, both groups
+  readonly events: any[];
+  rotateToken(newToken: string): void;
+  /** Makes every resourceVersion up to now too old for a watch (as etcd compaction does): 410 Expired. */
+  compact(): void;
+  /** The current resourceVersion of the store (etcd's revision). */
+  readonly resourceVersion: string;
+  stop(): Promise<void>;
+}
+
+interface Runtime {
+  server: Server;
+  sockets: Set<Socket>;
+  closers: Set<() => void>;
+  log: RequestLogEntry[];
+  faults: FaultSet;
+  state: RouterState;
+}
+
+async function handle(rt: Runtime, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  let ctx: Ctx | undefined;
+  try {
+    ctx = await readContext(req, res);
+    rt.log.push(ctx.entry);
+    const fault = rt.faults.take(ctx.method, ctx.path, ctx.search);
+    if (fault && (await applyFault(ctx, fault)) === "done") return;
+    const forceExpired = fault?.type === "expired";
+    route(ctx, { ...rt.state, watch: { ...rt.state.watch, forceExpired } });
+  } catch (e) {
+    if (ctx)
+      sendStatus(ctx, failure(500, `Internal error occurred: ${(e as Error).message}`, "InternalError", {}));
+    else res.destroy();
+  }
+}
+
+function listen(server: Server): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const addr = server.address();
+      resolve(typeof addr === "object" && addr ? addr.port : 0);
+    });
+  });
+}
+
+export async function startApiServer(opts: StartApiServerOptions = {}): Promise<SimApiServer> {
+  const tls = opts.tls ?? generateTls();
+  let token = opts.token ?? `sim-${crypto.randomUUID()}`;
+  const store = new Store();
+  const controllers = new Controllers(store, opts.stepMs ?? 10);
+  const sockets = new Set<Socket>();
+  const closers = new Set<() => void>();
+  const server = createServer({ cert: tls.certPem, key: tls.keyPem });
+  const rt: Runtime = {
+    server,
+    sockets,
+    closers,
+    log: [],
+    faults: new FaultSet(),
+    state: {
+      store,
+      token: () => token,
+      url: "",
+      events: [],
+      watch: {
+        bookmarkMs: opts.bookmarkMs ?? 1000,
+        forceExpired: false,
+        track: (close) => {
+          closers.add(close);
+          return () => closers.delete(close);
+        },
+      },
+    },
+  };
+  server.on("secureConnection", (s: Socket) => {
+    sockets.add(s);
+    s.once("close", () => sockets.delete(s));
+  });
+  server.on("request", (req: IncomingMessage, res: ServerResponse) => void handle(rt, req, res));
+  const port = await listen(server);
+  const url = `https://127.0.0.1:${port}`;
+  rt.state.url = url;
+  return makeHandle(rt, { url, tls, controllers, getToken: () => token, setToken: (t) => (token = t) });
+}
+
+interface HandleDeps {
+  url: string;
+  tls: TlsMaterial;
+  controllers: Controllers;
+  getToken(): string;
+  setToken(t: string): void;
+}
+
+function requireObject(store: Store, kind: WorkloadKind, ns: string, name: string): JsonObject {
+  const obj = store.get(kind, ns, name);
+  if (!obj) throw new Error(`Cannot find ${kind} ${ns}/${name} in the simulated API server`);
+  return obj;
+}
+
+function makeHandle(rt: Runtime, d: HandleDeps): SimApiServer {
+  const { store } = rt.state;
+  let stopped: Promise<void> | undefined;
+  return {
+    url: d.url,
+    caPem: d.tls.caPem,
+    get token() {
+      return d.getToken();
+    },
+    set token(t: string) {
+      d.setToken(t);
+    },
+    kubeconfig: (o = {}) =>
+      renderKubeconfig({
+        server: d.url,
+        token: o.token ?? d.getToken(),
+        caPem: o.caPem ?? d.tls.caPem,
+        insecure: o.insecure,
+        namespace: o.namespace,
+      }),
+    addWorkload(w) {
+      const obj = store.create(manifest(w));
+      d.controllers.adopt(obj, {
+        mode: w.mode ?? "healthy",
+        slowMs: w.slowMs ?? 200,
+        nodes: w.replicas ?? 3,
+      });
+      return clone(store.get(w.kind, w.namespace, w.name));
+    },
+    getObject: (kind, ns, name) => {
+      const obj = store.get(kind, ns, name);
+      return obj ? clone(obj) : undefined;
+    },
+    setAnnotations(kind, ns, name, a) {
+      const current = requireObject(store, kind, ns, name);
+      store.updateMain(kind, ns, name, mergePatch(current, { metadata: { annotations: a } }) as JsonObject);
+    },
+    setMode: (kind, ns, name, mode, o) => d.controllers.setMode(kind, ns, name, mode, o),
+    deleteObject(kind, ns, name) {
+      requireObject(store, kind, ns, name);
+      d.controllers.forget(kind, ns, name);
+      store.delete(kind, ns, name);
+    },
+    faults: { add: (rule) => rt.faults.add(rule), clear: () => rt.faults.clear() },
+    get log() {
+      return rt.log;
+    },
+    clearLog: () => {
+      rt.log.length = 0;
+    },
+    get events() {
+      return rt.state.events;
+    },
+    rotateToken: (t) => d.setToken(t),
+    compact: () => {
+      store.compactedRv = store.rv;
+    },
+    get resourceVersion() {
+      return String(store.rv);
+    },
+    stop: () => (stopped ??= shutdown(rt, d.controllers)),
+  };
+}
+
+async function shutdown(rt: Runtime, controllers: Controllers): Promise<void> {
+  controllers.stop();
+  for (const close of [...rt.closers]) close();
+  const closed = new Promise<void>((resolve) => rt.server.close(() => resolve()));
+  // Hanging requests and idle keep-alive connections would hold close() open forever.
+  for (const s of rt.sockets) s.destroy();
+  await closed;
+}

@@ -1,0 +1,85 @@
+// Maps a request path to its handler: discovery, workloads and events, after the bearer
+// token check. Unknown paths answer the real server's generic 404 Status.
+import { discovery } from "./discovery.ts";
+import { createEvent, type EventApi } from "./events.ts";
+import { type Ctx, sendJson, sendStatus } from "./http.ts";
+import { byPlural } from "./objects.ts";
+import type { JsonObject } from "./patch.ts";
+import { badRequest, methodNotAllowed, pathNotFound, unauthorized } from "./status.ts";
+import type { Store } from "./store.ts";
+import type { WatchOptions } from "./watch.ts";
+import { serveWorkloads } from "./workloads.ts";
+
+export interface RouterState {
+  store: Store;
+  token: () => string;
+  url: string;
+  events: JsonObject[];
+  watch: WatchOptions;
+}
+
+const WORKLOAD_PATH = /^\/apis\/apps\/v1\/(?:namespaces\/([^/]+)\/)?([a-z]+)(?:\/([^/]+))?(?:\/([^/]+))?$/;
+const EVENT_PATH =
+  /^\/(?:api\/v1|apis\/events\.k8s\.io\/v1)\/(?:namespaces\/([^/]+)\/)?events(?:\/([^/]+))?$/;
+
+function authorized(ctx: Ctx, token: string): boolean {
+  const header = ctx.req.headers.authorization ?? "";
+  const m = /^Bearer\s+(.+)$/i.exec(header);
+  return !!m && m[1]?.trim() === token;
+}
+
+export function route(ctx: Ctx, state: RouterState) {
+  if (!authorized(ctx, state.token())) return sendStatus(ctx, unauthorized());
+  const doc = ctx.method === "GET" ? discovery(ctx.path, new URL(state.url).host) : undefined;
+  if (doc) return sendJson(ctx, 200, doc);
+  const w = WORKLOAD_PATH.exec(ctx.path);
+  const res = w && byPlural(w[2] ?? "");
+  if (w && res) {
+    const [, namespace, , name, subresource] = w;
+    return serveWorkloads(ctx, state.store, { res, namespace, name, subresource }, state.watch);
+  }
+  const e = EVENT_PATH.exec(ctx.path);
+  if (e)
+    return serveEvents(ctx, state, ctx.path.startsWith("/api/v1") ? "core" : "events.k8s.io", e[1], e[2]);
+  sendStatus(ctx, pathNotFound());
+}
+
+function serveEvents(ctx: Ctx, state: RouterState, api: EventApi, namespace?: string, name?: string) {
+  const apiVersion = api === "core" ? "v1" : "events.k8s.io/v1";
+  const mine = state.events.filter((e) => e.apiVersion === apiVersion);
+  const inNs = mine.filter((e) => !namespace || (e.metadata as JsonObject).namespace === namespace);
+  if (ctx.method === "GET" && !name) {
+    const items = inNs.map(({ apiVersion: _a, kind: _k, ...rest }) => rest);
+    return sendJson(ctx, 200, {
+      kind: "EventList",
+      apiVersion,
+      metadata: { resourceVersion: String(state.store.rv) },
+      items,
+    });
+  }
+  if (ctx.method === "GET" && name) {
+    const found = inNs.find((e) => (e.metadata as JsonObject).name === name);
+    const what = api === "core" ? "events" : "events.events.k8s.io";
+    return found
+      ? sendJson(ctx, 200, found)
+      : sendStatus(ctx, {
+          ...pathNotFound(),
+          message: `${what} "${name}" not found`,
+          details: { name, ...(api === "core" ? {} : { group: "events.k8s.io" }), kind: "events" },
+        });
+  }
+  if (ctx.method !== "POST" || name || !namespace) return sendStatus(ctx, methodNotAllowed());
+  let body: unknown;
+  try {
+    body = JSON.parse(ctx.body);
+  } catch (err) {
+    return sendStatus(ctx, badRequest(`error decoding request body: ${(err as Error).message}`));
+  }
+  const existing = inNs;
+  const nextRv = () => String(++state.store.rv);
+  const result = createEvent(body, { api, namespace, existing, nextRv });
+  if ("kind" in result && result.kind === "Status") return sendStatus(ctx, result);
+  const created = result as { status: number; body: JsonObject };
+  state.events.push(created.body);
+  sendJson(ctx, created.status, created.body);
+}
