@@ -131,7 +131,7 @@ describe("the musl binary the image carries", () => {
   test("demo runs its scripted scenario to the end", () => {
     const r = runMusl(["demo"]);
     expect({ code: r.code, stderr: r.code === 0 ? "" : r.stderr }).toEqual({ code: 0, stderr: "" });
-    expect(r.stdout.length).toBeGreaterThan(0);
+    expect(r.stdout).toContain("outcome");
   }, 120_000);
 });
 
