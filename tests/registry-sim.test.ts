@@ -11,6 +11,9 @@ const DOCKER_V2 = "application/vnd.docker.distribution.manifest.v2+json";
 const tls = generateTls();
 const sha = (b: ArrayBuffer) => `sha256:${createHash("sha256").update(Buffer.from(b)).digest("hex")}`;
 
+const errorCode = async (res: Response) =>
+  ((await res.json()) as { errors: Array<{ code: string }> }).errors[0]?.code;
+
 let reg: SimRegistry;
 beforeAll(async () => {
   reg = await startRegistry({ tls, auth: "none" });
@@ -62,7 +65,7 @@ describe("content negotiation (reference registry rules)", () => {
         `${DOCKER_V2}, application/vnd.docker.distribution.manifest.list.v2+json`,
       );
       expect(res.status).toBe(404);
-      expect((await res.json()).errors[0].code).toBe("MANIFEST_UNKNOWN");
+      expect(await errorCode(res)).toBe("MANIFEST_UNKNOWN");
       expect((await get(`/v2/${repo}/manifests/v1`, ALL, "HEAD")).status).toBe(200);
     }
   });
@@ -81,12 +84,8 @@ describe("content negotiation (reference registry rules)", () => {
 
   test("unknown repository and tag are 404 with NAME_UNKNOWN / MANIFEST_UNKNOWN bodies on GET", async () => {
     reg.push("neg/known", "v1");
-    expect((await (await get("/v2/neg/nothing/manifests/v1", ALL)).json()).errors[0].code).toBe(
-      "NAME_UNKNOWN",
-    );
-    expect((await (await get("/v2/neg/known/manifests/v2", ALL)).json()).errors[0].code).toBe(
-      "MANIFEST_UNKNOWN",
-    );
+    expect(await errorCode(await get("/v2/neg/nothing/manifests/v1", ALL))).toBe("NAME_UNKNOWN");
+    expect(await errorCode(await get("/v2/neg/known/manifests/v2", ALL))).toBe("MANIFEST_UNKNOWN");
     const head = await get("/v2/neg/known/manifests/v2", ALL, "HEAD");
     expect(head.status).toBe(404);
     expect(await head.text()).toBe("");
@@ -107,7 +106,7 @@ describe("rate limit: headers on GET and HEAD, only GET counts", () => {
       const denied = await call("GET");
       expect(denied.status).toBe(429);
       expect(Number(denied.headers.get("retry-after"))).toBeGreaterThan(3000);
-      expect((await denied.json()).errors[0].code).toBe("TOOMANYREQUESTS");
+      expect(await errorCode(denied)).toBe("TOOMANYREQUESTS");
       const head = await call("HEAD");
       expect([head.status, head.headers.get("ratelimit-remaining")]).toEqual([200, "0;w=3600"]);
       expect(r.counts()).toEqual({ challenge: 0, token: 0, head: 4, get: 3 });
@@ -140,11 +139,11 @@ describe("auth", () => {
           method: "HEAD",
           headers: { Authorization: `Bearer ${token}` },
         });
-      const anon = await (await fetch(tokenUrl, opts)).json();
+      const anon = (await (await fetch(tokenUrl, opts)).json()) as { token: string };
       const denied = await head("priv/app", anon.token);
       expect(denied.status).toBe(401);
       expect(denied.headers.get("www-authenticate")).toContain('error="insufficient_scope"');
-      const granted = await (await fetch(tokenUrl, basic("alice", "pw"))).json();
+      const granted = (await (await fetch(tokenUrl, basic("alice", "pw"))).json()) as { token: string };
       expect(granted).toMatchObject({ expires_in: 300, access_token: granted.token });
       expect((await head("priv/app", granted.token)).status).toBe(200);
       expect((await head("nope/x", granted.token)).status).toBe(401); // Hub-like: unknown repo is 401

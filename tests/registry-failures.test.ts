@@ -1,0 +1,159 @@
+// Per-image failures against the simulated registry: each one is a WARNING for that image while
+// the others resolve, and a 429 stops every further request to the registry for the tick.
+import { afterEach, describe, expect, test } from "bun:test";
+import { recordingTelemetry } from "../lib/kube/recording-telemetry.ts";
+import { memoryLogger } from "../lib/log.ts";
+import { type ResolveOptions, resolveDigests } from "../lib/registry/client.ts";
+import { type SimRegistry, type StartRegistryOptions, startRegistry } from "../sim/registry.ts";
+import { generateTls } from "../sim/tls.ts";
+
+const tls = generateTls();
+const started: SimRegistry[] = [];
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((r) => r.stop()));
+});
+
+async function sim(opts: StartRegistryOptions = {}): Promise<SimRegistry> {
+  const r = await startRegistry({ ...opts, tls });
+  started.push(r);
+  return r;
+}
+
+function options(r: SimRegistry, extra: Partial<ResolveOptions> = {}) {
+  const telemetry = recordingTelemetry();
+  const log = memoryLogger();
+  const opts: ResolveOptions = {
+    host: r.host,
+    requestTimeoutMs: 300,
+    signal: new AbortController().signal,
+    telemetry,
+    log,
+    ca: tls.caPem,
+    ...extra,
+  };
+  return { opts, telemetry, log };
+}
+
+const manifest = (repo: string) => `/v2/${repo}/manifests/v1`;
+const reasons = (m: Map<string, { ok: boolean; reason?: string }>) =>
+  Object.fromEntries([...m].map(([k, v]) => [k, v.ok ? "ok" : v.reason]));
+
+describe("per-image failures", () => {
+  test("401, 403, 404, 500, hang, reset, malformed and missing digest each fail one image only", async () => {
+    const r = await sim();
+    const repos = [
+      "f/ok",
+      "f/u",
+      "f/forbidden",
+      "f/missing",
+      "f/boom",
+      "f/hang",
+      "f/reset",
+      "f/bad",
+      "f/nodigest",
+    ];
+    for (const repo of repos) if (repo !== "f/missing") r.push(repo, "v1");
+    r.faults.add({ path: manifest("f/u"), fault: { type: "status", code: 401 } });
+    r.faults.add({ path: manifest("f/forbidden"), fault: { type: "status", code: 403 } });
+    r.faults.add({ path: manifest("f/boom"), fault: { type: "status", code: 500 } });
+    r.faults.add({ path: manifest("f/hang"), fault: { type: "hang" } });
+    r.faults.add({ path: manifest("f/reset"), fault: { type: "reset" } });
+    r.faults.add({ path: manifest("f/bad"), fault: { type: "malformed" } });
+    r.faults.add({ path: manifest("f/nodigest"), fault: { type: "status", code: 200 } });
+    const t = options(r);
+    const got = await resolveDigests(repos, "v1", t.opts);
+    expect(reasons(got)).toEqual({
+      "f/ok": "ok",
+      "f/u": "unauthorized",
+      "f/forbidden": "forbidden",
+      "f/missing": "not_found",
+      "f/boom": "server_error",
+      "f/hang": "timeout",
+      "f/reset": "network",
+      "f/bad": "bad_digest",
+      "f/nodigest": "bad_digest",
+    });
+    expect(r.counts()).toEqual({ challenge: 1, token: 1, head: 9, get: 0 }); // never a GET fallback
+    const warned = t.log.lines.filter((l) => l.level === "warn").map((l) => l.fields.repository);
+    expect(warned.sort()).toEqual(repos.filter((x) => x !== "f/ok").sort());
+    const errors = t.telemetry.spans.filter((s) => s.name === "HEAD" && s.error).map((s) => s.error?.type);
+    expect(errors.sort()).toEqual(["401", "403", "404", "500", "ECONNRESET", "timeout"].sort());
+  });
+
+  test("a body that stalls after the headers is a timeout (the timeout covers the whole response)", async () => {
+    const r = await sim();
+    r.push("s/app", "v1");
+    r.faults.add({ path: "/token", fault: { type: "hang" } });
+    const t = options(r);
+    const started = performance.now();
+    const got = await resolveDigests(["s/app"], "v1", t.opts);
+    expect(got.get("s/app")).toMatchObject({ ok: false, reason: "timeout" });
+    expect(performance.now() - started).toBeLessThan(1500);
+  });
+
+  test("the tick's deadline aborts requests in flight", async () => {
+    const r = await sim({ auth: "none" });
+    r.push("d/app", "v1");
+    r.faults.add({ path: manifest("d/app"), fault: { type: "hang" } });
+    const tick = new AbortController();
+    setTimeout(() => tick.abort(new Error("tick deadline")), 100);
+    const t = options(r, { signal: tick.signal, requestTimeoutMs: 10_000 });
+    const got = await resolveDigests(["d/app"], "v1", t.opts);
+    expect(got.get("d/app")).toMatchObject({
+      ok: false,
+      reason: "timeout",
+      message: expect.stringMatching(/tick's deadline/),
+    });
+  });
+
+  test("a malformed token answer fails every image without HEADs", async () => {
+    const r = await sim();
+    r.faults.add({ path: "/token", fault: { type: "malformed" } });
+    const got = await resolveDigests(["m/a", "m/b"], "v1", options(r).opts);
+    expect(reasons(got)).toEqual({ "m/a": "server_error", "m/b": "server_error" });
+    expect(r.counts().head).toBe(0);
+  });
+});
+
+describe("429 ends all requests to the registry for the tick", () => {
+  test("a HEAD 429: remaining repositories are skipped and Retry-After/ratelimit-remaining are logged", async () => {
+    const r = await sim({ rateLimit: { limit: 100, windowSeconds: 21600 } });
+    const repos = ["q/a", "q/b", "q/c", "q/d"];
+    for (const repo of repos) r.push(repo, "v1");
+    r.faults.add({ path: manifest("q/b"), fault: { type: "status", code: 429, retryAfter: 120 } });
+    const t = options(r, { concurrency: 1 });
+    const got = await resolveDigests(repos, "v1", t.opts);
+    expect(reasons(got)).toEqual({
+      "q/a": "ok",
+      "q/b": "rate_limited",
+      "q/c": "skipped_rate_limited",
+      "q/d": "skipped_rate_limited",
+    });
+    expect(r.counts()).toEqual({ challenge: 1, token: 1, head: 2, get: 0 });
+    const note = t.log.lines.find((l) => l.msg.includes("rate limiting"));
+    expect(note?.fields).toMatchObject({ retry_after: "120", ratelimit_remaining: "100;w=21600" });
+    expect(t.log.lines.find((l) => l.fields.repository === "q/b")?.fields).toMatchObject({ status: 429 });
+  });
+
+  test("a token 429 stops before any HEAD", async () => {
+    const r = await sim();
+    r.faults.add({ path: "/token", fault: { type: "status", code: 429, retryAfter: 30 } });
+    const t = options(r);
+    const got = await resolveDigests(["q/a", "q/b"], "v1", t.opts);
+    expect(reasons(got)).toEqual({ "q/a": "rate_limited", "q/b": "rate_limited" });
+    expect(r.counts()).toEqual({ challenge: 1, token: 1, head: 0, get: 0 });
+    expect(t.log.lines.find((l) => l.msg.includes("rate limiting"))?.fields.retry_after).toBe("30");
+  });
+
+  test("with HEADs in parallel, nothing new is sent after the 429 answer", async () => {
+    const r = await sim({ auth: "none" });
+    const repos = Array.from({ length: 12 }, (_, i) => `p/app-${i}`);
+    for (const repo of repos) r.push(repo, "v1");
+    r.faults.add({ path: manifest("p/app-0"), fault: { type: "status", code: 429 } });
+    r.faults.add({ method: "HEAD", path: /manifests/, fault: { type: "delay", ms: 40 } });
+    const got = await resolveDigests(repos, "v1", options(r, { concurrency: 4 }).opts);
+    // The first four HEADs were in flight before the 429 arrived; nothing was sent after it.
+    expect(r.counts().head).toBe(4);
+    expect(Object.values(reasons(got)).filter((v) => v === "skipped_rate_limited").length).toBe(8);
+  });
+});
