@@ -12,6 +12,11 @@ export type Fault =
     }
   | { type: "hang" }
   | { type: "delay"; ms: number }
+  /**
+   * The TCP connection is destroyed before any response byte. Note that Bun's fetch (like
+   * client-go) retries an idempotent GET once when a reused keep-alive connection dies, so
+   * `times: 1` on a GET is usually invisible to the client; non-GET requests are not retried.
+   */
   | { type: "reset" }
   | { type: "malformed" }
   /** Watch only: answer 200 and send one in-stream ERROR event carrying a 410 Expired Status. */
