@@ -97,7 +97,7 @@ describe("request budget", () => {
     const r = await sim();
     const repos = Array.from({ length: 50 }, (_, i) => `team/app-${i}`);
     for (const repo of repos) r.push(repo, "stable");
-    r.faults.add({ method: "HEAD", path: /manifests/, fault: { type: "delay", ms: 30 } });
+    r.faults.add({ method: "HEAD", path: /manifests/, fault: { type: "delay", ms: 60 } });
     const got = await resolveDigests(repos, "stable", options(r).opts);
     expect([...got.values()].every((v) => v.ok)).toBe(true);
     expect(r.counts()).toEqual({ challenge: 1, token: 1, head: 50, get: 0 });
@@ -108,7 +108,7 @@ describe("request budget", () => {
     const r = await sim({ auth: "none" });
     const repos = ["a", "b", "c", "d", "e", "f", "g"].map((x) => `c/${x}`);
     for (const repo of repos) r.push(repo, "v1");
-    r.faults.add({ method: "HEAD", path: /manifests/, fault: { type: "delay", ms: 30 } });
+    r.faults.add({ method: "HEAD", path: /manifests/, fault: { type: "delay", ms: 60 } });
     await resolveDigests(repos, "v1", options(r, { concurrency: 3 }).opts);
     expect(maxOverlap(r)).toBe(3);
     expect(r.counts()).toEqual({ challenge: 1, token: 0, head: 7, get: 0 });

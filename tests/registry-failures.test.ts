@@ -91,19 +91,24 @@ describe("per-image failures", () => {
     expect(performance.now() - started).toBeLessThan(1500);
   });
 
-  test("the tick's deadline aborts requests in flight", async () => {
+  test("the tick's deadline aborts requests in flight and sends no queued ones", async () => {
     const r = await sim({ auth: "none" });
     r.push("d/app", "v1");
+    r.push("d/next", "v1");
     r.faults.add({ path: manifest("d/app"), fault: { type: "hang" } });
     const tick = new AbortController();
     setTimeout(() => tick.abort(new Error("tick deadline")), 100);
-    const t = options(r, { signal: tick.signal, requestTimeoutMs: 10_000 });
-    const got = await resolveDigests(["d/app"], "v1", t.opts);
+    const t = options(r, { signal: tick.signal, requestTimeoutMs: 10_000, concurrency: 1 });
+    const got = await resolveDigests(["d/app", "d/next"], "v1", t.opts);
     expect(got.get("d/app")).toMatchObject({
-      ok: false,
       reason: "timeout",
       message: expect.stringMatching(/tick's deadline/),
     });
+    expect(got.get("d/next")).toMatchObject({
+      reason: "timeout",
+      message: expect.stringMatching(/before this image/),
+    });
+    expect(r.counts().head).toBe(1);
   });
 
   test("a malformed token answer fails every image without HEADs", async () => {

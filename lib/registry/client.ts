@@ -103,14 +103,33 @@ export async function resolveDigests(
     for (const repo of repos) results.set(repo, fail(opts, repo, tag, failure));
     return results;
   }
+  await headAll(ctx, { ...opts, endpoint, tag, paths, authorization }, results);
+  // Completion order is arbitrary; callers and logs get the configured order.
+  return new Map(repos.map((r) => [r, results.get(r) as DigestResult]));
+}
+
+/** One HEAD per repository, bounded; the first 429 turns every later one into a skip. */
+async function headAll(
+  ctx: HttpContext,
+  opts: ResolveOptions & {
+    endpoint: string;
+    tag: string;
+    paths: Map<string, string>;
+    authorization?: string;
+  },
+  results: Map<string, DigestResult>,
+): Promise<void> {
   let stopped = false;
-  await forEachBounded(repos, opts.concurrency ?? DEFAULT_CONCURRENCY, async (repo) => {
-    if (stopped) {
-      results.set(repo, skipped(opts, repo));
-      return;
+  await forEachBounded([...opts.paths.keys()], opts.concurrency ?? DEFAULT_CONCURRENCY, async (repo) => {
+    if (stopped) return void results.set(repo, skipped(opts, repo));
+    if (opts.signal.aborted) {
+      // The tick is over: say so per image instead of sending requests that abort at once.
+      const late = new RegistryError("timeout", "the tick's deadline passed before this image was requested");
+      return void results.set(repo, fail(opts, repo, opts.tag, late));
     }
     try {
-      const digest = await headDigest(ctx, { endpoint, path: paths.get(repo) as string, tag, authorization });
+      const path = opts.paths.get(repo) as string;
+      const digest = await headDigest(ctx, { ...opts, path });
       results.set(repo, { ok: true, digest });
     } catch (err) {
       const failure = asRegistryError(err);
@@ -118,11 +137,9 @@ export async function resolveDigests(
         stopped = true;
         noteRateLimit(opts, failure);
       }
-      results.set(repo, fail(opts, repo, tag, failure));
+      results.set(repo, fail(opts, repo, opts.tag, failure));
     }
   });
-  // Completion order is arbitrary; callers and logs get the configured order.
-  return new Map(repos.map((r) => [r, results.get(r) as DigestResult]));
 }
 
 function asRegistryError(err: unknown): RegistryError {
