@@ -1,0 +1,151 @@
+// waitForRollout against the simulated controllers over real HTTPS, for every kind and mode:
+// a healthy rollout settles, a Deployment past its progress deadline fails fast, and flapping or
+// crash-looping rollouts end at the timeout, never later.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { recordingTelemetry } from "../lib/kube/recording-telemetry.ts";
+import { type RolloutResult, waitForRollout } from "../lib/kube/rollout.ts";
+import {
+  createKubeClient,
+  type KubeClient,
+  type ObjectRef,
+  type WorkloadKind,
+} from "../lib/kube/workloads.ts";
+import { memoryLogger } from "../lib/log.ts";
+import { type ControllerMode, type SimApiServer, startApiServer } from "../sim/apiserver/index.ts";
+
+let sim: SimApiServer;
+let kube: KubeClient;
+let seq = 0;
+
+beforeAll(async () => {
+  sim = await startApiServer({ stepMs: 10, bookmarkMs: 50 });
+  kube = createKubeClient(
+    { server: sim.url, caPem: sim.caPem, insecureSkipTlsVerify: false, token: sim.token },
+    {
+      requestTimeoutMs: 1000,
+      signal: new AbortController().signal,
+      telemetry: recordingTelemetry(),
+      log: memoryLogger(),
+    },
+  );
+});
+afterAll(() => sim.stop());
+
+/** A fresh, settled workload, then a patch of its image: the rollout to wait for. */
+async function patched(
+  kind: WorkloadKind,
+  mode: ControllerMode,
+): Promise<{ ref: ObjectRef; generation: number }> {
+  const ref: ObjectRef = { kind, namespace: "apps", name: `w${++seq}` };
+  sim.addWorkload({ ...ref, containers: [{ name: "app", image: "myorg/app:1" }], replicas: 2 });
+  await Bun.sleep(30); // settled before the mode applies to the next rollout
+  sim.setMode(kind, ref.namespace, ref.name, mode);
+  const w = await kube.strategicPatch(ref, {
+    spec: { template: { spec: { containers: [{ name: "app", image: "myorg/app:2" }] } } },
+  });
+  return { ref, generation: w.metadata.generation };
+}
+
+async function wait(ref: ObjectRef, generation: number, timeoutMs: number) {
+  const telemetry = recordingTelemetry();
+  const log = memoryLogger();
+  const started = Date.now();
+  const result = await waitForRollout(kube, ref, {
+    afterGeneration: generation,
+    timeoutMs,
+    signal: new AbortController().signal,
+    telemetry,
+    log,
+    retryDelayMs: 20,
+  });
+  return { result, ms: Date.now() - started, telemetry, log };
+}
+
+const outcome = (r: RolloutResult) => (r.ok ? "ok" : r.reason);
+
+const DONE: Record<WorkloadKind, RegExp> = {
+  Deployment: /^deployment "w\d+" successfully rolled out$/,
+  DaemonSet: /^daemon set "w\d+" successfully rolled out$/,
+  StatefulSet: /^(partitioned roll out complete|statefulset rolling update complete)/,
+};
+
+for (const kind of ["Deployment", "DaemonSet", "StatefulSet"] as const) {
+  describe(`waitForRollout ${kind}`, () => {
+    test("healthy settles, logging kubectl's progress once per change, in a rollout.wait span", async () => {
+      const { ref, generation } = await patched(kind, "healthy");
+      const { result, telemetry, log } = await wait(ref, generation, 5000);
+      expect(result.ok).toBe(true);
+      expect(result.message).toMatch(DONE[kind]);
+      const messages = log.lines.filter((l) => l.level === "info").map((l) => l.msg);
+      expect(new Set(messages).size).toBe(messages.length);
+      expect(messages.at(-1)).toBe(result.message);
+      expect(telemetry.spans.find((s) => s.name === "rollout.wait")).toMatchObject({
+        kind: "internal",
+        attributes: { "k8s.namespace.name": "apps", [`k8s.${kind.toLowerCase()}.name`]: ref.name },
+      });
+    });
+
+    const deadline = kind === "Deployment" ? "deadline_exceeded" : "timeout";
+    test(`deadline mode ends as ${deadline}`, async () => {
+      const { ref, generation } = await patched(kind, "deadline");
+      const { result, ms } = await wait(ref, generation, 700);
+      expect(outcome(result)).toBe(deadline);
+      if (kind === "Deployment") {
+        expect(result.message).toBe(`deployment "${ref.name}" exceeded its progress deadline`);
+        expect(ms).toBeLessThan(500); // fast fail, not the timeout
+      }
+    });
+
+    for (const mode of ["flap", "crashloop"] as const) {
+      test(`${mode} times out at the deadline, not later`, async () => {
+        const { ref, generation } = await patched(kind, mode);
+        const { result, ms } = await wait(ref, generation, 600);
+        expect(outcome(result)).toBe("timeout");
+        expect(result.message).toStartWith(
+          `timed out after 600ms waiting for ${kind.toLowerCase()} apps/${ref.name}: `,
+        );
+        expect(ms).toBeGreaterThanOrEqual(590);
+        expect(ms).toBeLessThan(1100);
+      });
+    }
+  });
+}
+
+describe("waitForRollout watch recovery", () => {
+  test("an in-stream 410 Expired re-lists and still settles", async () => {
+    const { ref, generation } = await patched("Deployment", "slow");
+    sim.faults.add({ method: "GET", path: /watch=1/, times: 1, fault: { type: "expired" } });
+    const lists = () => sim.log.filter((e) => e.path.endsWith("/deployments") && !e.query.watch).length;
+    const before = lists();
+    const { result } = await wait(ref, generation, 5000);
+    expect(result.ok).toBe(true);
+    expect(lists() - before).toBeGreaterThanOrEqual(2);
+  });
+
+  test("a watch that hangs before headers is retried after the request timeout", async () => {
+    const { ref, generation } = await patched("Deployment", "slow");
+    sim.faults.add({ method: "GET", path: /watch=1/, times: 1, fault: { type: "hang" } });
+    const { result } = await wait(ref, generation, 5000);
+    expect(result.ok).toBe(true);
+  });
+
+  test("a deleted workload fails the wait", async () => {
+    const { ref, generation } = await patched("Deployment", "flap");
+    setTimeout(() => sim.deleteObject(ref.kind, ref.namespace, ref.name), 100);
+    const { result } = await wait(ref, generation, 3000);
+    expect(result).toEqual({
+      ok: false,
+      reason: "deleted",
+      message: `deployment apps/${ref.name} has been deleted`,
+    });
+  });
+
+  test("the list and watch use the name field selector (RBAC resourceNames)", async () => {
+    const { ref, generation } = await patched("DaemonSet", "healthy");
+    sim.clearLog();
+    await wait(ref, generation, 5000);
+    const collection = sim.log.filter((e) => e.path.endsWith("/daemonsets"));
+    expect(collection.length).toBeGreaterThan(0);
+    for (const e of collection) expect(e.query.fieldSelector).toBe(`metadata.name=${ref.name}`);
+  });
+});
