@@ -2,7 +2,7 @@
 // per-kind generation rules of reference §1.5 and §3.
 import { afterAll, describe, expect, test } from "bun:test";
 import { startApiServer, type WorkloadKind } from "../sim/apiserver/index.ts";
-import { call, objectPath, patch } from "../sim/apiserver/testing.ts";
+import { objectPath, patch } from "../sim/apiserver/testing.ts";
 
 const sim = await startApiServer({ stepMs: 5 });
 afterAll(() => sim.stop());
@@ -157,6 +157,7 @@ describe("JSON patch (RFC 6902, evanphx v4)", () => {
     details: {},
     code: 422,
   };
+  // biome-ignore lint/suspicious/noExplicitAny: reads decoded API JSON
   const ok: Array<[string, unknown[], (o: any) => unknown, unknown]> = [
     [
       "add of an escaped annotation key",
