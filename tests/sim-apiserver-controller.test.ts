@@ -42,7 +42,7 @@ function fresh(
     name,
     path: objectPath(kind, "apps", name),
     get: () => sim.getObject(kind, "apps", name),
-    until: (pred: (o: unknown) => boolean, ms?: number) => waitFor(sim, kind, "apps", name, pred, ms),
+    until: (pred: Parameters<typeof waitFor>[4], ms?: number) => waitFor(sim, kind, "apps", name, pred, ms),
   };
 }
 const setImage = (path: string, image: string) =>
@@ -123,7 +123,7 @@ describe("healthy", () => {
       // The StatefulSet controller moves currentRevision once every pod runs the update revision.
       if (kind === "StatefulSet")
         await w.until(
-          (o: any) => o.status.currentRevision === o.status.updateRevision && o.status.currentReplicas === 3,
+          (o) => o.status.currentRevision === o.status.updateRevision && o.status.currentReplicas === 3,
         );
     });
   }
@@ -154,7 +154,7 @@ describe("failure modes", () => {
     test(`${kind} flap: new pods never become available, and no deadline`, async () => {
       const w = fresh(kind, "flap");
       await setImage(w.path, "myorg/app:2");
-      await w.until((o: any) => o.status.observedGeneration === o.metadata.generation);
+      await w.until((o) => o.status.observedGeneration === o.metadata.generation);
       await Bun.sleep(STEP * 20);
       expect(settled(w.get())).toBe(false);
       expect(() => rolloutStatus(w.get())).not.toThrow();
@@ -220,7 +220,7 @@ describe("failure modes", () => {
   test("OnDelete: the template change is observed but no pod is replaced", async () => {
     const w = fresh("DaemonSet", "healthy", { updateStrategy: "OnDelete" });
     await setImage(w.path, "myorg/app:2");
-    const o = await w.until((x: any) => x.status.observedGeneration === 2);
+    const o = await w.until((x) => x.status.observedGeneration === 2);
     expect(o.status.updatedNumberScheduled).toBeUndefined();
     expect(() => rolloutStatus(o)).toThrow(
       "rollout status is only available for RollingUpdate strategy type",
