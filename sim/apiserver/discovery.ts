@@ -5,6 +5,15 @@ import { RESOURCES } from "./objects.ts";
 const WORKLOAD_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 const EVENT_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
+const NAMESPACES = {
+  name: "namespaces",
+  singularName: "namespace",
+  namespaced: false,
+  kind: "Namespace",
+  verbs: ["create", "delete", "get", "list", "patch", "update", "watch"],
+  shortNames: ["ns"],
+};
+
 function groupVersion(name: string, version: string) {
   const gv = { groupVersion: `${name}/${version}`, version };
   return { name, versions: [gv], preferredVersion: gv };
@@ -56,7 +65,7 @@ export function discovery(path: string, serverAddress: string): unknown {
         groups: [groupVersion("apps", "v1"), groupVersion("events.k8s.io", "v1")],
       };
     case "/api/v1":
-      return { kind: "APIResourceList", groupVersion: "v1", resources: [event(true)] };
+      return { kind: "APIResourceList", groupVersion: "v1", resources: [event(true), NAMESPACES] };
     case "/apis/apps":
       return { kind: "APIGroup", apiVersion: "v1", ...groupVersion("apps", "v1") };
     case "/apis/apps/v1":

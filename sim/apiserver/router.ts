@@ -5,7 +5,7 @@ import { createEvent, type EventApi } from "./events.ts";
 import { type Ctx, sendJson, sendStatus } from "./http.ts";
 import { byPlural } from "./objects.ts";
 import type { JsonObject } from "./patch.ts";
-import { badRequest, methodNotAllowed, pathNotFound, unauthorized } from "./status.ts";
+import { badRequest, methodNotAllowed, notFound, pathNotFound, unauthorized } from "./status.ts";
 import type { Store } from "./store.ts";
 import type { WatchOptions } from "./watch.ts";
 import { serveWorkloads } from "./workloads.ts";
@@ -19,6 +19,7 @@ export interface RouterState {
 }
 
 const WORKLOAD_PATH = /^\/apis\/apps\/v1\/(?:namespaces\/([^/]+)\/)?([a-z]+)(?:\/([^/]+))?(?:\/([^/]+))?$/;
+const NAMESPACE_PATH = /^\/api\/v1\/namespaces(?:\/([^/]+))?$/;
 const EVENT_PATH =
   /^\/(?:api\/v1|apis\/events\.k8s\.io\/v1)\/(?:namespaces\/([^/]+)\/)?events(?:\/([^/]+))?$/;
 
@@ -38,10 +39,29 @@ export function route(ctx: Ctx, state: RouterState) {
     const [, namespace, , name, subresource] = w;
     return serveWorkloads(ctx, state.store, { res, namespace, name, subresource }, state.watch);
   }
+  const ns = NAMESPACE_PATH.exec(ctx.path);
+  if (ns) return serveNamespaces(ctx, state.store, ns[1]);
   const e = EVENT_PATH.exec(ctx.path);
   if (e)
     return serveEvents(ctx, state, ctx.path.startsWith("/api/v1") ? "core" : "events.k8s.io", e[1], e[2]);
   sendStatus(ctx, pathNotFound());
+}
+
+function serveNamespaces(ctx: Ctx, store: Store, name?: string) {
+  if (ctx.method !== "GET") return sendStatus(ctx, methodNotAllowed());
+  if (!name) {
+    const items = [...store.namespaces.values()].map(({ apiVersion: _a, kind: _k, ...rest }) => rest);
+    return sendJson(ctx, 200, {
+      kind: "NamespaceList",
+      apiVersion: "v1",
+      metadata: { resourceVersion: String(store.rv) },
+      items,
+    });
+  }
+  const found = store.namespaces.get(name);
+  return found
+    ? sendJson(ctx, 200, found)
+    : sendStatus(ctx, notFound({ plural: "namespaces", group: "" }, name));
 }
 
 function serveEvents(ctx: Ctx, state: RouterState, api: EventApi, namespace?: string, name?: string) {

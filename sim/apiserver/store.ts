@@ -46,9 +46,15 @@ export class Store {
   #objects = new Map<string, JsonObject>();
   #history: StoredEvent[] = [];
   #watchers = new Set<Watcher>();
+
+  constructor() {
+    for (const ns of ["default", "kube-system"]) this.ensureNamespace(ns);
+  }
   /** RVs at or below this are "compacted": a watch from them is answered 410 Expired. */
   compactedRv = 0;
   rv = 1000; // an arbitrary non-zero start, so "0" never collides with a real RV
+  /** Namespaces exist once something was created in them (kubectl checks them after a NotFound). */
+  readonly namespaces = new Map<string, JsonObject>();
   onMainWrite: (kind: WorkloadKind, ns: string, name: string) => void = () => {};
 
   get(kind: WorkloadKind, ns: string, name: string): JsonObject | undefined {
@@ -102,8 +108,24 @@ export class Store {
     return clone(obj);
   }
 
+  ensureNamespace(name: string): void {
+    if (this.namespaces.has(name)) return;
+    this.rv += 1;
+    const metadata = newMetadata({ name, labels: { "kubernetes.io/metadata.name": name } }, String(this.rv));
+    delete metadata.namespace;
+    delete metadata.generation;
+    this.namespaces.set(name, {
+      kind: "Namespace",
+      apiVersion: "v1",
+      metadata,
+      spec: { finalizers: ["kubernetes"] },
+      status: { phase: "Active" },
+    });
+  }
+
   create(manifest: JsonObject): JsonObject {
     const obj = clone(manifest);
+    this.ensureNamespace(String(meta(obj).namespace));
     obj.metadata = newMetadata(meta(obj), "");
     applyDefaults(obj);
     if (obj.kind === "DaemonSet") setAnnotation(obj, DS_TEMPLATE_GENERATION, "1");
