@@ -36,6 +36,8 @@ interface Run {
   obs: Observation;
   root: SpanHandle;
   rv: string;
+  /** The state object's annotations as of the last response we saw. */
+  annotations: Record<string, string>;
   rolledOut: boolean;
   attemptCount?: number;
   skipStreak?: number;
@@ -54,6 +56,7 @@ export async function apply(
     obs,
     root,
     rv: obs.state.metadata.resourceVersion,
+    annotations,
     rolledOut: false,
     attemptCount: counterValue(annotations[keys.attempt]),
     skipStreak: counterValue(annotations[keys.skipStreak]),
@@ -132,7 +135,7 @@ async function patchState(
     return undefined;
   }
   const updated = await run.ctx.kube.mergePatch(stateRef(run.ctx.config), body);
-  run.rv = updated.metadata.resourceVersion;
+  remember(run, updated);
   return updated;
 }
 
@@ -176,7 +179,7 @@ async function clearStreak(run: Run, key: string): Promise<void> {
 
 async function refreshVersion(run: Run): Promise<void> {
   if (run.ctx.dryRun) return;
-  run.rv = (await run.ctx.kube.get(stateRef(run.ctx.config))).metadata.resourceVersion;
+  remember(run, await run.ctx.kube.get(stateRef(run.ctx.config)));
 }
 
 async function rollout(run: Run, a: Extract<Action, { type: "rollout" }>): Promise<void> {
@@ -201,7 +204,7 @@ async function rollout(run: Run, a: Extract<Action, { type: "rollout" }>): Promi
   try {
     const updated = await ctx.kube.jsonPatch(a.workload, ops);
     generation = updated.metadata.generation;
-    if (id === workloadId(stateRef(ctx.config))) run.rv = updated.metadata.resourceVersion;
+    if (id === workloadId(stateRef(ctx.config))) remember(run, updated);
   } catch (err) {
     throw new Stop({
       outcome: "failed",
@@ -236,15 +239,26 @@ async function rollout(run: Run, a: Extract<Action, { type: "rollout" }>): Promi
   ctx.log.info(`${what} rolled out: ${r.message}`);
 }
 
-/** The reset is its own request so that a failed digest write can never strand a lockout. */
+/**
+ * The reset is its own request so that a failed digest write can never strand a lockout. Its
+ * precondition is a JSON-patch `test` on the count this tick wrote rather than the
+ * resourceVersion: the state object may be the workload that just rolled out, and every status
+ * write of its controller moves the resourceVersion without touching the counter.
+ */
 async function reset(run: Run, keys: string[]): Promise<void> {
-  const annotations = Object.fromEntries(keys.map((k) => [k, null]));
+  const [attemptKey] = keys as [string];
   for (let attempt = 1; ; attempt++) {
+    const ops: object[] = [];
+    const current = run.annotations[attemptKey];
+    if (current !== undefined) ops.push({ op: "test", path: annotationPointer(attemptKey), value: current });
+    for (const k of keys)
+      if (run.annotations[k] !== undefined) ops.push({ op: "remove", path: annotationPointer(k) });
     try {
-      await patchState(run, annotations, true);
+      if (ops.length > 0) await jsonPatchState(run, ops);
       break;
     } catch (err) {
-      if (isConflict(err) && attempt < 4) {
+      const lost = err instanceof ApiError && (err.code === 409 || err.code === 422);
+      if (lost && attempt < 4) {
         await refreshVersion(run).catch(() => {});
         continue;
       }
@@ -258,6 +272,24 @@ async function reset(run: Run, keys: string[]): Promise<void> {
   run.attemptCount = 0;
   run.root.addEvent("reset");
   run.ctx.telemetry.counter("image_refresh.resets", 1, baseAttrs(run));
+}
+
+/** JSON pointer to an annotation; RFC 6901 escapes "~" and "/", and every key of ours has a "/". */
+export function annotationPointer(key: string): string {
+  return `/metadata/annotations/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`;
+}
+
+async function jsonPatchState(run: Run, ops: object[]): Promise<void> {
+  if (run.ctx.dryRun) {
+    run.ctx.log.info(`dry run: would PATCH ${describeState(run)}`, { ops });
+    return;
+  }
+  remember(run, await run.ctx.kube.jsonPatch(stateRef(run.ctx.config), ops));
+}
+
+function remember(run: Run, updated: Workload): void {
+  run.rv = updated.metadata.resourceVersion;
+  run.annotations = updated.metadata.annotations;
 }
 
 async function recordDigests(run: Run, digests: Record<string, string>): Promise<void> {

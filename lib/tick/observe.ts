@@ -64,9 +64,11 @@ export async function observe(ctx: TickContext): Promise<Observation> {
   observed.digests = await resolveImages(ctx);
   if (needsTargets(observed, ctx.config)) {
     observed.workloads = {};
+    const stateId = workloadId(stateRef(ctx.config));
     for (const ref of targetsToRead(observed, ctx.config)) {
       const id = workloadId(ref);
-      const read = await readTarget(ctx.kube, ref);
+      // The state object is often a target too: it was read a moment ago, so read it once.
+      const read = await readTarget(ctx.kube, ref, id === stateId ? state : undefined);
       observed.workloads[id] = read.observed;
       paths[id] = read.paths;
     }
@@ -97,10 +99,11 @@ async function resolveImages(ctx: TickContext): Promise<Record<string, ObservedD
 async function readTarget(
   kube: KubeClient,
   ref: WorkloadRef,
+  known?: Workload,
 ): Promise<{ observed: ObservedWorkload; paths: Record<string, string> }> {
   let w: Workload;
   try {
-    w = await kube.get(ref);
+    w = known ?? (await kube.get(ref));
   } catch (err) {
     return { observed: { found: false, message: (err as Error).message }, paths: {} };
   }

@@ -1,0 +1,237 @@
+// The tick under faults and bad input: what SPEC says each failure must do, and that nothing
+// is written that should not be.
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { generateTls } from "../sim/tls.ts";
+import { PREFIX, STATE_PATH, startWorld, type World, writes } from "./world.ts";
+
+const k = (name: string) => `${PREFIX}/${name}`;
+
+let w: World;
+beforeEach(async () => {
+  w = await startWorld();
+});
+afterEach(async () => {
+  await w.stop();
+});
+
+async function recorded(): Promise<void> {
+  expect((await w.run()).code).toBe(0);
+  w.api.clearLog();
+  w.registry.clearLog();
+}
+
+describe("state object unreadable", () => {
+  const cases: Array<[string, object, RegExp]> = [
+    [
+      "404",
+      { type: "status", code: 404, reason: "NotFound", message: 'deployments.apps "api" not found' },
+      /NotFound \(404\)/,
+    ],
+    ["403", { type: "status", code: 403, reason: "Forbidden", message: "forbidden" }, /Forbidden \(403\)/],
+    ["hang", { type: "hang" }, /Timeout|timed out/i],
+  ];
+  for (const [name, fault, re] of cases) {
+    test(`${name}: exit 1 naming the reason, nothing written, registry not asked`, async () => {
+      w.api.faults.add({ method: "GET", path: STATE_PATH, fault: fault as never });
+      const r = await w.run();
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(re);
+      expect(r.stderr).toContain("error:");
+      expect(writes(w.api)).toEqual([]);
+      expect(w.registry.counts().head).toBe(0);
+    });
+  }
+});
+
+describe("attempt write fails", () => {
+  test("500: held, no workload patch", async () => {
+    await recorded();
+    w.registry.push("myorg/api", "stable");
+    w.api.faults.add({ method: "PATCH", path: STATE_PATH, times: 1, fault: { type: "status", code: 500 } });
+    const r = await w.run();
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("held:");
+    expect(writes(w.api)).toEqual([`PATCH ${STATE_PATH}`]);
+    expect(w.image("Deployment", "apps", "api", "api")).toBe("myorg/api:stable");
+  });
+
+  test("409 on every try: re-read, decide again, never patch a workload", async () => {
+    await recorded();
+    w.registry.push("myorg/api", "stable");
+    w.api.faults.add({
+      method: "PATCH",
+      path: STATE_PATH,
+      fault: { type: "status", code: 409, reason: "Conflict" },
+    });
+    const r = await w.run();
+    expect(r.code).toBe(1);
+    expect(writes(w.api).every((x) => x === `PATCH ${STATE_PATH}`)).toBe(true);
+    expect(w.api.log.filter((e) => e.method === "GET" && e.path === STATE_PATH).length).toBe(3);
+    expect(w.registry.counts().head).toBe(2); // the registry is asked once per tick, not per round
+  });
+
+  test("one 409 then success: the refresh goes through on the second round", async () => {
+    await recorded();
+    w.registry.push("myorg/api", "stable");
+    w.api.faults.add({
+      method: "PATCH",
+      path: STATE_PATH,
+      times: 1,
+      fault: { type: "status", code: 409, reason: "Conflict" },
+    });
+    const r = await w.run();
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("refreshed:");
+  });
+});
+
+describe("after the rollout", () => {
+  test("reset fails: exit 1 and the digest is not recorded", async () => {
+    await recorded();
+    const before = w.ours()[k("last-refreshed-api-digest")];
+    w.registry.push("myorg/api", "stable");
+    // The state object is also the first workload: the attempt write and its image patch pass,
+    // then the reset fails on every retry.
+    w.api.faults.add({ method: "PATCH", path: STATE_PATH, times: 2, fault: { type: "delay", ms: 0 } });
+    w.api.faults.add({ method: "PATCH", path: STATE_PATH, fault: { type: "status", code: 500 } });
+    const r = await w.run();
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("cannot reset the attempt counter");
+    expect(w.ours()[k("last-refreshed-api-digest")]).toBe(before);
+    expect(w.ours()[k("refresh-attempt")]).toBe("1");
+  });
+
+  test("digest record fails: exit 1, the reset already landed", async () => {
+    await recorded();
+    w.registry.push("myorg/api", "stable");
+    // attempt write, image patch and reset pass; the digest record fails
+    w.api.faults.add({ method: "PATCH", path: STATE_PATH, times: 3, fault: { type: "delay", ms: 0 } });
+    w.api.faults.add({ method: "PATCH", path: STATE_PATH, fault: { type: "status", code: 500 } });
+    const r = await w.run();
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("cannot record digests");
+    expect(w.ours()[k("refresh-attempt")]).toBeUndefined();
+  });
+});
+
+describe("registry faults are per image", () => {
+  const cases: Array<[string, object]> = [
+    ["500", { type: "status", code: 500 }],
+    ["429", { type: "status", code: 429, retryAfter: 30 }],
+    ["hang", { type: "hang" }],
+  ];
+  for (const [name, fault] of cases) {
+    test(`${name} on one HEAD: a WARNING, the tick exits 0`, async () => {
+      await recorded();
+      w.registry.faults.add({
+        method: "HEAD",
+        path: "/v2/myorg/api/manifests/stable",
+        fault: fault as never,
+      });
+      const r = await w.run();
+      expect(r.code).toBe(0);
+      expect(r.stderr).toContain("WARNING");
+      expect(writes(w.api)).toEqual([]);
+    });
+  }
+
+  test("a 429 ends all requests to the registry for this tick and logs Retry-After", async () => {
+    await recorded();
+    w.registry.faults.add({
+      method: "GET",
+      path: "/token",
+      fault: { type: "status", code: 429, retryAfter: 42 },
+      times: 1,
+    });
+    const r = await w.run();
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("42");
+    expect(w.registry.counts()).toMatchObject({ token: 1, head: 0 });
+    expect(writes(w.api)).toEqual([]);
+  });
+
+  test("a pinned image is never resolved nor touched", async () => {
+    w.writeConfig((c) => (c.images[0].pinned = true));
+    const r = await w.run();
+    expect(r.code).toBe(0);
+    expect(w.registry.log.some((e) => e.path.includes("myorg/api/"))).toBe(false);
+    expect(w.ours()[k("last-refreshed-api-digest")]).toBeUndefined();
+  });
+});
+
+describe("dry run, bad input, security", () => {
+  test("--dry-run writes nothing and logs what it would write", async () => {
+    await recorded();
+    w.registry.push("myorg/api", "stable");
+    const r = await w.run(["tick", "--dry-run"]);
+    expect(r.code).toBe(0);
+    expect(writes(w.api)).toEqual([]);
+    expect(r.stderr).toContain("dry run: would PATCH");
+    expect(r.stderr).toContain("dry run: would PATCH Deployment apps/api-proxy");
+  });
+
+  test("a bad config exits 2 naming every bad field, before any request", async () => {
+    w.writeConfig((c) => {
+      c.images[0].targets[1].kind = "Job";
+      c.maxSkipTicks = "many";
+    });
+    const r = await w.run();
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("images[0].targets[1].kind");
+    expect(r.stderr).toContain("maxSkipTicks");
+    expect(w.api.log).toEqual([]);
+    expect(w.registry.log).toEqual([]);
+  });
+
+  test("an API server certificate not signed by the configured CA is refused", async () => {
+    const other = generateTls();
+    const path = join(w.dir, "kubeconfig-wrong-ca");
+    writeFileSync(path, w.api.kubeconfig({ caPem: other.caPem }));
+    const r = await w.run(["tick", "--kubeconfig", path]);
+    expect(r.code).toBe(1);
+    expect(w.api.log).toEqual([]);
+  });
+
+  test("the token never appears in any output, text or JSON", async () => {
+    await recorded();
+    w.registry.push("myorg/api", "stable");
+    w.api.setMode("Deployment", "apps", "api-proxy", "deadline");
+    for (const format of ["text", "json"]) {
+      const r = await w.run(["tick", "--log-format", format]);
+      expect(r.stdout + r.stderr).not.toContain(w.api.token);
+    }
+  });
+
+  test("JSON logs carry time, level, msg, trace_id and span_id", async () => {
+    const r = await w.run(["tick", "--log-format", "json"]);
+    const lines = r.stderr
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(lines.length).toBeGreaterThan(0);
+    for (const l of lines) {
+      expect(Object.keys(l)).toEqual(expect.arrayContaining(["time", "level", "msg", "trace_id", "span_id"]));
+      expect(l.trace_id).toMatch(/^[0-9a-f]{32}$/);
+    }
+  });
+
+  test("annotationPrefix tracebloc.io reads and writes the shell implementation's keys", async () => {
+    w.writeConfig((c) => (c.annotationPrefix = "tracebloc.io"));
+    const old = "sha256:" + "0".repeat(64);
+    w.api.setAnnotations("Deployment", "apps", "api", {
+      "tracebloc.io/last-refreshed-api-digest": old,
+      "tracebloc.io/last-refreshed-node-agent-digest": old,
+      "tracebloc.io/refresh-attempt": "1",
+    });
+    const r = await w.run();
+    expect(r.code).toBe(0);
+    const a = w.annotations();
+    expect(a["tracebloc.io/last-refreshed-api-digest"]).not.toBe(old);
+    expect(a["tracebloc.io/refresh-attempt"]).toBeUndefined();
+    expect(w.api.log.find((e) => e.method === "PATCH" && e.path === STATE_PATH)?.body).toContain(
+      '"tracebloc.io/refresh-attempt":"2"',
+    );
+  });
+});

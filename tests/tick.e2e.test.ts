@@ -1,0 +1,229 @@
+// SPEC "One tick, step by step", rule by rule, against the compiled binary over real HTTPS.
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { PREFIX, STATE_PATH, startWorld, type World, writeStory, writes } from "./world.ts";
+
+const k = (name: string) => `${PREFIX}/${name}`;
+const PROXY_PATH = "/apis/apps/v1/namespaces/apps/deployments/api-proxy";
+const AGENT_PATH = "/apis/apps/v1/namespaces/agents/daemonsets/node-agent";
+
+let w: World;
+beforeEach(async () => {
+  w = await startWorld();
+});
+afterEach(async () => {
+  await w.stop();
+});
+
+/** Runs the first-observation tick so later ticks have digests to compare. */
+async function recorded(): Promise<void> {
+  const r = await w.run();
+  expect(r.code).toBe(0);
+  w.api.clearLog();
+  w.registry.clearLog();
+}
+
+describe("first observation and no-op", () => {
+  test("first observation records every digest and touches no workload", async () => {
+    const r = await w.run();
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("recorded:");
+    const a = w.ours();
+    expect(a[k("last-refreshed-api-digest")]).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(a[k("last-refreshed-node-agent-digest")]).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(writes(w.api)).toEqual([`PATCH ${STATE_PATH}`]);
+    expect(w.image("Deployment", "apps", "api", "api")).toBe("myorg/api:stable");
+  });
+
+  test("a healthy unchanged installation makes one API request and writes nothing", async () => {
+    await recorded();
+    const r = await w.run();
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("noop:");
+    expect(w.api.log.map((e) => `${e.method} ${e.path}`)).toEqual([`GET ${STATE_PATH}`]);
+    // one challenge, one token request carrying both scopes, one HEAD per repository
+    expect(w.registry.counts()).toMatchObject({ token: 1, head: 2, get: 0 });
+    expect(w.registry.counts().challenge).toBeLessThanOrEqual(1);
+  });
+});
+
+describe("refresh", () => {
+  test("writes in order: attempt, one patch per workload, reset, digest record, Event", async () => {
+    await recorded();
+    const digest = w.registry.push("myorg/api", "stable");
+    const r = await w.run();
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("refreshed:");
+    expect(writeStory(w.api)).toEqual([
+      "attempt 1",
+      "image api",
+      "image api-proxy",
+      "reset",
+      "record api",
+      "event Refreshed",
+    ]);
+    const patches = w.api.log.filter((e) => e.method === "PATCH" && e.path === STATE_PATH && e.status < 300);
+    const bodies = patches.map((e) => JSON.parse(e.body ?? "{}"));
+    expect(bodies[0].metadata.annotations[k("refresh-attempt")]).toBe("1");
+    expect(bodies[0].metadata.annotations[k("refresh-attempt-traceparent")]).toMatch(
+      /^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/,
+    );
+    expect(bodies[0].metadata.resourceVersion).toBeString();
+    // bodies[1] is the image patch of api itself; the reset tests the count it removes
+    const esc = (key: string) => `/metadata/annotations/${k(key).replace("/", "~1")}`;
+    expect(bodies[2]).toEqual([
+      { op: "test", path: esc("refresh-attempt"), value: "1" },
+      { op: "remove", path: esc("refresh-attempt") },
+      { op: "remove", path: esc("refresh-attempt-traceparent") },
+    ]);
+    expect(bodies[3].metadata.annotations).toEqual({ [k("last-refreshed-api-digest")]: digest });
+    const pinned = `${w.registry.host}/myorg/api@${digest}`;
+    expect(w.image("Deployment", "apps", "api", "api")).toBe(pinned);
+    expect(w.image("Deployment", "apps", "api-proxy", "proxy")).toBe(pinned);
+    expect(w.image("Deployment", "apps", "api", "sidecar")).toBe("envoy:1");
+    expect(w.ours()[k("refresh-attempt")]).toBeUndefined();
+    expect(w.api.events.at(-1)).toMatchObject({ type: "Normal", reason: "Refreshed" });
+  });
+
+  test("two containers of one workload go in one patch", async () => {
+    w.writeConfig((c) => c.images[0].targets.push({ kind: "Deployment", name: "api", container: "sidecar" }));
+    await recorded();
+    const digest = w.registry.push("myorg/api", "stable");
+    expect((await w.run()).code).toBe(0);
+    expect(writeStory(w.api).filter((x) => x === "image api")).toHaveLength(1);
+    expect(w.image("Deployment", "apps", "api", "sidecar")).toBe(`${w.registry.host}/myorg/api@${digest}`);
+  });
+
+  test("two workloads following one repository cost one HEAD", async () => {
+    await recorded();
+    w.registry.push("myorg/api", "stable");
+    expect((await w.run()).code).toBe(0);
+    const heads = w.registry.log.filter((e) => e.method === "HEAD").map((e) => e.path);
+    expect(heads.sort()).toEqual(["/v2/myorg/api/manifests/stable", "/v2/myorg/node-agent/manifests/stable"]);
+  });
+
+  test("a missing container holds the refresh before any write", async () => {
+    w.writeConfig((c) => (c.images[0].targets[1].container = "nope"));
+    await recorded();
+    w.registry.push("myorg/api", "stable");
+    const r = await w.run();
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('has no container named "nope"');
+    expect(writes(w.api)).toEqual([]);
+  });
+});
+
+describe("flapping workload", () => {
+  test("attempts 1, 2, 3, then a lockout that holds until rearm", async () => {
+    await recorded();
+    w.registry.push("myorg/node-agent", "stable", { multiArch: true });
+    w.api.setMode("DaemonSet", "agents", "node-agent", "flap");
+    for (const n of [1, 2, 3]) {
+      const r = await w.run();
+      expect(r.code).toBe(1);
+      expect(w.ours()[k("refresh-attempt")]).toBe(String(n));
+    }
+    w.api.clearLog();
+    const lock = await w.run();
+    expect(lock.code).toBe(0);
+    expect(lock.stderr).toContain("locked_out:");
+    expect(lock.stderr).toContain("image-refresh rearm");
+    expect(w.ours()[k("refresh-flap-detected")]).toBe("3");
+    expect(writes(w.api)).toEqual([
+      `PATCH ${STATE_PATH}`,
+      "POST /apis/events.k8s.io/v1/namespaces/apps/events",
+    ]);
+    expect(w.api.events.at(-1)).toMatchObject({ type: "Warning", reason: "RefreshLockedOut" });
+    w.api.clearLog();
+    const held = await w.run();
+    expect(held.code).toBe(0);
+    expect(writes(w.api)).toEqual([]);
+    const rearm = await w.run(["rearm"]);
+    expect(rearm.code).toBe(0);
+    expect(w.ours()[k("refresh-attempt")]).toBeUndefined();
+    expect(w.ours()[k("refresh-flap-detected")]).toBeUndefined();
+    w.api.setMode("DaemonSet", "agents", "node-agent", "healthy");
+    const again = await w.run();
+    expect(again.code).toBe(0);
+    expect(again.stderr).toContain("refreshed:");
+  });
+
+  test("success after earlier failures resets the counter", async () => {
+    await recorded();
+    w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt")]: "2" });
+    w.registry.push("myorg/api", "stable");
+    const r = await w.run();
+    expect(r.code).toBe(0);
+    const body = JSON.parse(
+      w.api.log.filter((e) => e.method === "PATCH" && e.path === STATE_PATH)[0]?.body ?? "{}",
+    );
+    expect(body.metadata.annotations[k("refresh-attempt")]).toBe("3");
+    expect(w.ours()[k("refresh-attempt")]).toBeUndefined();
+  });
+
+  test("ProgressDeadlineExceeded fails fast, well before rolloutTimeout", async () => {
+    w.writeConfig((c) => (c.rolloutTimeout = "30s"));
+    await recorded();
+    w.registry.push("myorg/api", "stable");
+    w.api.setMode("Deployment", "apps", "api-proxy", "deadline");
+    const started = Date.now();
+    const r = await w.run();
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("exceeded its progress deadline");
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(w.ours()[k("refresh-attempt")]).toBe("1");
+  });
+
+  test("an untrusted counter holds the tick: exit 1, no rollout", async () => {
+    await recorded();
+    w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt")]: "2abc" });
+    w.registry.push("myorg/api", "stable");
+    w.api.clearLog();
+    const r = await w.run();
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("held:");
+    expect(r.stderr).toContain("rearm");
+    expect(writes(w.api)).toEqual([]);
+  });
+});
+
+describe("settled guard and skip streak", () => {
+  test("below, at and past the ceiling; the freeze names every target and posts one Event", async () => {
+    await recorded();
+    w.api.setMode("Deployment", "apps", "api", "unsettled");
+    const first = await w.run();
+    expect(first.code).toBe(0);
+    expect(first.stderr).toContain("skipping tick 1/3");
+    expect(w.registry.counts().head).toBe(0);
+    expect((await w.run()).code).toBe(0);
+    const frozen = await w.run();
+    expect(frozen.code).toBe(1);
+    expect(frozen.stderr).toContain("FROZEN");
+    for (const name of ["apps/api", "apps/api-proxy", "agents/node-agent"])
+      expect(frozen.stderr).toContain(name);
+    const past = await w.run();
+    expect(past.code).toBe(1);
+    expect(w.ours()[k("refresh-skip-streak")]).toBe("4");
+    expect(w.api.events.filter((e) => e.reason === "RefreshFrozen")).toHaveLength(1);
+  });
+
+  test("settling clears the streak; a failed clear is a warning and the tick goes on", async () => {
+    await recorded();
+    w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-skip-streak")]: "2" });
+    w.api.faults.add({ method: "PATCH", path: STATE_PATH, times: 1, fault: { type: "status", code: 500 } });
+    const r = await w.run();
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("WARNING: cannot clear the skip streak");
+    expect(w.registry.counts().head).toBe(2);
+    const again = await w.run();
+    expect(again.code).toBe(0);
+    expect(w.ours()[k("refresh-skip-streak")]).toBeUndefined();
+  });
+
+  test("a skip that cannot be counted fails the tick", async () => {
+    w.api.setMode("Deployment", "apps", "api", "unsettled");
+    w.api.faults.add({ method: "PATCH", path: STATE_PATH, fault: { type: "status", code: 500 } });
+    const r = await w.run();
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("cannot write skip streak");
+  });
+});

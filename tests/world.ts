@@ -1,0 +1,170 @@
+// A simulated world for end-to-end tests: API server and registry over HTTPS with one CA made
+// for this run, three workloads following two repositories, and the files the binary reads.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type SimApiServer, startApiServer } from "../sim/apiserver/index.ts";
+import { type SimRegistry, startRegistry } from "../sim/registry.ts";
+import { generateTls } from "../sim/tls.ts";
+import { type RunResult, runBinary } from "./binary.ts";
+
+export const PREFIX = "image-refresh.io";
+export const STATE = ["Deployment", "apps", "api"] as const;
+
+export interface World {
+  api: SimApiServer;
+  registry: SimRegistry;
+  dir: string;
+  configPath: string;
+  kubeconfigPath: string;
+  caPath: string;
+  /** Rewrites config.yaml; `tweak` edits the default config object. */
+  writeConfig(tweak?: (c: any) => void): void;
+  run(args?: string[], env?: Record<string, string>): Promise<RunResult>;
+  annotations(): Record<string, string>;
+  ours(): Record<string, string>;
+  image(
+    kind: "Deployment" | "DaemonSet" | "StatefulSet",
+    ns: string,
+    name: string,
+    container: string,
+  ): string;
+  stop(): Promise<void>;
+}
+
+export function defaultConfig(registryHost: string): any {
+  return {
+    tag: "stable",
+    registry: { host: registryHost },
+    state: { kind: "Deployment", namespace: "apps", name: "api" },
+    maxRefreshAttempts: 3,
+    maxSkipTicks: 3,
+    rolloutTimeout: "2s",
+    requestTimeout: "1s",
+    images: [
+      {
+        repository: "myorg/api",
+        targets: [
+          { kind: "Deployment", name: "api", container: "api" },
+          { kind: "Deployment", name: "api-proxy", container: "proxy" },
+        ],
+      },
+      {
+        repository: "myorg/node-agent",
+        targets: [{ kind: "DaemonSet", namespace: "agents", name: "node-agent", container: "agent" }],
+      },
+    ],
+  };
+}
+
+export async function startWorld(): Promise<World> {
+  const tls = generateTls();
+  const api = await startApiServer({ tls, stepMs: 5 });
+  const registry = await startRegistry({ tls });
+  api.addWorkload({
+    kind: "Deployment",
+    namespace: "apps",
+    name: "api",
+    replicas: 3,
+    containers: [
+      { name: "api", image: "myorg/api:stable" },
+      { name: "sidecar", image: "envoy:1" },
+    ],
+  });
+  api.addWorkload({
+    kind: "Deployment",
+    namespace: "apps",
+    name: "api-proxy",
+    replicas: 2,
+    containers: [{ name: "proxy", image: "myorg/api:stable" }],
+  });
+  api.addWorkload({
+    kind: "DaemonSet",
+    namespace: "agents",
+    name: "node-agent",
+    containers: [{ name: "agent", image: "myorg/node-agent:stable" }],
+  });
+  registry.push("myorg/api", "stable");
+  registry.push("myorg/node-agent", "stable", { multiArch: true });
+  const dir = mkdtempSync(join(tmpdir(), "image-refresh-e2e-"));
+  const configPath = join(dir, "config.json");
+  const kubeconfigPath = join(dir, "kubeconfig");
+  const caPath = join(dir, "ca.pem");
+  writeFileSync(kubeconfigPath, api.kubeconfig());
+  writeFileSync(caPath, tls.caPem);
+  const world: World = {
+    api,
+    registry,
+    dir,
+    configPath,
+    kubeconfigPath,
+    caPath,
+    writeConfig(tweak = () => {}) {
+      const c = defaultConfig(registry.host);
+      tweak(c);
+      writeFileSync(configPath, JSON.stringify(c, null, 2));
+    },
+    run(args = [], env = {}) {
+      const given = args.length ? args : ["tick"];
+      const files = [
+        ...(given.includes("--config") ? [] : ["--config", configPath]),
+        ...(given.includes("--kubeconfig") ? [] : ["--kubeconfig", kubeconfigPath]),
+      ];
+      return runBinary([...given, ...files], { env: { NODE_EXTRA_CA_CERTS: caPath, ...env } });
+    },
+    annotations() {
+      return api.getObject(...STATE).metadata.annotations ?? {};
+    },
+    ours() {
+      return Object.fromEntries(
+        Object.entries(world.annotations()).filter(([k]) => k.startsWith(`${PREFIX}/`)),
+      );
+    },
+    image(kind, ns, name, container) {
+      const spec = api.getObject(kind, ns, name).spec.template.spec;
+      return [...spec.containers, ...(spec.initContainers ?? [])].find((c: any) => c.name === container)
+        .image;
+    },
+    async stop() {
+      await Promise.all([api.stop(), registry.stop()]);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  world.writeConfig();
+  return world;
+}
+
+/** The writes (non-GET requests) the API server saw, as "METHOD path". */
+export function writes(api: SimApiServer): string[] {
+  return api.log.filter((e) => e.method !== "GET").map((e) => `${e.method} ${e.path}`);
+}
+
+export const STATE_PATH = "/apis/apps/v1/namespaces/apps/deployments/api";
+
+/**
+ * The successful writes of a tick, named by what they did: the story SPEC prescribes, without
+ * the noise of a retried conflict.
+ */
+export function writeStory(api: SimApiServer, prefix = PREFIX): string[] {
+  return api.log
+    .filter((e) => e.method !== "GET" && e.status < 300)
+    .map((e) => {
+      if (e.method === "POST") return `event ${JSON.parse(e.body ?? "{}").reason}`;
+      if (e.contentType?.startsWith("application/json-patch+json")) {
+        const ops: Array<{ op: string; path: string }> = JSON.parse(e.body ?? "[]");
+        if (ops.some((o) => o.op === "remove" && o.path.includes("refresh-attempt"))) return "reset";
+        return `image ${e.path.split("/").pop()}`;
+      }
+      const a = JSON.parse(e.body ?? "{}").metadata?.annotations ?? {};
+      if (a[`${prefix}/refresh-attempt`] === null) return "reset";
+      if (a[`${prefix}/refresh-attempt`]) return `attempt ${a[`${prefix}/refresh-attempt`]}`;
+      if (a[`${prefix}/refresh-flap-detected`]) return "flap marker";
+      if (`${prefix}/refresh-skip-streak` in a)
+        return a[`${prefix}/refresh-skip-streak`] === null
+          ? "clear streak"
+          : `streak ${a[`${prefix}/refresh-skip-streak`]}`;
+      return `record ${Object.keys(a)
+        .map((k) => k.replace(`${prefix}/last-refreshed-`, "").replace(/-digest$/, ""))
+        .join(",")}`;
+    });
+}
