@@ -58,8 +58,12 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     ? loadDockerConfig(config.registry.dockerConfigJson, readFile)
     : undefined;
   const credentials = docker ? credentialsFor(docker, config.registry.host) : undefined;
-  const telemetry = opts.telemetry ?? (await loadTelemetry(config, env));
-  const log =
+  // The exporter may warn while it starts; route that through the logger built just below.
+  let log: Logger | undefined;
+  const warn = (message: string) =>
+    log ? log.warn(message) : process.stderr.write(`[image-refresh] WARNING: ${message}\n`);
+  const telemetry = opts.telemetry ?? (await loadTelemetry(config, env, warn));
+  log =
     opts.log ??
     createLogger({ format, ids: () => telemetry.activeIds(), debug: env.IMAGE_REFRESH_DEBUG === "1" });
   const controller = new AbortController();
@@ -103,7 +107,7 @@ function registryCredentials(config: Config, readFile: (p: string) => string) {
   }
 }
 
-async function loadTelemetry(config: Config, env: Env): Promise<Telemetry> {
+async function loadTelemetry(config: Config, env: Env, warn: (message: string) => void): Promise<Telemetry> {
   if (!telemetryConfigured(env)) return noopTelemetry();
   // Loaded only here: importing the SDK costs ~20 ms that a tick with telemetry off must not pay.
   const { createTelemetry } = await import("../../exporter.ts");
@@ -115,6 +119,7 @@ async function loadTelemetry(config: Config, env: Env): Promise<Telemetry> {
     stateNamespace: s.namespace,
     stateName: s.name,
     version: VERSION,
+    warn,
   });
 }
 
