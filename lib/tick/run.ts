@@ -26,7 +26,13 @@ export async function runTick(ctx: TickContext): Promise<TickResult> {
   const memo = memoise(ctx.resolve);
   const tickCtx: TickContext = { ...ctx, resolve: memo };
   return ctx.telemetry.tick({ ...baseAttrs({ ctx }), "image_refresh.dry_run": ctx.dryRun }, async (root) => {
-    const r = await decideAndApply(tickCtx, root);
+    // Anything unexpected still ends as an outcome, with its metrics and log line: a tick that
+    // dies without saying so is the silent failure this job exists to prevent.
+    const r: Round = await decideAndApply(tickCtx, root).catch((err: Error) => ({
+      outcome: "error" as const,
+      reason: "unexpected" as const,
+      message: `unexpected error: ${err.message}`,
+    }));
     report(tickCtx, root, r, (ctx.now() - started) / 1000);
     return { outcome: r.outcome, reason: r.reason, message: r.message, decision: r.decision };
   });
