@@ -95,7 +95,7 @@ class HttpContext {
     let retries = 0;
     for (let resend = 0; ; resend++) {
       try {
-        return await this.withTimeout(req, resend, (a) => this.complete(a));
+        return await this.withTimeout(req, resend, (a, span) => this.complete(a, span));
       } catch (e) {
         if (!(e instanceof ApiError)) throw e;
         // A 401 was rejected before anything happened, so even a write may be re-sent once,
@@ -142,15 +142,21 @@ class HttpContext {
     }
   }
 
-  private withTimeout<T>(req: KubeRequest, resend: number, fn: (a: Attempt) => Promise<T>): Promise<T> {
+  private withTimeout<T>(
+    req: KubeRequest,
+    resend: number,
+    fn: (a: Attempt, span: SpanHandle) => Promise<T>,
+  ): Promise<T> {
     const timeout = AbortSignal.timeout(this.opts.requestTimeoutMs);
     const signal = AbortSignal.any([this.opts.signal, timeout]);
     return this.span({ req, resend, signal, timeout }, fn);
   }
 
   /** Reads the whole body inside the request's signal: the timeout bounds the body too. */
-  private async complete(a: Attempt): Promise<unknown> {
+  private async complete(a: Attempt, span: SpanHandle): Promise<unknown> {
     const res = await this.send(a);
+    // HTTP client conventions: the status goes on every request span, not only on failures.
+    span.setAttributes({ "http.response.status_code": res.status });
     const text = await res.text().catch((e) => {
       throw this.transportError(a, e);
     });
