@@ -80,11 +80,14 @@ async function step(run: Run, a: Action): Promise<void> {
   const keys = annotationKeys(run.ctx.config.annotationPrefix);
   switch (a.type) {
     case "write-streak":
-      return guarded(
+      await guarded(
         run,
         { [keys.skipStreak]: String(a.value) },
         { outcome: "error", reason: "streak_not_counted", what: `skip streak ${a.value}` },
       );
+      // The skip_streak gauge reports the streak as this tick left it, like attempt_count.
+      run.skipStreak = a.value;
+      return;
     case "clear-streak":
       return clearStreak(run, keys.skipStreak);
     case "mark-flap":
