@@ -7,6 +7,7 @@ import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-ho
 import { defaultResource, type Resource, resourceFromAttributes } from "@opentelemetry/resources";
 import { MeterProvider } from "@opentelemetry/sdk-metrics";
 import { AlwaysOffSampler, AlwaysOnSampler, TracerProvider } from "@opentelemetry/sdk-trace";
+import { writeStderr } from "./lib/output.ts";
 import { type Env, readTelemetryEnv, signalOn, type TelemetryEnv } from "./lib/telemetry/env.ts";
 import {
   BufferingSpanProcessor,
@@ -32,7 +33,7 @@ export interface CreateTelemetryOptions {
 const INSTRUMENTATION_SCOPE = "image-refresh";
 
 function stderrWarn(msg: string): void {
-  process.stderr.write(`[image-refresh] WARNING: ${msg}\n`);
+  writeStderr(`[image-refresh] WARNING: ${msg}\n`);
 }
 
 /** Attributes that name the state object, on the resource and on every metric point. */

@@ -3,6 +3,7 @@
 // imported lazily so that `version`, `--help` and a tick with telemetry off start fast.
 import { type CliArgs, HELP, parseArgs, UsageError } from "./lib/cli.ts";
 import { EXIT_USAGE } from "./lib/outcomes.ts";
+import { writeStderr, writeStdout } from "./lib/output.ts";
 import { VERSION } from "./lib/version.ts";
 
 const FLUSH_BUDGET_MS = 5000;
@@ -16,11 +17,11 @@ async function main(argv: readonly string[]): Promise<number> {
     throw err;
   }
   if (args.help) {
-    process.stdout.write(HELP);
+    writeStdout(HELP);
     return 0;
   }
   if (args.command === "version") {
-    process.stdout.write(`image-refresh ${VERSION}\n`);
+    writeStdout(`image-refresh ${VERSION}\n`);
     return 0;
   }
   if (args.command === "demo") return (await import("./lib/commands/demo.ts")).demoCommand(args);
@@ -28,7 +29,7 @@ async function main(argv: readonly string[]): Promise<number> {
 }
 
 function usage(message: string): number {
-  process.stderr.write(`[image-refresh] ${message}\n\nRun image-refresh --help for usage.\n`);
+  writeStderr(`[image-refresh] ${message}\n\nRun image-refresh --help for usage.\n`);
   return EXIT_USAGE;
 }
 
@@ -74,10 +75,11 @@ async function runCommand(
   }
 }
 
-try {
-  const code = await main(process.argv.slice(2));
-  process.exit(code);
-} catch (err) {
-  process.stderr.write(`[image-refresh] ERROR: unexpected error: ${(err as Error).message}\n`);
-  process.exit(1);
-}
+// No top-level await: the binary is compiled to bytecode, which needs a CommonJS-shaped entry.
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: Error) => {
+    writeStderr(`[image-refresh] ERROR: unexpected error: ${err.message}\n`);
+    process.exit(1);
+  },
+);

@@ -1,5 +1,7 @@
 // One logger for every module: text lines prefixed [image-refresh], or one JSON object per
 // line carrying the active trace and span id. Logs go to stderr; results go to stdout.
+
+import { writeStderr } from "./output.ts";
 import type { SpanIds } from "./telemetry.ts";
 
 export type Level = "debug" | "info" | "warn" | "error";
@@ -25,7 +27,7 @@ export interface LoggerOptions {
 const TEXT_LEVEL: Record<Level, string> = { debug: "DEBUG: ", info: "", warn: "WARNING: ", error: "ERROR: " };
 
 export function createLogger(opts: LoggerOptions): Logger {
-  const write = opts.write ?? ((line: string) => process.stderr.write(line));
+  const write = opts.write ?? writeStderr;
   const now = opts.now ?? (() => new Date());
   const emit = (level: Level, msg: string, fields: Fields = {}) => {
     if (level === "debug" && !opts.debug) return;

@@ -3,6 +3,7 @@
 // a flapping workload locked out after three attempts, a human re-arm, a healthy refresh.
 import type { CliArgs } from "../cli.ts";
 import { createLogger } from "../log.ts";
+import { writeStdout } from "../output.ts";
 import { noopTelemetry } from "../telemetry.ts";
 import { runTick } from "../tick/run.ts";
 import { rearmCommand } from "./rearm.ts";
@@ -26,7 +27,7 @@ images:
       - { kind: DaemonSet, namespace: agents, name: node-agent, container: agent }
 `;
 
-const out = (line: string) => process.stdout.write(`${line}\n`);
+const out = (line: string) => writeStdout(`${line}\n`);
 
 export async function demoCommand(_args: CliArgs): Promise<number> {
   const { generateTls } = await import("../../sim/tls.ts");
@@ -85,7 +86,7 @@ async function story(api: Api, registry: Registry, ca: string): Promise<number> 
     config: "/demo/config.yaml",
     kubeconfig: "/demo/kubeconfig",
   };
-  const log = createLogger({ format: "text", write: (l) => process.stdout.write(`    ${l}`) });
+  const log = createLogger({ format: "text", write: (l) => writeStdout(`    ${l}`) });
   const runtime = () =>
     createRuntime(args, { env: {}, readFile, log, telemetry: noopTelemetry(), registryCa: ca });
   let n = 0;

@@ -9,6 +9,7 @@ import { type Config, ConfigError, loadConfig } from "../config.ts";
 import { resolveConnection } from "../kube/kubeconfig.ts";
 import { createKubeClient, type KubeClient } from "../kube/workloads.ts";
 import { createLogger, type Logger } from "../log.ts";
+import { writeStderr } from "../output.ts";
 import { resolveDigests } from "../registry/client.ts";
 import { credentialsFor, loadDockerConfig } from "../registry/credentials.ts";
 import { telemetryConfigured } from "../telemetry/env.ts";
@@ -61,7 +62,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
   // The exporter may warn while it starts; route that through the logger built just below.
   let log: Logger | undefined;
   const warn = (message: string) =>
-    log ? log.warn(message) : process.stderr.write(`[image-refresh] WARNING: ${message}\n`);
+    log ? log.warn(message) : writeStderr(`[image-refresh] WARNING: ${message}\n`);
   const telemetry = opts.telemetry ?? (await loadTelemetry(config, env, warn));
   log =
     opts.log ??

@@ -4,6 +4,7 @@ import { annotationKeys, readCounter } from "../annotations.ts";
 import type { Config } from "../config.ts";
 import { rolloutStatus } from "../kube/settled.ts";
 import type { KubeClient, Workload } from "../kube/workloads.ts";
+import { writeStdout } from "../output.ts";
 import { stateRef } from "../tick/observe.ts";
 import type { Runtime } from "./runtime.ts";
 
@@ -41,7 +42,7 @@ export async function statusCommand(rt: Runtime, json: boolean): Promise<number>
     rt.log.error(`cannot read the state object: ${(err as Error).message}`);
     return 1;
   }
-  process.stdout.write(json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
+  writeStdout(json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
   return 0;
 }
 

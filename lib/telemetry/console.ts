@@ -4,9 +4,10 @@
 import { hrTimeToMilliseconds } from "@opentelemetry/core";
 import type { ResourceMetrics } from "@opentelemetry/sdk-metrics";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace";
+import { writeStderr } from "../output.ts";
 
 type Write = (line: string) => void;
-const stderr: Write = (line) => void process.stderr.write(line);
+const stderr: Write = (line) => writeStderr(line);
 
 export function printSpans(spans: readonly ReadableSpan[], write: Write = stderr): void {
   for (const s of spans) {
