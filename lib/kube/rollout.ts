@@ -76,10 +76,21 @@ class Waiter {
   /** Watches from `rv`, reconnecting on clean EOF from the last version seen. */
   private async watchFrom(rv: string): Promise<Step> {
     for (;;) {
-      const step = await this.watchOnce(rv);
+      const step = await this.watchOnce(rv).catch((e: unknown) => this.garbled(e));
       if (!("eof" in step)) return step;
       rv = step.eof;
     }
+  }
+
+  /**
+   * Garbage in a watch stream (a proxy cutting a line, an object that does not parse) says
+   * nothing about the rollout, and the list is validated: re-list after a pause, as kubectl's
+   * reflector does, instead of failing a rollout that may be fine and counting an attempt for it.
+   */
+  private garbled(e: unknown): Promise<Step> {
+    if (e instanceof ApiError && e.reason === "MalformedResponse" && !this.opts.signal.aborted)
+      return this.watchError({ code: e.code, reason: e.reason });
+    throw e;
   }
 
   private async watchOnce(rv: string): Promise<Step> {
