@@ -1,0 +1,268 @@
+// What a dashboard reads from one tick of the compiled binary, per outcome and per OTLP encoding:
+// the root span and its outcome, span events and links, HTTP and rollout child spans, the tick's
+// counter increments and its gauges as the tick left the state (SPEC "Telemetry").
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import type { Outcome } from "../lib/outcomes.ts";
+import { type Collector, childrenOf, rootSpan, startCollector, sumOf } from "../sim/collector.ts";
+import {
+  COUNTERS,
+  type Exported,
+  GAUGES,
+  gauges,
+  PROTOCOLS,
+  runWith,
+  STATE_ATTRS,
+  secrets,
+  useRegistryCredentials,
+} from "./telemetry-e2e.ts";
+import { PREFIX, STATE_PATH, startWorld, type World } from "./world.ts";
+
+const k = (name: string) => `${PREFIX}/${name}`;
+const EARLIER = { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" };
+const EARLIER_TP = `00-${EARLIER.traceId}-${EARLIER.spanId}-01`;
+
+interface Scenario {
+  outcome: Outcome;
+  /** Puts the world where the tick under test finds it; earlier ticks run without telemetry. */
+  arrange(w: World): Promise<void>;
+  code: 0 | 1;
+  counters: Partial<Record<(typeof COUNTERS)[number], number>>;
+  /** Expected gauges except last_success_timestamp; undefined = must not be emitted. */
+  gauges: { attempt_count?: number; skip_streak?: number; locked_out: number; frozen: number };
+  events: string[];
+  links: Array<{ traceId: string; spanId: string }>;
+  rolloutWaits: number;
+  registry: boolean;
+}
+
+async function recorded(w: World) {
+  expect((await w.run()).code).toBe(0);
+}
+
+const SCENARIOS: Scenario[] = [
+  {
+    outcome: "recorded",
+    arrange: async () => {},
+    code: 0,
+    counters: {},
+    gauges: { attempt_count: 0, skip_streak: 0, locked_out: 0, frozen: 0 },
+    events: [],
+    links: [],
+    rolloutWaits: 0,
+    registry: true,
+  },
+  {
+    outcome: "noop",
+    arrange: recorded,
+    code: 0,
+    counters: {},
+    gauges: { attempt_count: 0, skip_streak: 0, locked_out: 0, frozen: 0 },
+    events: [],
+    links: [],
+    rolloutWaits: 0,
+    registry: true,
+  },
+  {
+    // A second attempt after a failed one: links to the tick that wrote attempt 1.
+    outcome: "refreshed",
+    arrange: async (w) => {
+      await recorded(w);
+      w.api.setAnnotations("Deployment", "apps", "api", {
+        [k("refresh-attempt")]: "1",
+        [k("refresh-attempt-traceparent")]: EARLIER_TP,
+      });
+      w.registry.push("myorg/api", "stable");
+    },
+    code: 0,
+    counters: { "image_refresh.attempts": 1, "image_refresh.resets": 1 },
+    gauges: { attempt_count: 0, skip_streak: 0, locked_out: 0, frozen: 0 },
+    events: ["attempt", "reset"],
+    links: [EARLIER],
+    rolloutWaits: 2,
+    registry: true,
+  },
+  {
+    outcome: "skipped",
+    arrange: async (w) => {
+      await recorded(w);
+      w.api.setMode("Deployment", "apps", "api", "unsettled");
+    },
+    code: 0,
+    counters: { "image_refresh.skips": 1 },
+    gauges: { attempt_count: 0, skip_streak: 1, locked_out: 0, frozen: 0 },
+    events: [],
+    links: [],
+    rolloutWaits: 0,
+    registry: false,
+  },
+  {
+    outcome: "frozen",
+    arrange: async (w) => {
+      await recorded(w);
+      w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-skip-streak")]: "2" });
+      w.api.setMode("Deployment", "apps", "api", "unsettled");
+    },
+    code: 1,
+    counters: { "image_refresh.skips": 1 },
+    gauges: { attempt_count: 0, skip_streak: 3, locked_out: 0, frozen: 1 },
+    events: ["freeze"],
+    links: [],
+    rolloutWaits: 0,
+    registry: false,
+  },
+  {
+    outcome: "locked_out",
+    arrange: async (w) => {
+      await recorded(w);
+      w.api.setAnnotations("Deployment", "apps", "api", {
+        [k("refresh-attempt")]: "3",
+        [k("refresh-attempt-traceparent")]: EARLIER_TP,
+      });
+      w.registry.push("myorg/api", "stable");
+    },
+    code: 0,
+    counters: { "image_refresh.lockouts": 1 },
+    gauges: { attempt_count: 3, skip_streak: 0, locked_out: 1, frozen: 0 },
+    events: ["lockout"],
+    links: [EARLIER],
+    rolloutWaits: 0,
+    registry: true,
+  },
+  {
+    // An untrusted counter has no honest value, so attempt_count is left out rather than faked.
+    outcome: "held",
+    arrange: async (w) => {
+      await recorded(w);
+      w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt")]: "2abc" });
+      w.registry.push("myorg/api", "stable");
+    },
+    code: 1,
+    counters: {},
+    gauges: { skip_streak: 0, locked_out: 0, frozen: 0 },
+    events: [],
+    links: [],
+    rolloutWaits: 0,
+    registry: true,
+  },
+  {
+    outcome: "failed",
+    arrange: async (w) => {
+      await recorded(w);
+      w.registry.push("myorg/node-agent", "stable", { multiArch: true });
+      w.api.setMode("DaemonSet", "agents", "node-agent", "flap");
+    },
+    code: 1,
+    counters: { "image_refresh.attempts": 1 },
+    gauges: { attempt_count: 1, skip_streak: 0, locked_out: 0, frozen: 0 },
+    events: ["attempt"],
+    links: [],
+    rolloutWaits: 1,
+    registry: true,
+  },
+  {
+    outcome: "error",
+    arrange: async (w) => {
+      w.api.faults.add({ method: "GET", path: STATE_PATH, fault: { type: "status", code: 403 } });
+    },
+    code: 1,
+    counters: {},
+    gauges: { locked_out: 0, frozen: 0 },
+    events: [],
+    links: [],
+    rolloutWaits: 0,
+    registry: false,
+  },
+];
+
+let w: World;
+beforeEach(async () => {
+  w = await startWorld();
+  useRegistryCredentials(w);
+});
+afterEach(async () => {
+  await w.stop();
+});
+let c: Collector;
+beforeAll(() => {
+  c = startCollector();
+});
+afterAll(async () => {
+  await c.stop();
+});
+
+function expectTickMetrics(e: Exported, s: Scenario) {
+  for (const name of COUNTERS)
+    expect({ name, n: sumOf(e, name) }).toEqual({ name, n: s.counters[name] ?? 0 });
+  expect(sumOf(e, "image_refresh.ticks")).toBe(1);
+  expect(sumOf(e, "image_refresh.ticks", { "image_refresh.outcome": s.outcome })).toBe(1);
+  // Counters and histograms are deltas: each process adds its own increments to one series.
+  for (const m of e.metrics.filter((m) => m.type !== "gauge"))
+    expect({ name: m.name, t: m.temporality }).toEqual({ name: m.name, t: "delta" });
+  for (const m of e.metrics.filter((m) => m.type === "sum")) expect(m.monotonic).toBe(true);
+  for (const p of e.metrics.flatMap((m) => m.points)) expect(p.attributes).toMatchObject(STATE_ATTRS);
+  const g = gauges(e);
+  const { "image_refresh.last_success_timestamp": success, ...state } = g;
+  expect(state).toEqual({
+    "image_refresh.attempt_count": s.gauges.attempt_count,
+    "image_refresh.skip_streak": s.gauges.skip_streak,
+    "image_refresh.locked_out": s.gauges.locked_out,
+    "image_refresh.frozen": s.gauges.frozen,
+  });
+  // Only ticks that exit 0 count as a success for the "no recent success" alert.
+  if (s.code === 0) {
+    expect(success).toBeGreaterThanOrEqual(e.startedS);
+    expect(success).toBeLessThanOrEqual(e.endedS);
+  } else expect(success).toBeUndefined();
+  expect(GAUGES.filter((n) => g[n] !== undefined).length).toBeGreaterThanOrEqual(2);
+}
+
+function expectSpans(e: Exported, s: Scenario, leaked: string[]) {
+  const root = rootSpan(e);
+  expect(root.kind).toBe("internal");
+  expect(root.attributes).toMatchObject({ ...STATE_ATTRS, "image_refresh.outcome": s.outcome });
+  expect(root.status.code).toBe(s.code === 0 ? "unset" : "error");
+  expect(root.events.map((ev) => ev.name)).toEqual(s.events);
+  expect(root.links).toEqual(s.links);
+  const children = childrenOf(e, root);
+  expect(children.filter((x) => x.name === "rollout.wait")).toHaveLength(s.rolloutWaits);
+  // Every span of the tick hangs off this root; none leaks into another trace.
+  expect(e.spans.every((x) => x.traceId === root.traceId)).toBe(true);
+  const http = e.spans.filter((x) => x.kind === "client");
+  const state = http.find((x) => x.name === "GET" && String(x.attributes["url.full"]).endsWith(STATE_PATH));
+  expect(state?.parentSpanId).toBe(root.spanId);
+  expect(http.some((x) => x.name === "HEAD")).toBe(s.registry);
+  for (const x of http) {
+    expect(["GET", "HEAD", "PATCH", "POST"]).toContain(x.name);
+    const a = x.attributes;
+    expect({
+      name: x.name,
+      method: a["http.request.method"],
+      status: typeof a["http.response.status_code"],
+    }).toEqual({ name: x.name, method: x.name, status: "number" });
+    expect(a["server.address"]).toBe("127.0.0.1");
+    expect(new URL(String(a["url.full"])).username).toBe("");
+    expect(x.status.code).toBe((a["http.response.status_code"] as number) >= 400 ? "error" : "unset");
+  }
+  const everything = JSON.stringify([e.spans, e.metrics]);
+  for (const secret of leaked) expect(everything.includes(secret)).toBe(false);
+}
+
+describe.each(PROTOCOLS)("one tick over %s", (protocol) => {
+  test.each(SCENARIOS.map((s) => [s.outcome, s] as const))("%s", async (_, s) => {
+    await s.arrange(w);
+    const e = await runWith(w, c, protocol);
+    expect({ code: e.code, stderr: e.stderr }).toMatchObject({ code: s.code });
+    const contentType = protocol === "http/json" ? "application/json" : "application/x-protobuf";
+    expect(c.requests.at(-1)?.contentType).toBe(contentType);
+    for (const x of [...e.spans, ...e.metrics])
+      expect(x.resource).toMatchObject({
+        "service.name": "image-refresh",
+        "service.instance.id": "apps/api",
+      });
+    const leaked = secrets(w);
+    // The registry answered with bearer tokens, so the leak check has real values to look for.
+    if (s.registry) expect(leaked.length).toBeGreaterThan(3);
+    expectSpans(e, s, leaked);
+    expectTickMetrics(e, s);
+  });
+});
