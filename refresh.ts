@@ -75,7 +75,8 @@ async function runCommand(
   }
 }
 
-// No top-level await: the binary is compiled to bytecode, which needs a CommonJS-shaped entry.
+// process.exit() rather than waiting for the event loop to drain: a lingering keep-alive socket
+// or timer must never hold a CronJob pod open after the outcome is decided and flushed.
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: Error) => {

@@ -99,7 +99,16 @@ describe("Dockerfile", () => {
 describe("the musl binary the image carries", () => {
   beforeAll(() => {
     // The musl runtime comes from the npm registry (@oven/bun-linux-x64-musl) on first use.
-    const args = ["--compile", "--minify", "--bytecode", "--target=bun-linux-x64-musl", "--outfile", MUSL_BINARY];
+    const args = [
+      "--compile",
+      "--minify",
+      "--bytecode",
+      "--format=esm",
+      "--splitting",
+      "--target=bun-linux-x64-musl",
+      "--outfile",
+      MUSL_BINARY,
+    ];
     // Full environment: the compile may fetch the runtime and needs the user's registry settings.
     const r = run([process.execPath, "build", join(ROOT, "refresh.ts"), ...args], process.env);
     if (r.code !== 0) throw new Error(`Cannot compile the musl binary: ${r.stderr}`);
