@@ -1,0 +1,168 @@
+// The real tick, in-process, against the simulated API server and registry over real HTTPS:
+// the same wiring as `image-refresh demo` (createRuntime with virtual files), with timeouts
+// short enough that hundreds of ticks fit in a test run. One world serves every property run;
+// `reset()` puts the workloads back to a fresh, healthy, un-annotated state.
+import type { CliArgs } from "../../lib/cli.ts";
+import { rearmCommand } from "../../lib/commands/rearm.ts";
+import { createRuntime, tickBudgetMs } from "../../lib/commands/runtime.ts";
+import { createLogger } from "../../lib/log.ts";
+import { noopTelemetry } from "../../lib/telemetry.ts";
+import { runTick, type TickResult } from "../../lib/tick/run.ts";
+import { type FaultRule, type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
+import type { Fault } from "../../sim/faults.ts";
+import { type SimRegistry, startRegistry } from "../../sim/registry.ts";
+import { generateTls } from "../../sim/tls.ts";
+
+export const PREFIX = "image-refresh.io";
+export const MAX_ATTEMPTS = 2;
+export const MAX_SKIPS = 3;
+export const STATE_PATH = "/apis/apps/v1/namespaces/apps/deployments/api";
+
+export const WORKLOADS = [
+  { kind: "Deployment", namespace: "apps", name: "api", containers: ["api", "sidecar"], replicas: 2 },
+  { kind: "Deployment", namespace: "apps", name: "api-proxy", containers: ["proxy"], replicas: 1 },
+  { kind: "DaemonSet", namespace: "agents", name: "node-agent", containers: ["agent"], replicas: 2 },
+] as const;
+export type WorkloadSpec = (typeof WORKLOADS)[number];
+
+/** Image key → its target workloads and containers, as the config below says. */
+export const TARGETS: Record<string, Array<{ w: WorkloadSpec; container: string }>> = {
+  api: [
+    { w: WORKLOADS[0], container: "api" },
+    { w: WORKLOADS[1], container: "proxy" },
+  ],
+  "node-agent": [{ w: WORKLOADS[2], container: "agent" }],
+};
+
+const config = (registryHost: string) =>
+  JSON.stringify({
+    tag: "stable",
+    registry: { host: registryHost },
+    state: { kind: "Deployment", namespace: "apps", name: "api" },
+    maxRefreshAttempts: MAX_ATTEMPTS,
+    maxSkipTicks: MAX_SKIPS,
+    rolloutTimeout: "400ms",
+    requestTimeout: "300ms",
+    images: [
+      {
+        repository: "myorg/api",
+        targets: [
+          { kind: "Deployment", name: "api", container: "api" },
+          { kind: "Deployment", name: "api-proxy", container: "proxy" },
+        ],
+      },
+      {
+        repository: "myorg/node-agent",
+        targets: [{ kind: "DaemonSet", namespace: "agents", name: "node-agent", container: "agent" }],
+      },
+    ],
+  });
+
+const ARGS: CliArgs = {
+  command: "tick",
+  help: false,
+  dryRun: false,
+  json: false,
+  config: "/virtual/config.json",
+  kubeconfig: "/virtual/kubeconfig",
+};
+
+export interface InProcessWorld {
+  api: SimApiServer;
+  registry: SimRegistry;
+  /** Current digest of each repository's `stable` tag. */
+  current: Record<string, string>;
+  lines: string[];
+  reset(): void;
+  tick(): Promise<{ result: TickResult; ms: number; budgetMs: number }>;
+  rearm(): Promise<number>;
+  annotations(): Record<string, string>;
+  stop(): Promise<void>;
+}
+
+export async function startInProcessWorld(): Promise<InProcessWorld> {
+  const tls = generateTls();
+  const api = await startApiServer({ tls, stepMs: 2 });
+  const registry = await startRegistry({ tls });
+  const files: Record<string, string> = {
+    "/virtual/config.json": config(registry.host),
+    "/virtual/kubeconfig": api.kubeconfig(),
+  };
+  const readFile = (p: string) => {
+    const text = files[p];
+    if (text === undefined) throw Object.assign(new Error(`ENOENT: ${p}`), { code: "ENOENT" });
+    return text;
+  };
+  const lines: string[] = [];
+  const log = createLogger({ format: "text", write: (l) => void lines.push(l) });
+  const runtime = () =>
+    createRuntime(ARGS, { env: {}, readFile, log, telemetry: noopTelemetry(), registryCa: tls.caPem });
+  const current: Record<string, string> = {};
+  const world: InProcessWorld = {
+    api,
+    registry,
+    current,
+    lines,
+    reset() {
+      api.faults.clear();
+      registry.faults.clear();
+      for (const w of WORKLOADS) {
+        if (api.getObject(w.kind, w.namespace, w.name)) api.deleteObject(w.kind, w.namespace, w.name);
+        api.addWorkload({
+          kind: w.kind,
+          namespace: w.namespace,
+          name: w.name,
+          replicas: w.replicas,
+          containers: w.containers.map((name) => ({ name, image: `myorg/${name}:stable` })),
+        });
+      }
+      current.api = registry.push("myorg/api", "stable");
+      current["node-agent"] = registry.push("myorg/node-agent", "stable", { multiArch: true });
+      api.clearLog();
+      registry.clearLog();
+      lines.length = 0;
+    },
+    async tick() {
+      const rt = await runtime();
+      // As `image-refresh tick` does: the tick's own deadline aborts everything still running.
+      const budgetMs = tickBudgetMs(rt.config);
+      const timer = setTimeout(() => rt.controller.abort(new Error("past the deadline")), budgetMs);
+      const started = performance.now();
+      try {
+        const result = await runTick(rt.tickContext(false));
+        return { result, ms: performance.now() - started, budgetMs };
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    async rearm() {
+      return rearmCommand(await runtime(), false);
+    },
+    annotations() {
+      return api.getObject("Deployment", "apps", "api")?.metadata.annotations ?? {};
+    },
+    stop: async () => {
+      await Promise.all([api.stop(), registry.stop()]);
+    },
+  };
+  return world;
+}
+
+/**
+ * A fault for the n-th request (counted from when it is added) of a method, on any path. The
+ * simulators' rules match a path by a string or a RegExp's `test`; this stands in for a RegExp
+ * whose `test` counts requests instead. `matches` tries the path alone before path + query, so
+ * counting only query-less calls counts every request exactly once.
+ */
+export function nthRequestFault(method: string | undefined, nth: number, fault: Fault): FaultRule {
+  let seen = 0;
+  const counter = {
+    lastIndex: 0,
+    test(s: string) {
+      if (s.includes("?")) return false;
+      seen += 1;
+      return seen === nth;
+    },
+  };
+  return { method, path: counter as unknown as RegExp, times: 1, fault };
+}
