@@ -1,0 +1,191 @@
+// No-op tick sections: the product against the limit and the kubectl way (1), at scale (4), and
+// with telemetry off, exporting, and exporting to a dead collector (5).
+import { startCollector } from "../sim/collector.ts";
+import { outcomeOf, runKubectlWay, runLimit, runProduct } from "./clients.ts";
+import { type Client, compare, type Measured } from "./compare.ts";
+import { fmtMs, ratio, type Spawned, span, table, verdict } from "./measure.ts";
+import { type BenchWorld, startBenchWorld } from "./world.ts";
+
+export interface BenchContext {
+  reps: number;
+  quick: boolean;
+  /** Command that runs the limit script (compiled). */
+  limit: string[];
+  /** Command that runs the limit script from source with Bun (for the fairness note). */
+  limitSource: string[];
+  log(line: string): void;
+}
+
+const isNoop = (r: Spawned) => r.code === 0 && outcomeOf(r) === "noop";
+const limitOk = (r: Spawned) => r.code === 0 && r.stdout.trim() === "noop";
+
+/** Starts a world and runs the first tick, which records the digests; every later tick is a no-op. */
+async function recordedWorld(opts: Parameters<typeof startBenchWorld>[0] = {}): Promise<BenchWorld> {
+  const w = await startBenchWorld(opts);
+  const first = await runProduct(w);
+  if (first.code !== 0 || outcomeOf(first) !== "recorded")
+    throw new Error(`Cannot prepare the bench world: first tick ended ${first.code}\n${first.stderr}`);
+  return w;
+}
+
+const product = (w: BenchWorld, env: Record<string, string> = {}, name = "image-refresh tick"): Client => ({
+  name,
+  run: () => runProduct(w, ["tick"], env),
+  ok: isNoop,
+});
+
+const first = (m: Measured) => (m.firstRequest ? fmtMs(m.firstRequest) : "–");
+
+function rows(ms: Measured[], base: Measured): string[][] {
+  return ms.map((m) => [
+    m.name,
+    fmtMs(m.ms),
+    ratio(m.ms.median, base.ms.median),
+    first(m),
+    span(m.api),
+    span(m.registry),
+  ]);
+}
+
+export async function noopSection(ctx: BenchContext): Promise<string[]> {
+  ctx.log("1. no-op tick: product, limit, kubectl way");
+  const w = await recordedWorld();
+  try {
+    const ms = await compare(
+      w,
+      [
+        product(w),
+        { name: "limit (compiled)", run: () => runLimit(w, ctx.limit), ok: limitOk },
+        { name: "limit (`bun limit.ts`)", run: () => runLimit(w, ctx.limitSource), ok: limitOk },
+        {
+          name: "kubectl way (bash, kubectl, curl)",
+          run: () => runKubectlWay(w),
+          ok: limitOk,
+          reps: ctx.quick ? 3 : 7,
+        },
+      ],
+      ctx.reps,
+    );
+    const [p, l, , k] = ms as [Measured, Measured, Measured, Measured];
+    const sameRequests = p.api.every((n) => n === l.api[0]) && p.registry.every((n) => n === l.registry[0]);
+    return [
+      "### 1. No-op tick (3 images, 4 targets, healthy, unchanged)",
+      "",
+      ...table(
+        [
+          "client",
+          "wall ms: median (min–max)",
+          "× product",
+          "spawn → first request",
+          "API requests",
+          "registry requests",
+        ],
+        rows(ms, p),
+      ),
+      "",
+      `- Same requests as the limit: ${verdict(sameRequests)} (product ${span(p.api)} + ${span(p.registry)}, limit ${span(l.api)} + ${span(l.registry)}; the product's extra registry request is its challenge probe \`GET /v2/\`, which the limit skips because it is given the token realm).`,
+      `- Within 1.5× of the limit: ${verdict(p.ms.median <= 1.5 * l.ms.median)} (${ratio(p.ms.median, l.ms.median)}).`,
+      `- ≥10× faster than the kubectl way: ${verdict(k.ms.median >= 10 * p.ms.median)} (${ratio(k.ms.median, p.ms.median)}; SPEC asks for 15×).`,
+      "",
+    ];
+  } finally {
+    await w.stop();
+  }
+}
+
+export async function scaleSection(ctx: BenchContext): Promise<string[]> {
+  ctx.log("4. scale");
+  const out: string[][] = [];
+  let at200 = Number.NaN;
+  for (const targets of [1, 10, 50, 200]) {
+    ctx.log(`   ${targets} targets`);
+    const w = await recordedWorld({ scale: { targets, maxRepos: 50 } });
+    try {
+      const [p, l] = (await compare(
+        w,
+        [product(w), { name: "limit", run: () => runLimit(w, ctx.limit), ok: limitOk }],
+        ctx.reps,
+      )) as [Measured, Measured];
+      out.push([
+        String(targets),
+        String(w.images.length),
+        fmtMs(p.ms),
+        fmtMs(l.ms),
+        ratio(p.ms.median, l.ms.median),
+        `${p.firstRequest?.median.toFixed(1)} / ${l.firstRequest?.median.toFixed(1)} ms`,
+        `${span(p.api)} + ${span(p.registry)}`,
+        `${span(l.api)} + ${span(l.registry)}`,
+      ]);
+      if (targets === 200) at200 = p.ms.median / l.ms.median;
+    } finally {
+      await w.stop();
+    }
+  }
+  return [
+    "### 4. Scale: no-op tick, targets spread over up to 50 repositories (registry HEADs 8 at a time)",
+    "",
+    ...table(
+      [
+        "targets",
+        "repositories",
+        "product ms",
+        "limit ms",
+        "× limit",
+        "spawn → first request (product / limit, median)",
+        "product requests (API + registry)",
+        "limit requests",
+      ],
+      out,
+    ),
+    "",
+    `- 200 targets within 2× of the limit: ${verdict(at200 <= 2)} (${at200.toFixed(2)}×).`,
+    "",
+  ];
+}
+
+/** A port nothing listens on: bound, then released. */
+async function closedPort(): Promise<string> {
+  const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
+  const url = `http://127.0.0.1:${s.port}`;
+  await s.stop(true);
+  return url;
+}
+
+export async function telemetrySection(ctx: BenchContext): Promise<string[]> {
+  ctx.log("5. telemetry overhead");
+  const w = await recordedWorld();
+  const collector = startCollector();
+  const otlp = (endpoint: string) => ({
+    OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+    OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
+  });
+  try {
+    const dead = await closedPort();
+    const ms = await compare(
+      w,
+      [
+        product(w, {}, "export off"),
+        product(w, otlp(collector.url), "export to a live collector (http/protobuf)"),
+        { ...product(w, otlp(dead), "collector down (closed port)"), reps: ctx.quick ? 2 : 4 },
+      ],
+      ctx.reps,
+    );
+    const [off, live, down] = ms as [Measured, Measured, Measured];
+    const spans = collector.spans.length;
+    return [
+      "### 5. Telemetry overhead (no-op tick)",
+      "",
+      ...table(
+        ["telemetry", "wall ms: median (min–max)", "× export off"],
+        rows(ms, off).map((r) => r.slice(0, 3)),
+      ),
+      "",
+      `- The live collector received ${spans} spans over ${live.ms.n} ticks (${(spans / live.ms.n).toFixed(1)} per tick).`,
+      `- Export ≤ +20 %: ${verdict(live.ms.median <= 1.2 * off.ms.median)} (+${((live.ms.median / off.ms.median - 1) * 100).toFixed(0)} %, +${(live.ms.median - off.ms.median).toFixed(1)} ms).`,
+      `- Dead collector ≤ 5 s: ${verdict(down.ms.max <= 5000 + off.ms.max)} (worst ${down.ms.max.toFixed(0)} ms).`,
+      "",
+    ];
+  } finally {
+    await Promise.all([w.stop(), collector.stop()]);
+  }
+}

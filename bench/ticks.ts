@@ -1,0 +1,159 @@
+// Cold start and peak memory (2), and the refresh tick (3).
+import { join } from "node:path";
+import { BINARY, outcomeOf, runProduct } from "./clients.ts";
+import { type Client, compare } from "./compare.ts";
+import {
+  fmtMb,
+  fmtMs,
+  hasGnuTime,
+  peakRssMb,
+  ratio,
+  repeat,
+  type Spawned,
+  span,
+  stats,
+  TIME,
+  table,
+  timed,
+  verdict,
+} from "./measure.ts";
+import type { BenchContext } from "./noop.ts";
+import { type BenchWorld, startBenchWorld } from "./world.ts";
+
+const env = () => ({ PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp" });
+
+export async function coldStartSection(ctx: BenchContext, floor: string[]): Promise<string[]> {
+  ctx.log("2. cold start and peak RSS");
+  const n = Math.max(20, ctx.reps * 2);
+  const exits0 = (r: Spawned) => r.code === 0;
+  const clients: Client[] = [
+    { name: "floor: compiled Bun, one write (bench/floor.ts)", run: () => timed(floor, env()), ok: exits0 },
+    { name: "`image-refresh version`", run: () => timed([BINARY, "version"], env()), ok: exits0 },
+    { name: "`image-refresh --help`", run: () => timed([BINARY, "--help"], env()), ok: exits0 },
+  ];
+  // compare() wants a world for request counts; these make no requests, so give it a stub.
+  const none = { clearLogs() {}, counts: () => ({ api: 0, registry: 0 }) } as unknown as BenchWorld;
+  const ms = await compare(none, clients, n);
+  const [fl, version, help] = ms as [(typeof ms)[0], (typeof ms)[0], (typeof ms)[0]];
+  const rows = ms.map((m) => [m.name, fmtMs(m.ms), ratio(m.ms.median, fl.ms.median)]);
+  const worst = Math.max(version.ms.median, help.ms.median);
+  return [
+    `### 2. Cold start (${n} runs each)`,
+    "",
+    ...table(["command", "wall ms: median (min–max)", "× floor"], rows),
+    "",
+    `- ≤ 30 ms median (brief): ${verdict(worst <= 30)}; ≤ 15 ms (SPEC): ${verdict(worst <= 15)} (worst median ${worst.toFixed(1)} ms; the runtime floor on this machine is ${fl.ms.median.toFixed(1)} ms, so the product's own start-up is ${(worst - fl.ms.median).toFixed(1)} ms).`,
+    "",
+  ];
+}
+
+/** Peak RSS of a no-op and a refresh tick; needs GNU time. */
+export async function memoryRows(ctx: BenchContext, floor: string[]): Promise<string[]> {
+  if (!hasGnuTime())
+    return [`- Peak RSS not measured: ${TIME} is missing (Debian/Ubuntu: \`apt-get install time\`).`, ""];
+  const reps = ctx.quick ? 3 : 5;
+  const ok0 = (r: Spawned) => r.code === 0;
+  const rss = (cmd: string[], e: Record<string, string>, ok = ok0) =>
+    repeat(reps, () => peakRssMb(cmd, e, ok));
+  const w = await startBenchWorld();
+  try {
+    const files = ["--config", w.configPath, "--kubeconfig", w.kubeconfigPath];
+    await runProduct(w); // records the digests: the ticks below are no-ops
+    const noop = await rss([BINARY, "tick", ...files], w.env(), (r) => ok0(r) && outcomeOf(r) === "noop");
+    const refresh = await repeat(reps, () => {
+      w.pushAll();
+      return peakRssMb([BINARY, "tick", ...files], w.env(), (r) => ok0(r) && outcomeOf(r) === "refreshed");
+    });
+    const rows = [
+      ["floor (bench/floor.ts)", fmtMb(await rss(floor, env()))],
+      ["`image-refresh version`", fmtMb(await rss([BINARY, "version"], env()))],
+      ["no-op tick", fmtMb(noop)],
+      ["refresh tick (4 workloads re-imaged)", fmtMb(refresh)],
+    ];
+    const worst = Math.max(noop.max, refresh.max);
+    return [
+      `Peak RSS (GNU time's maximum resident set size of the process, ${reps} runs each):`,
+      "",
+      ...table(["process", "peak RSS: median (min–max)"], rows),
+      "",
+      `- Peak RSS ≤ 60 MB: ${verdict(worst <= 60)} (worst ${worst.toFixed(1)} MB).`,
+      "",
+    ];
+  } finally {
+    await w.stop();
+  }
+}
+
+interface RefreshRun {
+  ms: number;
+  waitMs: number;
+  api: Record<string, number>;
+  registry: number;
+}
+
+/** Sum of the rollout waits, from the JSON log: "patched X ..." until "X rolled out ...". */
+export function rolloutWaitMs(stderr: string): number {
+  let total = 0;
+  let since: number | undefined;
+  for (const line of stderr.split("\n")) {
+    if (!line.startsWith("{")) continue;
+    const rec = JSON.parse(line) as { time: string; msg: string };
+    if (rec.msg.startsWith("patched ")) since = Date.parse(rec.time);
+    else if (since !== undefined && rec.msg.includes(" rolled out")) {
+      total += Date.parse(rec.time) - since;
+      since = undefined;
+    }
+  }
+  return total;
+}
+
+const lastJson = (stderr: string) => JSON.parse(stderr.trimEnd().split("\n").at(-1) ?? "{}");
+
+async function refreshOnce(w: BenchWorld): Promise<RefreshRun> {
+  w.pushAll();
+  w.clearLogs();
+  const r = await runProduct(w, ["tick", "--log-format", "json"]);
+  if (r.code !== 0 || lastJson(r.stderr).outcome !== "refreshed")
+    throw new Error(`Cannot benchmark the refresh tick: exit ${r.code}\n${r.stderr}`);
+  const api: Record<string, number> = {};
+  for (const e of w.api.log) {
+    const kind = e.query.watch ? "WATCH" : e.method;
+    api[kind] = (api[kind] ?? 0) + 1;
+  }
+  return { ms: r.ms, waitMs: rolloutWaitMs(r.stderr), api, registry: w.registry.log.length };
+}
+
+export async function refreshSection(ctx: BenchContext): Promise<string[]> {
+  ctx.log("3. refresh tick");
+  const w = await startBenchWorld({ stepMs: 2 });
+  try {
+    await runProduct(w);
+    const runs: RefreshRun[] = [];
+    for (let i = 0; i < ctx.reps; i++) runs.push(await refreshOnce(w));
+    const total = stats(runs.map((r) => r.ms));
+    const wait = stats(runs.map((r) => r.waitMs));
+    const outside = stats(runs.map((r) => r.ms - r.waitMs));
+    const kinds = [...new Set(runs.flatMap((r) => Object.keys(r.api)))].sort();
+    const apiTotal = runs.map((r) => Object.values(r.api).reduce((a, b) => a + b, 0));
+    const breakdown = kinds.map((k) => `${k} ${span(runs.map((r) => r.api[k] ?? 0))}`).join(", ");
+    return [
+      "### 3. Refresh tick (3 images changed, 4 workloads re-imaged, healthy rollouts, controller step 2 ms)",
+      "",
+      ...table(
+        ["measure", "ms: median (min–max)"],
+        [
+          ["whole tick (spawn to exit)", fmtMs(total)],
+          ["rollout waits (patched → rolled out, from the JSON log)", fmtMs(wait)],
+          ["everything else", fmtMs(outside)],
+        ],
+      ),
+      "",
+      `- Requests: API ${span(apiTotal)} (${breakdown}), registry ${span(runs.map((r) => r.registry))}.`,
+      "",
+    ];
+  } finally {
+    await w.stop();
+  }
+}
+
+export const floorSource = join(import.meta.dir, "floor.ts");

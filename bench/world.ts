@@ -1,0 +1,177 @@
+// The simulated installation the bench measures: an API server and a bearer-token registry over
+// HTTPS with one CA made for this run, `targets` workloads following `repos` repositories, and
+// the files the binary, the limit script and the kubectl way read. Built here rather than from
+// tests/world.ts because the bench needs its own shapes (3 images / 4 targets, up to 200 targets).
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type SimApiServer, startApiServer } from "../sim/apiserver/index.ts";
+import { type SimRegistry, startRegistry } from "../sim/registry.ts";
+import { generateTls, type TlsMaterial } from "../sim/tls.ts";
+
+export const PREFIX = "image-refresh.io";
+export const TAG = "stable";
+export const STATE = { kind: "Deployment", namespace: "apps", name: "api" } as const;
+export const STATE_PATH = "/apis/apps/v1/namespaces/apps/deployments/api";
+/** The simulated registry's token service name (sim/registry.ts). */
+export const SERVICE = "sim-registry";
+
+export interface Image {
+  repository: string;
+  key: string;
+  targets: Array<{ kind: "Deployment" | "DaemonSet"; namespace: string; name: string; container: string }>;
+}
+
+export interface BenchWorld {
+  api: SimApiServer;
+  registry: SimRegistry;
+  dir: string;
+  caPath: string;
+  kubeconfigPath: string;
+  configPath: string;
+  images: Image[];
+  /** Environment shared by every client under test: the CA, and nothing from the caller. */
+  env(extra?: Record<string, string>): Record<string, string>;
+  clearLogs(): void;
+  /** Requests the sims saw since the last clearLogs. */
+  counts(): { api: number; registry: number };
+  /** Epoch ms of the first request either sim saw since the last clearLogs. */
+  firstRequestAt(): number | undefined;
+  /** Pushes a new build of every repository, so the next tick must refresh. */
+  pushAll(): void;
+  stop(): Promise<void>;
+}
+
+/** The SPEC's no-op example: 3 images, 4 targets (one of them the state object itself). */
+function standardImages(): Image[] {
+  return [
+    {
+      repository: "myorg/api",
+      key: "api",
+      targets: [
+        { kind: "Deployment", namespace: "apps", name: "api", container: "api" },
+        { kind: "Deployment", namespace: "apps", name: "api-proxy", container: "proxy" },
+      ],
+    },
+    {
+      repository: "myorg/node-agent",
+      key: "node-agent",
+      targets: [{ kind: "DaemonSet", namespace: "agents", name: "node-agent", container: "agent" }],
+    },
+    {
+      repository: "myorg/worker",
+      key: "worker",
+      targets: [{ kind: "Deployment", namespace: "apps", name: "worker", container: "worker" }],
+    },
+  ];
+}
+
+/** `targets` one-container Deployments spread round-robin over min(targets, maxRepos) repositories. */
+function scaledImages(targets: number, maxRepos: number): Image[] {
+  const repos = Math.min(targets, maxRepos);
+  const images: Image[] = Array.from({ length: repos }, (_, i) => ({
+    repository: `myorg/svc-${i}`,
+    key: `svc-${i}`,
+    targets: [],
+  }));
+  for (let t = 0; t < targets; t++)
+    images[t % repos]?.targets.push({
+      kind: "Deployment",
+      namespace: "apps",
+      name: `w-${t}`,
+      container: "app",
+    });
+  return images;
+}
+
+export interface WorldOptions {
+  /** Omitted: the standard 3 images / 4 targets. */
+  scale?: { targets: number; maxRepos: number };
+  /** Controller step of the simulated API server; small makes healthy rollouts quick. */
+  stepMs?: number;
+  tls?: TlsMaterial;
+}
+
+export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWorld> {
+  const tls = opts.tls ?? generateTls();
+  const api = await startApiServer({ tls, stepMs: opts.stepMs ?? 2 });
+  const registry = await startRegistry({ tls });
+  const images = opts.scale ? scaledImages(opts.scale.targets, opts.scale.maxRepos) : standardImages();
+  addWorkloads(api, images);
+  for (const img of images) registry.push(img.repository, TAG, { multiArch: img.key === "node-agent" });
+  const dir = mkdtempSync(join(tmpdir(), "image-refresh-bench-"));
+  const caPath = join(dir, "ca.pem");
+  const kubeconfigPath = join(dir, "kubeconfig");
+  const configPath = join(dir, "config.json");
+  writeFileSync(caPath, tls.caPem);
+  writeFileSync(kubeconfigPath, api.kubeconfig());
+  writeFileSync(configPath, JSON.stringify(configFor(registry.host, images), null, 2));
+  return {
+    api,
+    registry,
+    dir,
+    caPath,
+    kubeconfigPath,
+    configPath,
+    images,
+    env: (extra = {}) => ({
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: dir,
+      NODE_EXTRA_CA_CERTS: caPath,
+      ...extra,
+    }),
+    clearLogs() {
+      api.clearLog();
+      registry.clearLog();
+    },
+    counts: () => ({ api: api.log.length, registry: registry.log.length }),
+    firstRequestAt() {
+      const starts = [api.log[0]?.start, registry.log[0]?.start].filter((t) => t !== undefined);
+      return starts.length ? Math.min(...starts) : undefined;
+    },
+    pushAll() {
+      for (const img of images) registry.push(img.repository, TAG, { multiArch: img.key === "node-agent" });
+    },
+    async stop() {
+      await Promise.all([api.stop(), registry.stop()]);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function addWorkloads(api: SimApiServer, images: Image[]): void {
+  // The state object always exists; in the standard shape it is also a target.
+  const containers = new Map<string, { kind: Image["targets"][0]["kind"]; c: Map<string, string> }>();
+  containers.set(`Deployment/apps/api`, { kind: "Deployment", c: new Map([["sidecar", "envoy:1"]]) });
+  for (const img of images)
+    for (const t of img.targets) {
+      const id = `${t.kind}/${t.namespace}/${t.name}`;
+      const entry = containers.get(id) ?? { kind: t.kind, c: new Map() };
+      entry.c.set(t.container, `${img.repository}:${TAG}`);
+      containers.set(id, entry);
+    }
+  for (const [id, { kind, c }] of containers) {
+    const [, namespace, name] = id.split("/") as [string, string, string];
+    api.addWorkload({
+      kind,
+      namespace,
+      name,
+      replicas: 2,
+      containers: [...c].map(([n, image]) => ({ name: n, image })),
+    });
+  }
+}
+
+function configFor(host: string, images: Image[]) {
+  return {
+    tag: TAG,
+    registry: { host },
+    state: STATE,
+    annotationPrefix: PREFIX,
+    maxRefreshAttempts: 3,
+    maxSkipTicks: 8,
+    rolloutTimeout: "30s",
+    requestTimeout: "10s",
+    images: images.map((i) => ({ repository: i.repository, key: i.key, targets: i.targets })),
+  };
+}
