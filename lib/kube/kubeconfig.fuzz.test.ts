@@ -1,0 +1,128 @@
+// Fuzzing the kubeconfig boundary: any document yields a Connection or a KubeconfigError (exit
+// 2), never another exception, and no error message ever carries the token it was handed.
+import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
+import { KubeconfigError } from "./errors.ts";
+import { parseKubeconfig, resolveConnection } from "./kubeconfig.ts";
+
+const RUNS = Number(process.env.FUZZ_RUNS ?? 400);
+const TOKEN = "fuzz-secret-TOKEN-7c1d";
+const PEM = Buffer.from("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").toString("base64");
+
+const readFile = (p: string) => {
+  if (p === "/kube/token") return TOKEN;
+  throw Object.assign(new Error(`ENOENT: ${p}`), { code: "ENOENT" });
+};
+
+function check(text: string): void {
+  try {
+    parseKubeconfig(text, { path: "/kube/config", readFile });
+  } catch (err) {
+    if (!(err instanceof KubeconfigError)) throw new Error(`threw ${String(err)} for ${text.slice(0, 200)}`);
+    expect(err.message).not.toContain(TOKEN);
+  }
+}
+
+/** A kubeconfig where any part may be missing, mistyped or odd; the token is always present. */
+const doc = fc.record(
+  {
+    "current-context": fc.oneof(fc.constant("c"), fc.jsonValue()),
+    clusters: fc.oneof(
+      fc.constant([
+        { name: "k", cluster: { server: "https://127.0.0.1:6443", "certificate-authority-data": PEM } },
+      ]),
+      fc.array(
+        fc.record({
+          name: fc.jsonValue(),
+          cluster: fc.dictionary(
+            fc.constantFrom(
+              "server",
+              "certificate-authority",
+              "certificate-authority-data",
+              "insecure-skip-tls-verify",
+            ),
+            fc.jsonValue(),
+          ),
+        }),
+      ),
+      fc.jsonValue(),
+    ),
+    users: fc.oneof(
+      fc.constant([{ name: "u", user: { token: TOKEN } }]),
+      fc.array(
+        fc.record({
+          name: fc.constantFrom("u", "v"),
+          user: fc.record(
+            {
+              token: fc.oneof(fc.constant(TOKEN), fc.jsonValue()),
+              exec: fc.jsonValue(),
+              "client-key-data": fc.oneof(fc.constant(TOKEN), fc.string()),
+              tokenFile: fc.constantFrom("/kube/token", "rel", ""),
+            },
+            { requiredKeys: [] },
+          ),
+        }),
+      ),
+    ),
+    contexts: fc.oneof(
+      fc.constant([{ name: "c", context: { cluster: "k", user: "u" } }]),
+      fc.array(
+        fc.record({
+          name: fc.constantFrom("c", "d"),
+          context: fc.record(
+            {
+              cluster: fc.oneof(fc.constant("k"), fc.jsonValue()),
+              user: fc.oneof(fc.constantFrom("u", "nobody"), fc.jsonValue()),
+              namespace: fc.jsonValue(),
+            },
+            { requiredKeys: [] },
+          ),
+        }),
+      ),
+      fc.jsonValue(),
+    ),
+  },
+  { requiredKeys: [] },
+);
+
+describe("kubeconfig fuzz", () => {
+  test("random documents: a Connection or a KubeconfigError without the token", () => {
+    fc.assert(
+      fc.property(doc, (d) => check(JSON.stringify(d))),
+      { numRuns: RUNS },
+    );
+  });
+
+  test("random text, including text that carries the token, never leaks it", () => {
+    const text = fc.oneof(
+      fc.string({ maxLength: 200 }),
+      fc
+        .tuple(fc.string({ maxLength: 40 }), fc.string({ maxLength: 40 }))
+        .map(([a, b]) => `${a}token: ${TOKEN}${b}`),
+      fc.tuple(fc.string({ maxLength: 40 })).map(([a]) => `users: [{name: u, user: {token: "${TOKEN}", ${a}`),
+    );
+    fc.assert(fc.property(text, check), { numRuns: RUNS });
+  });
+
+  test("resolveConnection with random environments only throws KubeconfigError", () => {
+    const env = fc.record(
+      {
+        KUBECONFIG: fc.constantFrom("", ":", "/nope", "/kube/token", "/nope:/kube/token"),
+        KUBERNETES_SERVICE_HOST: fc.constantFrom("", "10.0.0.1", "::1"),
+        KUBERNETES_SERVICE_PORT: fc.constantFrom("", "443"),
+      },
+      { requiredKeys: [] },
+    );
+    fc.assert(
+      fc.property(env, fc.constantFrom(undefined, "/nope", "/kube/token"), (e, flag) => {
+        try {
+          resolveConnection({ env: e, kubeconfigFlag: flag, readFile, homeDir: "/home/none" });
+        } catch (err) {
+          if (!(err instanceof KubeconfigError)) throw err;
+          expect(err.message).not.toContain(TOKEN);
+        }
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
