@@ -94,6 +94,14 @@ test("every step ends as the story says", () => {
   );
 });
 
+test("every export of the story carries one stable resource", () => {
+  const exported = [...runs.values()].flatMap((e) => [...e.spans, ...e.metrics]);
+  const ids = new Set(
+    exported.map((x) => `${x.resource["service.name"]} ${x.resource["service.instance.id"]}`),
+  );
+  expect([...ids]).toEqual(["image-refresh apps/api"]);
+});
+
 test("attempt ticks and the lockout form one chain of span links", () => {
   // Each tick is its own trace; the story is told by links, never by parents.
   expect(new Set(ticks.map((t) => t.root.traceId)).size).toBe(ticks.length);

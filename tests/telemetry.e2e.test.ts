@@ -31,7 +31,8 @@ interface Scenario {
   gauges: { attempt_count?: number; skip_streak?: number; locked_out: number; frozen: number };
   events: string[];
   links: Array<{ traceId: string; spanId: string }>;
-  rolloutWaits: number;
+  /** One rollout.wait per re-imaged workload: its name and result ("timeout" for the flap). */
+  rollouts: string[];
   registry: boolean;
 }
 
@@ -48,7 +49,7 @@ const SCENARIOS: Scenario[] = [
     gauges: { attempt_count: 0, skip_streak: 0, locked_out: 0, frozen: 0 },
     events: [],
     links: [],
-    rolloutWaits: 0,
+    rollouts: [],
     registry: true,
   },
   {
@@ -59,7 +60,7 @@ const SCENARIOS: Scenario[] = [
     gauges: { attempt_count: 0, skip_streak: 0, locked_out: 0, frozen: 0 },
     events: [],
     links: [],
-    rolloutWaits: 0,
+    rollouts: [],
     registry: true,
   },
   {
@@ -78,7 +79,7 @@ const SCENARIOS: Scenario[] = [
     gauges: { attempt_count: 0, skip_streak: 0, locked_out: 0, frozen: 0 },
     events: ["attempt", "reset"],
     links: [EARLIER],
-    rolloutWaits: 2,
+    rollouts: ["api ok", "api-proxy ok"],
     registry: true,
   },
   {
@@ -92,7 +93,7 @@ const SCENARIOS: Scenario[] = [
     gauges: { attempt_count: 0, skip_streak: 1, locked_out: 0, frozen: 0 },
     events: [],
     links: [],
-    rolloutWaits: 0,
+    rollouts: [],
     registry: false,
   },
   {
@@ -107,7 +108,7 @@ const SCENARIOS: Scenario[] = [
     gauges: { attempt_count: 0, skip_streak: 3, locked_out: 0, frozen: 1 },
     events: ["freeze"],
     links: [],
-    rolloutWaits: 0,
+    rollouts: [],
     registry: false,
   },
   {
@@ -125,7 +126,7 @@ const SCENARIOS: Scenario[] = [
     gauges: { attempt_count: 3, skip_streak: 0, locked_out: 1, frozen: 0 },
     events: ["lockout"],
     links: [EARLIER],
-    rolloutWaits: 0,
+    rollouts: [],
     registry: true,
   },
   {
@@ -141,7 +142,7 @@ const SCENARIOS: Scenario[] = [
     gauges: { skip_streak: 0, locked_out: 0, frozen: 0 },
     events: [],
     links: [],
-    rolloutWaits: 0,
+    rollouts: [],
     registry: true,
   },
   {
@@ -156,7 +157,7 @@ const SCENARIOS: Scenario[] = [
     gauges: { attempt_count: 1, skip_streak: 0, locked_out: 0, frozen: 0 },
     events: ["attempt"],
     links: [],
-    rolloutWaits: 1,
+    rollouts: ["node-agent timeout"],
     registry: true,
   },
   {
@@ -169,7 +170,7 @@ const SCENARIOS: Scenario[] = [
     gauges: { locked_out: 0, frozen: 0 },
     events: [],
     links: [],
-    rolloutWaits: 0,
+    rollouts: [],
     registry: false,
   },
 ];
@@ -224,7 +225,13 @@ function expectSpans(e: Exported, s: Scenario, leaked: string[]) {
   expect(root.events.map((ev) => ev.name)).toEqual(s.events);
   expect(root.links).toEqual(s.links);
   const children = childrenOf(e, root);
-  expect(children.filter((x) => x.name === "rollout.wait")).toHaveLength(s.rolloutWaits);
+  const waits = children.filter((x) => x.name === "rollout.wait");
+  const named = (a: Record<string, unknown>) => a["k8s.deployment.name"] ?? a["k8s.daemonset.name"];
+  expect(waits.map((x) => `${named(x.attributes)} ${x.attributes["image_refresh.rollout.result"]}`)).toEqual(
+    s.rollouts,
+  );
+  for (const x of waits)
+    expect(x.status.code).toBe(x.attributes["image_refresh.rollout.result"] === "ok" ? "unset" : "error");
   // Every span of the tick hangs off this root; none leaks into another trace.
   expect(e.spans.every((x) => x.traceId === root.traceId)).toBe(true);
   const http = e.spans.filter((x) => x.kind === "client");
