@@ -31,7 +31,8 @@ const AREAS = {
       "lib/outcomes.more.test.ts",
       "lib/kube/settled.test.ts",
       "lib/kube/settled.more.test.ts",
-      "tests/properties/plan.property.test.ts",
+      // tests/properties/plan.property.test.ts is left out: seconds per run, and a random input
+      // would make a mutant's verdict change from one run to the next.
     ],
   },
   clients: {

@@ -1,0 +1,209 @@
+// Field-by-field edges of the configuration grammar: each row is one value that must be
+// accepted or refused, with the message the user sees. Anchors and repetition in the patterns
+// are where a typo would let `apps_` or `.stable` through to the API server.
+// biome-ignore-all lint/suspicious/noExplicitAny: documents made wrong on purpose are free-form JSON
+import { describe, expect, test } from "bun:test";
+import { ConfigError, loadConfig, parseConfig } from "./config.ts";
+
+const BASE = {
+  tag: "stable",
+  registry: { host: "docker.io" },
+  state: { kind: "Deployment", namespace: "apps", name: "api" },
+  images: [{ repository: "myorg/api", targets: [{ kind: "Deployment", name: "api", container: "api" }] }],
+};
+
+function parse(tweak: (c: any) => void, env: Record<string, string> = {}) {
+  const c = structuredClone(BASE) as any;
+  tweak(c);
+  return parseConfig(JSON.stringify(c), env);
+}
+function problems(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  return [];
+}
+
+type Row = [string, (c: any) => void, string | undefined];
+const set =
+  (path: string, v: unknown) =>
+  (c: any): void => {
+    const keys = path.split(".");
+    let at = c;
+    for (const k of keys.slice(0, -1)) at = at[k];
+    at[keys[keys.length - 1] as string] = v;
+  };
+const ROWS: Row[] = [
+  ["namespace of one letter", set("state.namespace", "a"), undefined],
+  [
+    "namespace with a leading underscore",
+    set("state.namespace", "_apps"),
+    "state.namespace: must be a lowercase DNS-1123 label",
+  ],
+  [
+    "namespace with a trailing underscore",
+    set("state.namespace", "apps_"),
+    "state.namespace: must be a lowercase DNS-1123 label",
+  ],
+  ["name of one letter", set("state.name", "a"), undefined],
+  ["dotted name with one-letter labels", set("state.name", "a.b.c"), undefined],
+  [
+    "name with a leading underscore",
+    set("state.name", "_api"),
+    "state.name: must be a lowercase DNS-1123 name",
+  ],
+  [
+    "name with a trailing underscore",
+    set("state.name", "api_"),
+    "state.name: must be a lowercase DNS-1123 name",
+  ],
+  ["name with a label starting with '-'", set("state.name", "a.-b"), "state.name: must be"],
+  ["name with a label ending in '.'", set("state.name", "a.b."), "state.name: must be"],
+  ["name with a label of '_'", set("state.name", "a._b"), "state.name: must be"],
+  ["name with a label ending in '_'", set("state.name", "a.b_"), "state.name: must be"],
+  ["name with '-' inside a later label", set("state.name", "a.b-c"), undefined],
+  ["name with a bad middle of a later label", set("state.name", "a.b_c"), "state.name: must be"],
+  ["tag starting with '.'", set("tag", ".stable"), "tag: must be a valid image tag"],
+  ["tag with a trailing '/'", set("tag", "stable/"), "tag: must be a valid image tag"],
+  ["repository with '--'", set("images.0.repository", "my--org/api"), undefined],
+  [
+    "repository with a leading '_'",
+    set("images.0.repository", "_myorg/api"),
+    "images[0].repository: must be a repository path such as myorg/api",
+  ],
+  [
+    "repository with a trailing '_'",
+    set("images.0.repository", "myorg/api_"),
+    "images[0].repository: must be",
+  ],
+  ["repository with '..'", set("images.0.repository", "myorg/a..b"), "images[0].repository: must be"],
+  [
+    "repository component ending in '.'",
+    set("images.0.repository", "my.org./api"),
+    "images[0].repository: must be",
+  ],
+  ["repository with '--' in a later component", set("images.0.repository", "myorg/a--b"), undefined],
+  ["repository with a one-letter component after '-'", set("images.0.repository", "myorg/a-b"), undefined],
+  ["key of one letter", set("images.0.key", "a"), undefined],
+  [
+    "key with a leading '-'",
+    set("images.0.key", "-a"),
+    "images[0].key: must be letters, digits, '-', '_' or '.'",
+  ],
+  ["key with a trailing '-'", set("images.0.key", "a-"), "images[0].key: must be letters"],
+  [
+    "host with a leading space",
+    set("registry.host", " docker.io"),
+    "registry.host: must be a registry host such as docker.io",
+  ],
+  ["host with a path", set("registry.host", "docker.io/x"), "registry.host: must be a registry host"],
+  ["http endpoint", set("registry.endpoint", "http://r.example"), undefined],
+  ["ftp endpoint", set("registry.endpoint", "ftp://r.example"), "registry.endpoint"],
+  ["xhttps endpoint", set("registry.endpoint", "xhttps://r.example"), "registry.endpoint"],
+  ["httpsx endpoint", set("registry.endpoint", "httpsx://r.example"), "registry.endpoint"],
+  ["dockerConfigJson path", set("registry.dockerConfigJson", "/etc/pull/.dockerconfigjson"), undefined],
+  ["empty dockerConfigJson", set("registry.dockerConfigJson", ""), "registry.dockerConfigJson"],
+  ["a short annotation prefix", set("annotationPrefix", "tracebloc.io"), undefined],
+  [
+    "annotation prefix with '_'",
+    set("annotationPrefix", "trace_bloc.io"),
+    "annotationPrefix: must be a DNS subdomain",
+  ],
+  [
+    "a zero duration",
+    set("rolloutTimeout", "0s"),
+    'rolloutTimeout: not a duration: "0s" (use e.g. 500ms, 15s, 10m, 1h)',
+  ],
+  ["a duration without a unit", set("requestTimeout", "15"), 'requestTimeout: not a duration: "15"'],
+  // The digest annotation name (last-refreshed-<key>-digest) must stay within 63 characters.
+  ["a default key of 41 characters", set("images.0.repository", `myorg/${"k".repeat(41)}`), undefined],
+  [
+    "a default key of 42 characters",
+    set("images.0.repository", `myorg/${"k".repeat(42)}`),
+    `images[0].key: annotation name image-refresh.io/last-refreshed-${"k".repeat(42)}-digest is over 63 characters`,
+  ],
+];
+
+describe("config fields", () => {
+  for (const [label, tweak, want] of ROWS)
+    test(`${label}: ${want === undefined ? "accepted" : "refused"}`, () => {
+      const got = problems(() => parse(tweak));
+      if (want === undefined) expect(got).toEqual([]);
+      else expect(got.some((p) => p.startsWith(want))).toBe(true);
+    });
+});
+
+describe("config errors", () => {
+  test("the message lists every problem under the source; the name is ConfigError", () => {
+    try {
+      parse((c) => {
+        c.tag = ".x";
+        c.state.namespace = "_";
+      });
+      throw new Error("expected a ConfigError");
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      const e = err as ConfigError;
+      expect(e.name).toBe("ConfigError");
+      expect(e.message).toBe(
+        "Invalid configuration in config:\n  - tag: must be a valid image tag\n  - state.namespace: must be a lowercase DNS-1123 label",
+      );
+    }
+  });
+
+  test("a ConfigError without problems is its message alone", () => {
+    const e = new ConfigError("Cannot read config x");
+    expect(e.problems).toEqual([]);
+    expect(e.message).toBe("Cannot read config x");
+  });
+
+  test("cross-field problems come under the source too", () => {
+    const text = JSON.stringify({ ...BASE, images: [BASE.images[0], BASE.images[0]] });
+    expect(() => parseConfig(text, {}, "/etc/c.yaml")).toThrow(
+      'Invalid configuration in /etc/c.yaml:\n  - images[1].key: "api" is already used by images[0]',
+    );
+  });
+
+  const NOT_A_MAPPING: Array<[string, string]> = [
+    ["null", "Cannot use config: it must be a mapping of settings"],
+    ["42", "Cannot use config: it must be a mapping of settings"],
+    ["[1, 2]", "Cannot use config: it must be a mapping of settings"],
+    ["a: [", "Cannot parse config: "],
+  ];
+  for (const [text, want] of NOT_A_MAPPING)
+    test(`${JSON.stringify(text)} is refused`, () => {
+      expect(() => parseConfig(text, {})).toThrow(ConfigError);
+      expect(() => parseConfig(text, {})).toThrow(want);
+    });
+
+  test("an unreadable file that is not missing names the reason", () => {
+    const readFile = () => {
+      throw Object.assign(new Error("EACCES: permission denied"), { code: "EACCES" });
+    };
+    expect(() => loadConfig("/etc/c.yaml", {}, readFile)).toThrow(
+      "Cannot read config /etc/c.yaml: EACCES: permission denied",
+    );
+  });
+});
+
+describe("environment overrides", () => {
+  const ROWS: Array<[Record<string, string>, string, unknown]> = [
+    [{ MAX_REFRESH_ATTEMPTS: "55" }, "maxRefreshAttempts", 55],
+    [{ MAX_SKIP_TICKS: "12" }, "maxSkipTicks", 12],
+    [{ IMAGE_TAG: "" }, "tag", "stable"],
+    [{ IMAGE_TAG: "edge" }, "tag", "edge"],
+  ];
+  for (const [env, field, want] of ROWS)
+    test(`${JSON.stringify(env)} gives ${field} = ${want}`, () =>
+      expect((parse(() => {}, env) as any)[field]).toBe(want));
+
+  for (const v of ["x5", "5x", "5 "])
+    test(`MAX_REFRESH_ATTEMPTS=${JSON.stringify(v)} is refused, naming the variable`, () => {
+      const got = problems(() => parse(() => {}, { MAX_REFRESH_ATTEMPTS: v }));
+      expect(got).toHaveLength(1);
+      expect(got[0]).toStartWith("maxRefreshAttempts (from env MAX_REFRESH_ATTEMPTS): ");
+    });
+});
