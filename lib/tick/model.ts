@@ -16,6 +16,7 @@ export const REASONS = [
   // Reasons only apply can reach, when a planned write or wait does not go through.
   "streak_not_counted",
   "attempt_not_persisted",
+  "attempt_claimed",
   "flap_marker_not_written",
   "rollout_failed",
   "reset_failed",

@@ -1,7 +1,7 @@
 // One tick: observe → plan → apply inside the root span, then the tick's metrics and its
 // outcome line. A lost compare-and-swap sends it back to observe (the registry is not asked again).
 
-import { annotationKeys } from "../annotations.ts";
+import { annotationKeys, readCounter } from "../annotations.ts";
 import type { Outcome } from "../outcomes.ts";
 import { exitCodeFor } from "../outcomes.ts";
 import type { SpanHandle } from "../telemetry.ts";
@@ -41,6 +41,8 @@ export async function runTick(ctx: TickContext): Promise<TickResult> {
 type Round = Applied & { decision?: Decision; obs?: Observation };
 
 async function decideAndApply(ctx: TickContext, root: SpanHandle): Promise<Round> {
+  const attemptKey = annotationKeys(ctx.config.annotationPrefix).attempt;
+  let firstAttempt = 0;
   for (let round = 1; round <= MAX_ROUNDS; round++) {
     let obs: Observation;
     try {
@@ -48,8 +50,19 @@ async function decideAndApply(ctx: TickContext, root: SpanHandle): Promise<Round
     } catch (err) {
       return { outcome: "error", reason: "state_unreadable", message: (err as Error).message };
     }
-    if (round === 1) linkStory(ctx, obs);
+    const attempt = countOf(obs.state.metadata.annotations[attemptKey]);
+    if (round === 1) {
+      linkStory(ctx, obs);
+      firstAttempt = attempt;
+    }
     const decision = plan(obs.observed, ctx.config);
+    // Our attempt write lost to another tick's (a manual Job beside the scheduled one): that tick
+    // owns this refresh. Counting a second attempt and re-sending its patches would make one
+    // rollout count twice towards the lockout, so stand down without touching a workload.
+    if (attempt > firstAttempt && decision.actions.some((a) => a.type === "persist-attempt")) {
+      const message = `another tick wrote refresh attempt ${attempt} while this one was deciding; it owns this refresh, so this tick touches no workload`;
+      return { outcome: "held", reason: "attempt_claimed", message, decision, obs, attemptCount: attempt };
+    }
     ctx.log.debug(`plan: ${decision.outcome} (${decision.reason})`, {
       actions: decision.actions.map((a) => a.type),
     });
@@ -60,6 +73,12 @@ async function decideAndApply(ctx: TickContext, root: SpanHandle): Promise<Round
       return { ...applied, decision, obs, message: `${applied.message} ${MAX_ROUNDS} times in a row` };
   }
   throw new Error("unreachable");
+}
+
+/** A trusted count, else 0: only a count that went up means another tick claimed the refresh. */
+function countOf(raw: string | undefined): number {
+  const c = readCounter(raw);
+  return c.kind === "trusted" ? c.value : 0;
 }
 
 /** Links this tick to the tick that wrote the current attempt, so attempts and lockout form one chain. */
