@@ -1,0 +1,117 @@
+// Two ticks at the same moment against one state object: the scheduled Job and a manual one
+// (`kubectl create job --from=cronjob/...`), which concurrencyPolicy: Forbid does not stop. The
+// attempt write is the compare-and-swap that must let exactly one of them roll out; race() makes
+// the two ticks collide on it every time.
+import { afterEach, describe, expect, test } from "bun:test";
+import type { RunResult } from "../binary.ts";
+import type { World } from "../world.ts";
+import { k, makeScene, outcomeOf, STATE_PATH } from "./scene.ts";
+import { run } from "./spawn.ts";
+
+let world: World | undefined;
+afterEach(async () => {
+  await world?.stop();
+  world = undefined;
+});
+
+const WORKLOADS = ["api", "api-proxy", "node-agent"];
+
+/**
+ * Starts two ticks at once. The first state write to arrive is held back `ms` before the API
+ * server applies it, so the other tick reads the old resourceVersion, writes first, and the held
+ * write then meets a 409: the race happens on every run instead of when the scheduler allows.
+ */
+async function race(w: World, ms: number): Promise<RunResult[]> {
+  w.api.faults.add({ method: "PATCH", path: STATE_PATH, times: 1, fault: { type: "delay", ms } });
+  return Promise.all([run(w), run(w)]);
+}
+
+/** The attempt values each attempt write tried to store, with the answer it got. */
+function attemptWrites(w: World): Array<{ value: string; status: number }> {
+  return w.api.log.flatMap((e) => {
+    if (e.method !== "PATCH" || e.path !== STATE_PATH || e.contentType?.includes("json-patch")) return [];
+    const value = JSON.parse(e.body ?? "{}").metadata?.annotations?.[k("refresh-attempt")];
+    return typeof value === "string" ? [{ value, status: e.status }] : [];
+  });
+}
+
+/** Image patches per workload name: each one is a rollout started (or re-sent). */
+function patchesPer(w: World): Record<string, number> {
+  const counts: Record<string, number> = Object.fromEntries(WORKLOADS.map((n) => [n, 0]));
+  for (const e of w.api.log)
+    if (e.method === "PATCH" && e.contentType?.includes("json-patch") && e.body?.includes('/image"'))
+      counts[e.path.split("/").pop() as string] = (counts[e.path.split("/").pop() as string] ?? 0) + 1;
+  return counts;
+}
+
+describe("two ticks, one new digest", () => {
+  for (const ms of [250, 500, 750]) {
+    test(`first write held ${ms} ms: one rollout, one counted attempt, consistent end state`, async () => {
+      const s = await makeScene("changed");
+      world = s.w;
+      // The winner is still waiting on api-proxy when the loser re-reads after its 409: the state
+      // object is settled and the count says 1, exactly when piling on would look reasonable.
+      s.w.api.setMode("Deployment", "apps", "api-proxy", "slow", { slowMs: 1200 });
+      const results = await race(s.w, ms);
+      const outcomes = results.map(outcomeOf).sort();
+      const detail = results.map((r) => r.stderr).join("\n---\n");
+      // The loser re-reads after its 409, sees the attempt the winner claimed, and stands down.
+      expect(outcomes, detail).toEqual(["held", "refreshed"]);
+      expect(patchesPer(s.w), detail).toEqual({ api: 1, "api-proxy": 1, "node-agent": 1 });
+      const writes = attemptWrites(s.w);
+      expect(
+        writes.filter((x) => x.status === 200).map((x) => x.value),
+        detail,
+      ).toEqual(["1"]);
+      expect(
+        writes.some((x) => x.status === 409),
+        detail,
+      ).toBe(true);
+      const a = s.w.ours();
+      expect(a[k("refresh-attempt")]).toBeUndefined();
+      expect(a[k("refresh-flap-detected")]).toBeUndefined();
+      expect(a[k("last-refreshed-api-digest")]).toBe(s.digests.api);
+      expect(a[k("last-refreshed-node-agent-digest")]).toBe(s.digests["node-agent"]);
+      expect(a[k("refresh-skip-streak")]).toBeUndefined();
+      expect(s.w.image("Deployment", "apps", "api-proxy", "proxy")).toContain(s.digests.api as string);
+    }, 30_000);
+  }
+});
+
+describe("two ticks while flapping", () => {
+  test("each race adds exactly one to the count, never skipping one; then one lockout", async () => {
+    // Only node-agent changes, and it never settles: every tick that rolls it out fails.
+    const s = await makeScene("unchanged", (c) => (c.rolloutTimeout = "1s"));
+    world = s.w;
+    const w = s.w;
+    const newDigest = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
+    w.api.setMode("DaemonSet", "agents", "node-agent", "flap");
+    for (const [round, ms] of [400, 600, 800].entries()) {
+      w.api.clearLog();
+      const results = await race(w, ms);
+      const detail = results.map((r) => r.stderr).join("\n---\n");
+      // The loser stands down; once the winner's count reaches the maximum, the loser's re-read
+      // already sees a lockout (decided by the count alone) and marks it.
+      const loser = round + 1 >= 3 ? "locked_out" : "held";
+      expect(results.map(outcomeOf).sort(), detail).toEqual(["failed", loser]);
+      // One attempt per race: the loser stands down rather than count the winner's rollout again.
+      const stored = attemptWrites(w).filter((x) => x.status === 200);
+      expect(
+        stored.map((x) => x.value),
+        detail,
+      ).toEqual([String(round + 1)]);
+      expect(w.ours()[k("refresh-attempt")]).toBe(String(round + 1));
+      expect(patchesPer(w)["node-agent"], detail).toBe(1);
+    }
+    w.api.clearLog();
+    const results = await race(w, 500);
+    expect(results.map(outcomeOf)).toEqual(["locked_out", "locked_out"]);
+    expect(results.map((r) => r.code)).toEqual([0, 0]);
+    expect(w.ours()[k("refresh-flap-detected")]).toBe("3");
+    expect(w.ours()[k("refresh-attempt")]).toBe("3");
+    // The marker is a transition: one Event, whoever wrote it.
+    expect(w.api.events.filter((e) => e.reason === "RefreshLockedOut")).toHaveLength(1);
+    expect(w.api.log.filter((e) => e.method !== "GET")).toEqual([]);
+    expect(w.image("DaemonSet", "agents", "node-agent", "agent")).toContain(newDigest as string);
+  }, 60_000);
+});
