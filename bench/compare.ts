@@ -15,6 +15,7 @@ export interface Client {
 export interface Measured {
   name: string;
   ms: Stats;
+  cpu: Stats;
   /** Spawn to the first request the sims saw: start-up and set-up before any network work. */
   firstRequest?: Stats;
   api: number[];
@@ -25,6 +26,7 @@ export async function compare(w: BenchWorld, clients: Client[], reps: number): P
   const out = clients.map((c) => ({
     c,
     ms: [] as number[],
+    cpu: [] as number[],
     first: [] as number[],
     api: [] as number[],
     registry: [] as number[],
@@ -40,6 +42,7 @@ export async function compare(w: BenchWorld, clients: Client[], reps: number): P
       // Counted after exit: a process that exits has sent everything it will send.
       const n = w.counts();
       o.ms.push(r.ms);
+      o.cpu.push(r.cpuMs);
       const first = w.firstRequestAt();
       if (first !== undefined) o.first.push(first - r.startedAt);
       o.api.push(n.api);
@@ -49,6 +52,7 @@ export async function compare(w: BenchWorld, clients: Client[], reps: number): P
   return out.map((o) => ({
     name: o.c.name,
     ms: stats(o.ms),
+    cpu: stats(o.cpu),
     firstRequest: o.first.length ? stats(o.first) : undefined,
     api: o.api,
     registry: o.registry,

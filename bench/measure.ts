@@ -10,6 +10,11 @@ export interface Spawned {
   ms: number;
   /** Epoch ms just before the spawn, to compare with the sims' request logs. */
   startedAt: number;
+  /**
+   * User + system CPU of the process and the children it waited for (wait4's rusage). Far less
+   * sensitive than wall time to other work on the machine, so it backs the wall-time ratios.
+   */
+  cpuMs: number;
   stdout: string;
   stderr: string;
 }
@@ -24,7 +29,9 @@ export async function timed(cmd: string[], env: Record<string, string>): Promise
     new Response(p.stderr).text(),
     p.exited,
   ]);
-  return { code, ms: performance.now() - t0, startedAt, stdout, stderr };
+  const ms = performance.now() - t0;
+  const cpuMs = Number(p.resourceUsage()?.cpuTime.total ?? 0) / 1000;
+  return { code, ms, startedAt, cpuMs, stdout, stderr };
 }
 
 /** Fails loudly: a benchmark of a run that did not do its job would measure the wrong thing. */

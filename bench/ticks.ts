@@ -32,15 +32,24 @@ export async function coldStartSection(ctx: BenchContext, floor: string[]): Prom
     { name: "`image-refresh --help`", run: () => timed([BINARY, "--help"], env()), ok: exits0 },
   ];
   // compare() wants a world for request counts; these make no requests, so give it a stub.
-  const none = { clearLogs() {}, counts: () => ({ api: 0, registry: 0 }) } as unknown as BenchWorld;
+  const none = {
+    clearLogs() {},
+    counts: () => ({ api: 0, registry: 0 }),
+    firstRequestAt: () => undefined,
+  } as unknown as BenchWorld;
   const ms = await compare(none, clients, n);
   const [fl, version, help] = ms as [(typeof ms)[0], (typeof ms)[0], (typeof ms)[0]];
-  const rows = ms.map((m) => [m.name, fmtMs(m.ms), ratio(m.ms.median, fl.ms.median)]);
+  const rows = ms.map((m) => [
+    m.name,
+    fmtMs(m.ms),
+    ratio(m.ms.median, fl.ms.median),
+    `${m.cpu.median.toFixed(1)} ms (+${(m.cpu.median - fl.cpu.median).toFixed(1)})`,
+  ]);
   const worst = Math.max(version.ms.median, help.ms.median);
   return [
     `### 2. Cold start (${n} runs each)`,
     "",
-    ...table(["command", "wall ms: median (min–max)", "× floor"], rows),
+    ...table(["command", "wall: median (min–max)", "wall × floor", "CPU user+sys: median (+ floor)"], rows),
     "",
     `- ≤ 30 ms median (brief): ${verdict(worst <= 30)}; ≤ 15 ms (SPEC): ${verdict(worst <= 15)} (worst median ${worst.toFixed(1)} ms; the runtime floor on this machine is ${fl.ms.median.toFixed(1)} ms, so the product's own start-up is ${(worst - fl.ms.median).toFixed(1)} ms).`,
     "",
