@@ -87,6 +87,8 @@ const ROWS: Row[] = [
   ],
   ["repository with '--' in a later component", set("images.0.repository", "myorg/a--b"), undefined],
   ["repository with a one-letter component after '-'", set("images.0.repository", "myorg/a-b"), undefined],
+  ["repository of one component", set("images.0.repository", "nginx"), undefined],
+  ["repository of three components", set("images.0.repository", "team/sub/app"), undefined],
   ["key of one letter", set("images.0.key", "a"), undefined],
   [
     "key with a leading '-'",
@@ -205,5 +207,7 @@ describe("environment overrides", () => {
       const got = problems(() => parse(() => {}, { MAX_REFRESH_ATTEMPTS: v }));
       expect(got).toHaveLength(1);
       expect(got[0]).toStartWith("maxRefreshAttempts (from env MAX_REFRESH_ATTEMPTS): ");
+      // passed on as text, not as a number that is not one (NaN)
+      expect(got[0]).toEndWith("expected number, received string");
     });
 });

@@ -215,6 +215,44 @@ const CASES: Array<[string, Observed, Decision]> = [
     },
   ],
   [
+    "a skip below the maximum count is not a lockout",
+    unsettled({ "refresh-attempt": "2" }),
+    {
+      outcome: "skipped",
+      reason: "not_settled",
+      message: "Deployment apps/api is not settled (waiting); skipping tick 1/8",
+      actions: [{ type: "write-streak", value: 1 }],
+      changed: [],
+      after: after({ attemptCount: 2, skipStreak: 1 }),
+    },
+  ],
+  [
+    "a lockout names every held image",
+    obs({ "refresh-attempt": "5", "refresh-flap-detected": "3" }, { api: D("c"), "node-agent": D("d") }),
+    {
+      outcome: "locked_out",
+      reason: "flap_lockout",
+      message:
+        "refresh of api, node-agent is held: 5 failed rollouts in a row (max 3); check the workloads, then run `image-refresh rearm` to re-arm",
+      actions: [],
+      changed: ["api", "node-agent"],
+      after: after({ attemptCount: 5, skipStreak: 0, lockedOut: true }),
+    },
+  ],
+  [
+    "targets that were not read at all hold the refresh",
+    { ...obs({}, { "node-agent": D("d") }), workloads: undefined },
+    {
+      outcome: "held",
+      reason: "target_unavailable",
+      message:
+        "refresh of node-agent is due but cannot start safely: DaemonSet agents/node-agent was not read",
+      actions: [],
+      changed: ["node-agent"],
+      after: after({ attemptCount: 0, skipStreak: 0 }),
+    },
+  ],
+  [
     "a skip names the object and the count",
     unsettled({ "refresh-skip-streak": "2" }),
     {
