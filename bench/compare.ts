@@ -20,6 +20,8 @@ export interface Measured {
   firstRequest?: Stats;
   api: number[];
   registry: number[];
+  /** The requests of the last run, to name what one client sends that another does not. */
+  lastRequests: string[];
 }
 
 export async function compare(w: BenchWorld, clients: Client[], reps: number): Promise<Measured[]> {
@@ -30,6 +32,7 @@ export async function compare(w: BenchWorld, clients: Client[], reps: number): P
     first: [] as number[],
     api: [] as number[],
     registry: [] as number[],
+    last: [] as string[],
   }));
   const most = Math.max(...clients.map((c) => c.reps ?? reps));
   for (let i = 0; i < most; i++) {
@@ -47,6 +50,7 @@ export async function compare(w: BenchWorld, clients: Client[], reps: number): P
       if (first !== undefined) o.first.push(first - r.startedAt);
       o.api.push(n.api);
       o.registry.push(n.registry);
+      o.last = w.requests();
     }
   }
   return out.map((o) => ({
@@ -56,5 +60,6 @@ export async function compare(w: BenchWorld, clients: Client[], reps: number): P
     firstRequest: o.first.length ? stats(o.first) : undefined,
     api: o.api,
     registry: o.registry,
+    lastRequests: o.last,
   }));
 }

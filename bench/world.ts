@@ -35,6 +35,8 @@ export interface BenchWorld {
   clearLogs(): void;
   /** Requests the sims saw since the last clearLogs. */
   counts(): { api: number; registry: number };
+  /** "API|registry METHOD path" of every request since the last clearLogs. */
+  requests(): string[];
   /** Epoch ms of the first request either sim saw since the last clearLogs. */
   firstRequestAt(): number | undefined;
   /** Pushes a new build of every repository, so the next tick must refresh. */
@@ -125,6 +127,10 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
       registry.clearLog();
     },
     counts: () => ({ api: api.log.length, registry: registry.log.length }),
+    requests: () => [
+      ...api.log.map((e) => `API ${e.method} ${e.path}`),
+      ...registry.log.map((e) => `registry ${e.method} ${e.path}`),
+    ],
     firstRequestAt() {
       const starts = [api.log[0]?.start, registry.log[0]?.start].filter((t) => t !== undefined);
       return starts.length ? Math.min(...starts) : undefined;
