@@ -24,7 +24,18 @@ export interface Measured {
   lastRequests: string[];
 }
 
-export async function compare(w: BenchWorld, clients: Client[], reps: number): Promise<Measured[]> {
+/** What compare() reads from a world: its request logs. */
+export type Logs = Pick<BenchWorld, "clearLogs" | "counts" | "firstRequestAt" | "requests">;
+
+/** For clients that make no requests (cold start). */
+export const NO_LOGS: Logs = {
+  clearLogs() {},
+  counts: () => ({ api: 0, registry: 0 }),
+  firstRequestAt: () => undefined,
+  requests: () => [],
+};
+
+export async function compare(w: Logs, clients: Client[], reps: number): Promise<Measured[]> {
   const out = clients.map((c) => ({
     c,
     ms: [] as number[],

@@ -1,7 +1,7 @@
 // Cold start and peak memory (2), and the refresh tick (3).
 import { join } from "node:path";
 import { BINARY, outcomeOf, runProduct } from "./clients.ts";
-import { type Client, compare } from "./compare.ts";
+import { type Client, compare, NO_LOGS } from "./compare.ts";
 import {
   fmtMb,
   fmtMs,
@@ -31,13 +31,7 @@ export async function coldStartSection(ctx: BenchContext, floor: string[]): Prom
     { name: "`image-refresh version`", run: () => timed([BINARY, "version"], env()), ok: exits0 },
     { name: "`image-refresh --help`", run: () => timed([BINARY, "--help"], env()), ok: exits0 },
   ];
-  // compare() wants a world for request counts; these make no requests, so give it a stub.
-  const none = {
-    clearLogs() {},
-    counts: () => ({ api: 0, registry: 0 }),
-    firstRequestAt: () => undefined,
-  } as unknown as BenchWorld;
-  const ms = await compare(none, clients, n);
+  const ms = await compare(NO_LOGS, clients, n);
   const [fl, version, help] = ms as [(typeof ms)[0], (typeof ms)[0], (typeof ms)[0]];
   const rows = ms.map((m) => [
     m.name,
