@@ -50,7 +50,10 @@ export interface Scene {
   before: Record<string, string>;
 }
 
-export async function makeScene(scenario: Scenario, tweak?: (c: any) => void): Promise<Scene> {
+export async function makeScene(
+  scenario: Scenario,
+  tweak?: (c: Record<string, unknown>) => void,
+): Promise<Scene> {
   const w = await startWorld();
   if (tweak) w.writeConfig(tweak);
   const digests = {
@@ -161,7 +164,9 @@ export function invariants(s: Scene, outcome: string, elapsedMs: number, budgetM
       for (const t of TARGETS[imageKey] ?? []) {
         const at = log.findIndex((x) => x.path === PATH_OF[t.name] && isJsonPatch(x) && ok(x));
         const obj = w.api.getObject(t.kind, t.ns, t.name);
-        const img = obj.spec.template.spec.containers.find((c: any) => c.name === t.container)?.image;
+        const img = obj.spec.template.spec.containers.find(
+          (c: { name: string }) => c.name === t.container,
+        )?.image;
         if (at < 0 || at > i || !settled(obj) || img !== `${w.registry.host}/${REPO[imageKey]}@${digest}`)
           bad.push(`3: ${imageKey} recorded before ${t.name} settled on it`);
       }
