@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type SimApiServer, startApiServer } from "../sim/apiserver/index.ts";
 import { type SimRegistry, startRegistry } from "../sim/registry.ts";
+import { scenarioConfig, seedScenario } from "../sim/scenario.ts";
 import { generateTls } from "../sim/tls.ts";
 import { type RunResult, runBinary } from "./binary.ts";
 
@@ -33,59 +34,14 @@ export interface World {
 }
 
 export function defaultConfig(registryHost: string): any {
-  return {
-    tag: "stable",
-    registry: { host: registryHost },
-    state: { kind: "Deployment", namespace: "apps", name: "api" },
-    maxRefreshAttempts: 3,
-    maxSkipTicks: 3,
-    rolloutTimeout: "2s",
-    requestTimeout: "1s",
-    images: [
-      {
-        repository: "myorg/api",
-        targets: [
-          { kind: "Deployment", name: "api", container: "api" },
-          { kind: "Deployment", name: "api-proxy", container: "proxy" },
-        ],
-      },
-      {
-        repository: "myorg/node-agent",
-        targets: [{ kind: "DaemonSet", namespace: "agents", name: "node-agent", container: "agent" }],
-      },
-    ],
-  };
+  return scenarioConfig(registryHost);
 }
 
 export async function startWorld(): Promise<World> {
   const tls = generateTls();
   const api = await startApiServer({ tls, stepMs: 5 });
   const registry = await startRegistry({ tls });
-  api.addWorkload({
-    kind: "Deployment",
-    namespace: "apps",
-    name: "api",
-    replicas: 3,
-    containers: [
-      { name: "api", image: "myorg/api:stable" },
-      { name: "sidecar", image: "envoy:1" },
-    ],
-  });
-  api.addWorkload({
-    kind: "Deployment",
-    namespace: "apps",
-    name: "api-proxy",
-    replicas: 2,
-    containers: [{ name: "proxy", image: "myorg/api:stable" }],
-  });
-  api.addWorkload({
-    kind: "DaemonSet",
-    namespace: "agents",
-    name: "node-agent",
-    containers: [{ name: "agent", image: "myorg/node-agent:stable" }],
-  });
-  registry.push("myorg/api", "stable");
-  registry.push("myorg/node-agent", "stable", { multiArch: true });
+  seedScenario(api, registry);
   const dir = mkdtempSync(join(tmpdir(), "image-refresh-e2e-"));
   const configPath = join(dir, "config.json");
   const kubeconfigPath = join(dir, "kubeconfig");

@@ -1,6 +1,12 @@
 // `image-refresh demo`: the real tick, in-process, against the built-in simulated cluster and
 // registry. It tells the story a user needs to trust the tool: first observation, a refresh,
 // a flapping workload locked out after three attempts, a human re-arm, a healthy refresh.
+// The demo is loaded only by `image-refresh demo` (a chunk of its own), so the simulators it
+// imports cost a tick nothing.
+import { type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
+import { type SimRegistry, startRegistry } from "../../sim/registry.ts";
+import { scenarioConfig, seedScenario } from "../../sim/scenario.ts";
+import { generateTls } from "../../sim/tls.ts";
 import type { CliArgs } from "../cli.ts";
 import { createLogger } from "../log.ts";
 import { writeStdout } from "../output.ts";
@@ -9,30 +15,12 @@ import { runTick } from "../tick/run.ts";
 import { rearmCommand } from "./rearm.ts";
 import { createRuntime } from "./runtime.ts";
 
-const CONFIG = `tag: stable
-registry: { host: REGISTRY_HOST, insecure: false }
-state: { kind: Deployment, namespace: apps, name: api }
-annotationPrefix: image-refresh.io
-maxRefreshAttempts: 3
-maxSkipTicks: 4
-rolloutTimeout: 1500ms
-requestTimeout: 5s
-images:
-  - repository: myorg/api
-    targets:
-      - { kind: Deployment, name: api, container: api }
-      - { kind: Deployment, name: api-proxy, container: proxy }
-  - repository: myorg/node-agent
-    targets:
-      - { kind: DaemonSet, namespace: agents, name: node-agent, container: agent }
-`;
+// Short rollout timeouts so that the flapping agent's three attempts take seconds, not minutes.
+const DEMO_SETTINGS = { maxSkipTicks: 4, rolloutTimeout: "1500ms", requestTimeout: "5s" };
 
 const out = (line: string) => writeStdout(`${line}\n`);
 
 export async function demoCommand(_args: CliArgs): Promise<number> {
-  const { generateTls } = await import("../../sim/tls.ts");
-  const { startApiServer } = await import("../../sim/apiserver/index.ts");
-  const { startRegistry } = await import("../../sim/registry.ts");
   const tls = generateTls();
   const api = await startApiServer({ tls, stepMs: 20 });
   const registry = await startRegistry({ tls });
@@ -43,34 +31,10 @@ export async function demoCommand(_args: CliArgs): Promise<number> {
   }
 }
 
-type Api = Awaited<ReturnType<typeof import("../../sim/apiserver/index.ts").startApiServer>>;
-type Registry = Awaited<ReturnType<typeof import("../../sim/registry.ts").startRegistry>>;
-
-async function story(api: Api, registry: Registry, ca: string): Promise<number> {
-  api.addWorkload({
-    kind: "Deployment",
-    namespace: "apps",
-    name: "api",
-    replicas: 3,
-    containers: [{ name: "api", image: "myorg/api:stable" }],
-  });
-  api.addWorkload({
-    kind: "Deployment",
-    namespace: "apps",
-    name: "api-proxy",
-    replicas: 2,
-    containers: [{ name: "proxy", image: "myorg/api:stable" }],
-  });
-  api.addWorkload({
-    kind: "DaemonSet",
-    namespace: "agents",
-    name: "node-agent",
-    containers: [{ name: "agent", image: "myorg/node-agent:stable" }],
-  });
-  registry.push("myorg/api", "stable");
-  registry.push("myorg/node-agent", "stable", { multiArch: true });
+async function story(api: SimApiServer, registry: SimRegistry, ca: string): Promise<number> {
+  seedScenario(api, registry);
   const files: Record<string, string> = {
-    "/demo/config.yaml": CONFIG.replace("REGISTRY_HOST", registry.host),
+    "/demo/config.json": JSON.stringify(scenarioConfig(registry.host, DEMO_SETTINGS)),
     "/demo/kubeconfig": api.kubeconfig(),
   };
   const readFile = (p: string) => {
@@ -83,7 +47,7 @@ async function story(api: Api, registry: Registry, ca: string): Promise<number> 
     help: false,
     dryRun: false,
     json: false,
-    config: "/demo/config.yaml",
+    config: "/demo/config.json",
     kubeconfig: "/demo/kubeconfig",
   };
   const log = createLogger({ format: "text", write: (l) => writeStdout(`    ${l}`) });

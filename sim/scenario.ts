@@ -1,0 +1,61 @@
+// The standard scenario: one application as SPEC's configuration example describes it, shared
+// by `image-refresh demo`, the end-to-end tests and the benchmarks so they all tell one story.
+// Deployment apps/api (the state object, with a sidecar we never touch) and apps/api-proxy follow
+// myorg/api; DaemonSet agents/node-agent follows the multi-arch myorg/node-agent.
+import type { SimApiServer } from "./apiserver/index.ts";
+import type { SimRegistry } from "./registry.ts";
+
+export function seedScenario(api: SimApiServer, registry: SimRegistry): void {
+  api.addWorkload({
+    kind: "Deployment",
+    namespace: "apps",
+    name: "api",
+    replicas: 3,
+    containers: [
+      { name: "api", image: "myorg/api:stable" },
+      { name: "sidecar", image: "envoy:1" },
+    ],
+  });
+  api.addWorkload({
+    kind: "Deployment",
+    namespace: "apps",
+    name: "api-proxy",
+    replicas: 2,
+    containers: [{ name: "proxy", image: "myorg/api:stable" }],
+  });
+  api.addWorkload({
+    kind: "DaemonSet",
+    namespace: "agents",
+    name: "node-agent",
+    containers: [{ name: "agent", image: "myorg/node-agent:stable" }],
+  });
+  registry.push("myorg/api", "stable");
+  registry.push("myorg/node-agent", "stable", { multiArch: true });
+}
+
+/** The configuration (as a plain object, written out as JSON) that follows the scenario. */
+export function scenarioConfig(registryHost: string, settings: Record<string, unknown> = {}) {
+  return {
+    tag: "stable",
+    registry: { host: registryHost },
+    state: { kind: "Deployment", namespace: "apps", name: "api" },
+    maxRefreshAttempts: 3,
+    maxSkipTicks: 3,
+    rolloutTimeout: "2s",
+    requestTimeout: "1s",
+    ...settings,
+    images: [
+      {
+        repository: "myorg/api",
+        targets: [
+          { kind: "Deployment", name: "api", container: "api" },
+          { kind: "Deployment", name: "api-proxy", container: "proxy" },
+        ],
+      },
+      {
+        repository: "myorg/node-agent",
+        targets: [{ kind: "DaemonSet", namespace: "agents", name: "node-agent", container: "agent" }],
+      },
+    ],
+  };
+}
