@@ -233,10 +233,15 @@ async function rollout(run: Run, a: Extract<Action, { type: "rollout" }>): Promi
     });
   }
   if (!r.ok) {
+    // Say why the wait was cut short (SIGTERM, the tick's deadline): an operator reading the
+    // Job's log must not mistake a drained node for a flapping workload.
+    const cut = ctx.signal.aborted
+      ? `; the tick was stopped: ${(ctx.signal.reason as Error)?.message ?? "aborted"}`
+      : "";
     throw new Stop({
       outcome: "failed",
       reason: "rollout_failed",
-      message: `rollout of ${what} did not settle (${r.reason}): ${r.message}`,
+      message: `rollout of ${what} did not settle (${r.reason}): ${r.message}${cut}`,
     });
   }
   ctx.log.info(`${what} rolled out: ${r.message}`);
