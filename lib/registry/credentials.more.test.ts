@@ -28,6 +28,7 @@ describe("broken files", () => {
   const ROWS: Array<[string, string]> = [
     ["[]", "the top level is not valid registry credentials (invalid_type)"],
     ['"text"', "the top level is not valid registry credentials (invalid_type)"],
+    ["null", "the top level is not valid registry credentials (invalid_type)"],
     [
       '{"auths": {"r.example": {"username": 7}}}',
       "auths.r.example.username is not valid registry credentials (invalid_type)",

@@ -14,7 +14,7 @@ test("every trailing slash of an endpoint goes", () => {
 });
 
 describe("repository names", () => {
-  for (const name of ["a--b", "x/a--b", "x/a---b.c", "x/y/a__b"])
+  for (const name of ["a--b", "x/a--b", "x/a---b.c", "x/y/a__b", "x/ab-cd.ef"])
     test(`${name} is a name`, () => expect(repositoryPath("ghcr.io", name)).toBe(name));
   for (const name of ["x/a-", "x/-a", "x//a", "x/a..b", "x/A"])
     test(`${name} is not a name`, () =>

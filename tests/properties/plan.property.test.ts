@@ -10,7 +10,7 @@ import { type Action, type Decision, type Observed, REASONS } from "../../lib/ti
 import { plan } from "../../lib/tick/plan.ts";
 import { caseArb, PREFIX } from "./arbitraries.ts";
 
-const RUNS = Number(process.env.PLAN_PROPERTY_RUNS ?? 1000);
+const RUNS = Number(process.env.PLAN_PROPERTY_RUNS ?? 2000);
 const k = (name: string) => `${PREFIX}/${name}`;
 const types = (d: Decision) => d.actions.map((a) => a.type);
 const of = <T extends Action["type"]>(d: Decision, t: T) =>
