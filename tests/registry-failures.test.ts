@@ -73,7 +73,11 @@ describe("per-image failures", () => {
       "f/bad": "bad_digest",
       "f/nodigest": "bad_digest",
     });
-    expect(r.counts()).toEqual({ challenge: 1, token: 1, head: 9, get: 0 }); // never a GET fallback
+    // Never a GET fallback. Bun's fetch itself re-sends an idempotent request once when a reused
+    // keep-alive connection is reset, so the reset repository costs one or two HEADs.
+    const { head, ...rest } = r.counts();
+    expect(rest).toEqual({ challenge: 1, token: 1, get: 0 });
+    expect(head === 9 || head === 10).toBe(true);
     const warned = t.log.lines.filter((l) => l.level === "warn").map((l) => l.fields.repository);
     expect(warned.sort()).toEqual(repos.filter((x) => x !== "f/ok").sort());
     const errors = t.telemetry.spans.filter((s) => s.name === "HEAD" && s.error).map((s) => s.error?.type);
