@@ -83,7 +83,10 @@ export class WorkloadParseError extends Error {
 export function parseWorkload(kind: WorkloadKind, raw: unknown): Workload {
   const declared = (raw as { kind?: unknown } | null)?.kind;
   if (declared !== undefined && declared !== kind) {
-    throw new WorkloadParseError(`Cannot read ${kind}: the server returned a ${String(declared)}`);
+    // JSON.stringify, not String(): a `kind` that is an object with a non-function toString
+    // would make String() throw a TypeError that tells the operator nothing.
+    const shown = typeof declared === "string" ? declared : JSON.stringify(declared);
+    throw new WorkloadParseError(`Cannot read ${kind}: the server returned a ${shown}`);
   }
   const parsed = WorkloadSchema.safeParse(raw);
   if (!parsed.success) {
