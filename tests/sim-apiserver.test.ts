@@ -1,39 +1,17 @@
 // The simulated API server's transport, auth, reads, error shapes, fault injection and log.
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import { type SimApiServer, startApiServer } from "../sim/apiserver/index.ts";
-import { call, objectPath, patch } from "../sim/apiserver/testing.ts";
+import { call, objectPath, patch, seedOneOfEachKind, serverPool } from "../sim/apiserver/testing.ts";
 
-const servers: SimApiServer[] = [];
-async function fresh(opts?: Parameters<typeof startApiServer>[0]): Promise<SimApiServer> {
-  const s = await startApiServer(opts);
-  servers.push(s);
-  return s;
-}
+const pool = serverPool();
+const fresh = pool.fresh;
 afterAll(async () => {
-  await Promise.all(servers.map((s) => s.stop()));
+  await pool.stopAll();
 });
 
 const sim = await fresh();
 const dep = objectPath("Deployment", "apps", "api");
-sim.addWorkload({
-  kind: "Deployment",
-  namespace: "apps",
-  name: "api",
-  containers: [{ name: "api", image: "myorg/api:stable" }],
-  replicas: 3,
-});
-sim.addWorkload({
-  kind: "DaemonSet",
-  namespace: "agents",
-  name: "agent",
-  containers: [{ name: "agent", image: "myorg/agent:1" }],
-});
-sim.addWorkload({
-  kind: "StatefulSet",
-  namespace: "apps",
-  name: "db",
-  containers: [{ name: "db", image: "myorg/db:1" }],
-});
+seedOneOfEachKind(sim);
 beforeEach(() => {
   sim.faults.clear();
   sim.clearLog();

@@ -1,7 +1,7 @@
 // Helpers for tests that drive the simulator over real HTTPS: a tiny authenticated client,
 // a watch reader, and kubectl's rollout-status verdict (reference §1.2–1.4) so a test can
 // say "kubectl would call this settled" without running kubectl.
-import type { SimApiServer, WorkloadKind } from "./index.ts";
+import { type SimApiServer, startApiServer, type WorkloadKind } from "./index.ts";
 
 export interface SimResponse {
   status: number;
@@ -199,4 +199,43 @@ export function settled(obj: Obj): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Servers started by one test file, stopped together in its afterAll: `fresh()` starts one,
+ * `stopAll()` stops every one it started.
+ */
+export function serverPool() {
+  const servers: SimApiServer[] = [];
+  return {
+    async fresh(opts?: Parameters<typeof startApiServer>[0]): Promise<SimApiServer> {
+      const s = await startApiServer(opts);
+      servers.push(s);
+      return s;
+    },
+    stopAll: () => Promise.all(servers.map((s) => s.stop())),
+  };
+}
+
+/** One workload of each kind: Deployment apps/api (3 replicas), DaemonSet agents/agent, StatefulSet apps/db. */
+export function seedOneOfEachKind(sim: SimApiServer): void {
+  sim.addWorkload({
+    kind: "Deployment",
+    namespace: "apps",
+    name: "api",
+    containers: [{ name: "api", image: "myorg/api:stable" }],
+    replicas: 3,
+  });
+  sim.addWorkload({
+    kind: "DaemonSet",
+    namespace: "agents",
+    name: "agent",
+    containers: [{ name: "agent", image: "myorg/agent:1" }],
+  });
+  sim.addWorkload({
+    kind: "StatefulSet",
+    namespace: "apps",
+    name: "db",
+    containers: [{ name: "db", image: "myorg/db:1" }],
+  });
 }
