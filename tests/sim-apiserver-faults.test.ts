@@ -1,6 +1,5 @@
 // Fault injection and the request log of the simulated API server.
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
-import type { SimApiServer } from "../sim/apiserver/index.ts";
 import { call, objectPath, patch, seedOneOfEachKind, serverPool } from "../sim/apiserver/testing.ts";
 
 const pool = serverPool();

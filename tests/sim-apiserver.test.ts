@@ -1,6 +1,6 @@
 // The simulated API server's transport, auth, reads, error shapes, fault injection and log.
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
-import { type SimApiServer, startApiServer } from "../sim/apiserver/index.ts";
+import { startApiServer } from "../sim/apiserver/index.ts";
 import { call, objectPath, patch, seedOneOfEachKind, serverPool } from "../sim/apiserver/testing.ts";
 
 const pool = serverPool();
