@@ -1,25 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { ConfigError, loadConfig, parseConfig } from "./config.ts";
 import { parseDuration } from "./duration.ts";
+import { exampleConfig } from "./example-config.ts";
 
-const BASE = {
-  tag: "stable",
-  registry: { host: "docker.io" },
-  state: { kind: "Deployment", namespace: "apps", name: "api" },
-  images: [
-    {
-      repository: "myorg/api",
-      targets: [
-        { kind: "Deployment", name: "api", container: "api" },
-        { kind: "Deployment", name: "api-proxy", container: "proxy" },
-      ],
-    },
-    {
-      repository: "myorg/node-agent",
-      targets: [{ kind: "DaemonSet", namespace: "agents", name: "node-agent", container: "agent" }],
-    },
-  ],
-};
+const BASE = exampleConfig();
 
 function parse(tweak: (c: any) => void = () => {}, env: Record<string, string> = {}) {
   const c = structuredClone(BASE) as any;

@@ -2,6 +2,7 @@
 // by `image-refresh demo`, the end-to-end tests and the benchmarks so they all tell one story.
 // Deployment apps/api (the state object, with a sidecar we never touch) and apps/api-proxy follow
 // myorg/api; DaemonSet agents/node-agent follows the multi-arch myorg/node-agent.
+import { exampleConfig } from "../lib/example-config.ts";
 import type { SimApiServer } from "./apiserver/index.ts";
 import type { SimRegistry } from "./registry.ts";
 
@@ -35,27 +36,6 @@ export function seedScenario(api: SimApiServer, registry: SimRegistry): void {
 
 /** The configuration (as a plain object, written out as JSON) that follows the scenario. */
 export function scenarioConfig(registryHost: string, settings: Record<string, unknown> = {}) {
-  return {
-    tag: "stable",
-    registry: { host: registryHost },
-    state: { kind: "Deployment", namespace: "apps", name: "api" },
-    maxRefreshAttempts: 3,
-    maxSkipTicks: 3,
-    rolloutTimeout: "2s",
-    requestTimeout: "1s",
-    ...settings,
-    images: [
-      {
-        repository: "myorg/api",
-        targets: [
-          { kind: "Deployment", name: "api", container: "api" },
-          { kind: "Deployment", name: "api-proxy", container: "proxy" },
-        ],
-      },
-      {
-        repository: "myorg/node-agent",
-        targets: [{ kind: "DaemonSet", namespace: "agents", name: "node-agent", container: "agent" }],
-      },
-    ],
-  };
+  const timing = { maxRefreshAttempts: 3, maxSkipTicks: 3, rolloutTimeout: "2s", requestTimeout: "1s" };
+  return { ...exampleConfig(registryHost), ...timing, ...settings };
 }

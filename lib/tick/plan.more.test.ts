@@ -3,32 +3,13 @@
 // first-seen digests riding along with a refresh, an observation without digests).
 import { describe, expect, test } from "bun:test";
 import { type Config, parseConfig } from "../config.ts";
+import { exampleConfig } from "../example-config.ts";
 import type { Decision, Observed } from "./model.ts";
 import { needsTargets, plan } from "./plan.ts";
 
 const D = (c: string) => `sha256:${c.repeat(64)}`;
 const P = "image-refresh.io";
-const config: Config = parseConfig(
-  JSON.stringify({
-    tag: "stable",
-    registry: { host: "r.example" },
-    state: { kind: "Deployment", namespace: "apps", name: "api" },
-    images: [
-      {
-        repository: "myorg/api",
-        targets: [
-          { kind: "Deployment", name: "api", container: "api" },
-          { kind: "Deployment", name: "api-proxy", container: "proxy" },
-        ],
-      },
-      {
-        repository: "myorg/node-agent",
-        targets: [{ kind: "DaemonSet", namespace: "agents", name: "node-agent", container: "agent" }],
-      },
-    ],
-  }),
-  {},
-);
+const config: Config = parseConfig(JSON.stringify(exampleConfig("r.example")), {});
 
 /** Settled, both digests recorded as a/b; `a` holds extra annotations, `seen` what the registry says. */
 function obs(a: Record<string, string | undefined> = {}, seen: Record<string, string> = {}): Observed {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { type Config, parseConfig } from "../config.ts";
+import { exampleConfig } from "../example-config.ts";
 import type { Action, Decision, Observed } from "./model.ts";
 import { needsTargets, plan, targetsToRead } from "./plan.ts";
 
@@ -7,24 +8,7 @@ const D = (c: string) => `sha256:${c.repeat(64)}`;
 const P = "image-refresh.io";
 
 function config(tweak: (c: any) => void = () => {}): Config {
-  const c: any = {
-    tag: "stable",
-    registry: { host: "docker.io" },
-    state: { kind: "Deployment", namespace: "apps", name: "api" },
-    images: [
-      {
-        repository: "myorg/api",
-        targets: [
-          { kind: "Deployment", name: "api", container: "api" },
-          { kind: "Deployment", name: "api-proxy", container: "proxy" },
-        ],
-      },
-      {
-        repository: "myorg/node-agent",
-        targets: [{ kind: "DaemonSet", namespace: "agents", name: "node-agent", container: "agent" }],
-      },
-    ],
-  };
+  const c: any = exampleConfig();
   tweak(c);
   return parseConfig(JSON.stringify(c), {});
 }

@@ -11,6 +11,7 @@ import { runTick, type TickResult } from "../../lib/tick/run.ts";
 import { type FaultRule, type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
 import type { Fault } from "../../sim/faults.ts";
 import { type SimRegistry, startRegistry } from "../../sim/registry.ts";
+import { scenarioConfig } from "../../sim/scenario.ts";
 import { generateTls } from "../../sim/tls.ts";
 
 export const PREFIX = "image-refresh.io";
@@ -35,28 +36,14 @@ export const TARGETS: Record<string, Array<{ w: WorkloadSpec; container: string 
 };
 
 const config = (registryHost: string) =>
-  JSON.stringify({
-    tag: "stable",
-    registry: { host: registryHost },
-    state: { kind: "Deployment", namespace: "apps", name: "api" },
-    maxRefreshAttempts: MAX_ATTEMPTS,
-    maxSkipTicks: MAX_SKIPS,
-    rolloutTimeout: "400ms",
-    requestTimeout: "300ms",
-    images: [
-      {
-        repository: "myorg/api",
-        targets: [
-          { kind: "Deployment", name: "api", container: "api" },
-          { kind: "Deployment", name: "api-proxy", container: "proxy" },
-        ],
-      },
-      {
-        repository: "myorg/node-agent",
-        targets: [{ kind: "DaemonSet", namespace: "agents", name: "node-agent", container: "agent" }],
-      },
-    ],
-  });
+  JSON.stringify(
+    scenarioConfig(registryHost, {
+      maxRefreshAttempts: MAX_ATTEMPTS,
+      maxSkipTicks: MAX_SKIPS,
+      rolloutTimeout: "400ms",
+      requestTimeout: "300ms",
+    }),
+  );
 
 const ARGS: CliArgs = {
   command: "tick",
