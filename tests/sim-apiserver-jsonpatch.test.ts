@@ -1,31 +1,15 @@
 // JSON Patch (RFC 6902) on the simulated API server, with the evanphx/json-patch v4 quirks
 // and the generic 422 of reference §3.3.
 import { afterAll, describe, expect, test } from "bun:test";
-import { startApiServer, type WorkloadKind } from "../sim/apiserver/index.ts";
-import { objectPath, patch } from "../sim/apiserver/testing.ts";
+import { startApiServer } from "../sim/apiserver/index.ts";
+import { patch, workloadMaker } from "../sim/apiserver/testing.ts";
 
 const sim = await startApiServer({ stepMs: 5 });
 afterAll(() => sim.stop());
 
 const JSONP = "application/json-patch+json";
-let n = 0;
-
-/** A fresh Deployment per test so tests never see each other's writes. */
-function fresh(kind: WorkloadKind = "Deployment", annotations?: Record<string, string>) {
-  const name = `w${++n}`;
-  sim.addWorkload({
-    kind,
-    namespace: "apps",
-    name,
-    annotations,
-    containers: [
-      { name: "app", image: "myorg/app:1" },
-      { name: "sidecar", image: "myorg/sidecar:1" },
-    ],
-    initContainers: [{ name: "init", image: "myorg/init:1" }],
-  });
-  return { name, path: objectPath(kind, "apps", name), get: () => sim.getObject(kind, "apps", name) };
-}
+/** A fresh workload per test so tests never see each other's writes. */
+const fresh = workloadMaker(sim);
 
 describe("JSON patch (RFC 6902, evanphx v4)", () => {
   const invalid = {

@@ -2,7 +2,7 @@
 // per-kind generation rules of reference §1.5 and §3.
 import { afterAll, describe, expect, test } from "bun:test";
 import { startApiServer, type WorkloadKind } from "../sim/apiserver/index.ts";
-import { objectPath, patch } from "../sim/apiserver/testing.ts";
+import { objectPath, patch, workloadMaker } from "../sim/apiserver/testing.ts";
 
 const sim = await startApiServer({ stepMs: 5 });
 afterAll(() => sim.stop());
@@ -10,24 +10,8 @@ afterAll(() => sim.stop());
 const MERGE = "application/merge-patch+json";
 const SMP = "application/strategic-merge-patch+json";
 const JSONP = "application/json-patch+json";
-let n = 0;
-
-/** A fresh Deployment per test so tests never see each other's writes. */
-function fresh(kind: WorkloadKind = "Deployment", annotations?: Record<string, string>) {
-  const name = `w${++n}`;
-  sim.addWorkload({
-    kind,
-    namespace: "apps",
-    name,
-    annotations,
-    containers: [
-      { name: "app", image: "myorg/app:1" },
-      { name: "sidecar", image: "myorg/sidecar:1" },
-    ],
-    initContainers: [{ name: "init", image: "myorg/init:1" }],
-  });
-  return { name, path: objectPath(kind, "apps", name), get: () => sim.getObject(kind, "apps", name) };
-}
+/** A fresh workload per test so tests never see each other's writes. */
+const fresh = workloadMaker(sim);
 
 const images = (o: {
   spec: { template: { spec: { containers: Array<{ name: string; image: string }> } } };

@@ -1,10 +1,5 @@
-// The Kubernetes client the tick uses: get, three patch flavours, list+watch for rollout waits,
-// and Events. Every response is parsed into a typed Workload here; a malformed object becomes an
-// ApiError like any other failure, so callers handle one error class.
-import type { Logger } from "../log.ts";
-import type { Telemetry } from "../telemetry.ts";
 import { ApiError } from "./errors.ts";
-import { createKubeHttp, type KubeHttp, type KubeRequest } from "./http.ts";
+import { createKubeHttp, type HttpOptions, type KubeHttp, type KubeRequest } from "./http.ts";
 import type { Connection } from "./kubeconfig.ts";
 import {
   collectionPath,
@@ -38,16 +33,10 @@ export interface KubeClient {
   createEvent(namespace: string, event: unknown): Promise<void>;
 }
 
-export interface KubeClientOptions {
-  requestTimeoutMs: number;
-  signal: AbortSignal;
-  telemetry: Telemetry;
-  log: Logger;
-  fetch?: typeof fetch;
-  readFile?: (p: string) => string;
-  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
-  fieldManager?: string;
-}
+export type KubeClientOptions = Pick<
+  HttpOptions,
+  "requestTimeoutMs" | "signal" | "telemetry" | "log" | "fetch" | "readFile" | "sleep"
+> & { fieldManager?: string };
 
 export function createKubeClient(conn: Connection, opts: KubeClientOptions): KubeClient {
   const http = createKubeHttp(conn, opts);

@@ -239,3 +239,26 @@ export function seedOneOfEachKind(sim: SimApiServer): void {
     containers: [{ name: "db", image: "myorg/db:1" }],
   });
 }
+
+/**
+ * A maker of fresh workloads (app + sidecar containers, an init container) with unique names, so
+ * tests that write never see each other's writes.
+ */
+export function workloadMaker(sim: SimApiServer) {
+  let n = 0;
+  return (kind: WorkloadKind = "Deployment", annotations?: Record<string, string>) => {
+    const name = `w${++n}`;
+    sim.addWorkload({
+      kind,
+      namespace: "apps",
+      name,
+      annotations,
+      containers: [
+        { name: "app", image: "myorg/app:1" },
+        { name: "sidecar", image: "myorg/sidecar:1" },
+      ],
+      initContainers: [{ name: "init", image: "myorg/init:1" }],
+    });
+    return { name, path: objectPath(kind, "apps", name), get: () => sim.getObject(kind, "apps", name) };
+  };
+}
