@@ -1,39 +1,12 @@
 // The product's registry client against the simulated registry over real HTTPS sockets: the
 // request budget, digests, credentials and spans.
-import { afterEach, describe, expect, test } from "bun:test";
-import { recordingTelemetry } from "../lib/kube/recording-telemetry.ts";
-import { memoryLogger } from "../lib/log.ts";
-import { type ResolveOptions, resolveDigests } from "../lib/registry/client.ts";
-import { type SimRegistry, type StartRegistryOptions, startRegistry } from "../sim/registry.ts";
-import { generateTls } from "../sim/tls.ts";
+import { describe, expect, test } from "bun:test";
+import { resolveDigests } from "../lib/registry/client.ts";
+import type { SimRegistry } from "../sim/registry.ts";
+import { registryHarness } from "./registry-harness.ts";
 
-const tls = generateTls();
+const { tls, sim, options } = registryHarness(2000);
 const PASSWORD = "s3cr3t:with-colon";
-const started: SimRegistry[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((r) => r.stop()));
-});
-
-async function sim(opts: StartRegistryOptions = {}, plain = false): Promise<SimRegistry> {
-  const r = await startRegistry({ ...opts, tls: plain ? undefined : tls });
-  started.push(r);
-  return r;
-}
-
-function options(r: SimRegistry, extra: Partial<ResolveOptions> = {}) {
-  const telemetry = recordingTelemetry();
-  const log = memoryLogger();
-  const opts: ResolveOptions = {
-    host: r.host,
-    requestTimeoutMs: 2000,
-    signal: new AbortController().signal,
-    telemetry,
-    log,
-    ca: tls.caPem,
-    ...extra,
-  };
-  return { opts, telemetry, log };
-}
 
 describe("request budget", () => {
   test("one challenge, one token request with every scope, one HEAD per repository", async () => {

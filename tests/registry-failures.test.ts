@@ -1,38 +1,10 @@
 // Per-image failures against the simulated registry: each one is a WARNING for that image while
 // the others resolve, and a 429 stops every further request to the registry for the tick.
-import { afterEach, describe, expect, test } from "bun:test";
-import { recordingTelemetry } from "../lib/kube/recording-telemetry.ts";
-import { memoryLogger } from "../lib/log.ts";
-import { type ResolveOptions, resolveDigests } from "../lib/registry/client.ts";
-import { type SimRegistry, type StartRegistryOptions, startRegistry } from "../sim/registry.ts";
-import { generateTls } from "../sim/tls.ts";
+import { describe, expect, test } from "bun:test";
+import { resolveDigests } from "../lib/registry/client.ts";
+import { registryHarness } from "./registry-harness.ts";
 
-const tls = generateTls();
-const started: SimRegistry[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((r) => r.stop()));
-});
-
-async function sim(opts: StartRegistryOptions = {}): Promise<SimRegistry> {
-  const r = await startRegistry({ ...opts, tls });
-  started.push(r);
-  return r;
-}
-
-function options(r: SimRegistry, extra: Partial<ResolveOptions> = {}) {
-  const telemetry = recordingTelemetry();
-  const log = memoryLogger();
-  const opts: ResolveOptions = {
-    host: r.host,
-    requestTimeoutMs: 300,
-    signal: new AbortController().signal,
-    telemetry,
-    log,
-    ca: tls.caPem,
-    ...extra,
-  };
-  return { opts, telemetry, log };
-}
+const { sim, options } = registryHarness(300);
 
 const manifest = (repo: string) => `/v2/${repo}/manifests/v1`;
 const reasons = (m: Map<string, { ok: boolean; reason?: string }>) =>
