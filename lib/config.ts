@@ -1,7 +1,8 @@
 // The configuration file, validated as a whole before anything else happens (SPEC
 // "Configuration"). Every bad field is reported by its path; no network call is made first.
-import { z } from "zod";
+
 import { parseDuration } from "./duration.ts";
+import { z } from "./zod.ts";
 
 export const WORKLOAD_KINDS = ["Deployment", "DaemonSet", "StatefulSet"] as const;
 export type WorkloadKind = (typeof WORKLOAD_KINDS)[number];
@@ -23,51 +24,59 @@ const TAG = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
 const REPOSITORY = /^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(\/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$/;
 const IMAGE_KEY = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
-const duration = z.string().transform((s, ctx) => {
-  const ms = parseDuration(s);
-  if (ms === undefined || ms === 0) {
-    ctx.addIssue({ code: "custom", message: `not a duration: "${s}" (use e.g. 500ms, 15s, 10m, 1h)` });
-    return z.NEVER;
-  }
-  return ms;
-});
-const name = z.string().max(253).regex(DNS_SUBDOMAIN, "must be a lowercase DNS-1123 name");
-const namespace = z.string().max(63).regex(DNS_LABEL, "must be a lowercase DNS-1123 label");
+const duration = z.pipe(
+  z.string(),
+  z.transform((s: string, ctx) => {
+    const ms = parseDuration(s);
+    if (ms === undefined || ms === 0) {
+      ctx.issues.push({
+        code: "custom",
+        input: s,
+        message: `not a duration: "${s}" (use e.g. 500ms, 15s, 10m, 1h)`,
+      });
+      return z.NEVER;
+    }
+    return ms;
+  }),
+);
+const text = (...checks: Parameters<ReturnType<typeof z.string>["check"]>) => z.string().check(...checks);
+const name = text(z.maxLength(253), z.regex(DNS_SUBDOMAIN, "must be a lowercase DNS-1123 name"));
+const namespace = text(z.maxLength(63), z.regex(DNS_LABEL, "must be a lowercase DNS-1123 label"));
 const kind = z.enum(WORKLOAD_KINDS);
-const count = z.number().int().min(1).max(1_000_000);
+const count = z.int().check(z.minimum(1), z.maximum(1_000_000));
+const flag = z._default(z.boolean(), false);
 
 const target = z.strictObject({
   kind,
-  namespace: namespace.optional(),
+  namespace: z.optional(namespace),
   name,
-  container: z.string().regex(DNS_LABEL),
+  container: text(z.regex(DNS_LABEL, "must be a lowercase DNS-1123 label")),
 });
 const image = z.strictObject({
-  repository: z.string().regex(REPOSITORY, "must be a repository path such as myorg/api"),
-  key: z.string().max(40).regex(IMAGE_KEY, "must be letters, digits, '-', '_' or '.'").optional(),
-  pinned: z.boolean().default(false),
-  targets: z.array(target).min(1),
+  repository: text(z.regex(REPOSITORY, "must be a repository path such as myorg/api")),
+  key: z.optional(text(z.maxLength(40), z.regex(IMAGE_KEY, "must be letters, digits, '-', '_' or '.'"))),
+  pinned: flag,
+  targets: z.array(target).check(z.minLength(1)),
 });
 
 const schema = z.strictObject({
-  tag: z.string().regex(TAG, "must be a valid image tag"),
+  tag: text(z.regex(TAG, "must be a valid image tag")),
   registry: z.strictObject({
-    host: z.string().regex(/^[A-Za-z0-9.-]+(:[0-9]{1,5})?$/, "must be a registry host such as docker.io"),
-    endpoint: z.url({ protocol: /^https?$/ }).optional(),
-    insecure: z.boolean().default(false),
-    dockerConfigJson: z.string().min(1).optional(),
+    host: text(z.regex(/^[A-Za-z0-9.-]+(:[0-9]{1,5})?$/, "must be a registry host such as docker.io")),
+    endpoint: z.optional(z.url({ protocol: /^https?$/ })),
+    insecure: flag,
+    dockerConfigJson: z.optional(text(z.minLength(1))),
   }),
   state: z.strictObject({ kind, namespace, name }),
-  annotationPrefix: z
-    .string()
-    .max(253)
-    .regex(DNS_SUBDOMAIN, "must be a DNS subdomain")
-    .default("image-refresh.io"),
-  maxRefreshAttempts: count.default(3),
-  maxSkipTicks: count.default(8),
-  rolloutTimeout: duration.default(600_000),
-  requestTimeout: duration.default(15_000),
-  images: z.array(image).min(1),
+  annotationPrefix: z._default(
+    text(z.maxLength(253), z.regex(DNS_SUBDOMAIN, "must be a DNS subdomain")),
+    "image-refresh.io",
+  ),
+  maxRefreshAttempts: z._default(count, 3),
+  maxSkipTicks: z._default(count, 8),
+  rolloutTimeout: z._default(duration, 600_000),
+  requestTimeout: z._default(duration, 15_000),
+  images: z.array(image).check(z.minLength(1)),
 });
 
 export interface Target {

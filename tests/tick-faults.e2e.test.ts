@@ -185,6 +185,17 @@ describe("dry run, bad input, security", () => {
     expect(w.registry.log).toEqual([]);
   });
 
+  test("a missing registry credentials file exits 2 naming the field, before any request", async () => {
+    const missing = join(w.dir, "no-such-pull-secret.json");
+    w.writeConfig((c) => (c.registry.dockerConfigJson = missing));
+    const r = await w.run();
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`registry.dockerConfigJson: Cannot read registry credentials from ${missing}`);
+    expect(r.stderr).not.toContain("unexpected error");
+    expect(w.api.log).toEqual([]);
+    expect(w.registry.log).toEqual([]);
+  });
+
   test("an API server certificate not signed by the configured CA is refused", async () => {
     const other = generateTls();
     const path = join(w.dir, "kubeconfig-wrong-ca");

@@ -55,10 +55,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     readFile,
     homeDir: env.HOME ?? homedir(),
   });
-  const docker = config.registry.dockerConfigJson
-    ? loadDockerConfig(config.registry.dockerConfigJson, readFile)
-    : undefined;
-  const credentials = docker ? credentialsFor(docker, config.registry.host) : undefined;
+  const credentials = registryCredentials(config, readFile);
   // The exporter may warn while it starts; route that through the logger built just below.
   let log: Logger | undefined;
   const warn = (message: string) =>
@@ -98,6 +95,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
   return { config, log, telemetry, kube, controller, tickContext };
 }
 
+/** A pull secret that cannot be read is a configuration error: exit 2, before any request. */
 function registryCredentials(config: Config, readFile: (p: string) => string) {
   const path = config.registry.dockerConfigJson;
   if (!path) return undefined;

@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
-import { z } from "zod";
+import { z } from "../zod.ts";
 import { KubeconfigError } from "./errors.ts";
 
 export interface Connection {
@@ -89,35 +89,38 @@ function inCluster(env: Record<string, string | undefined>, readFile: (p: string
   return { server: `https://${hostPart}:${port}`, caPem, insecureSkipTlsVerify: false, tokenFile, namespace };
 }
 
+const nonEmpty = z.string().check(z.minLength(1));
+const optionalPath = z.optional(nonEmpty);
+
 const ClusterSchema = z.object({
   server: z.url({ protocol: /^https?$/ }),
-  "certificate-authority": z.string().min(1).optional(),
-  "certificate-authority-data": z.string().min(1).optional(),
-  "insecure-skip-tls-verify": z.boolean().optional(),
+  "certificate-authority": optionalPath,
+  "certificate-authority-data": optionalPath,
+  "insecure-skip-tls-verify": z.optional(z.boolean()),
 });
 
 const UserSchema = z.object({
-  token: z.string().min(1).optional(),
-  tokenFile: z.string().min(1).optional(),
-  "client-certificate": z.string().min(1).optional(),
-  "client-certificate-data": z.string().min(1).optional(),
-  "client-key": z.string().min(1).optional(),
-  "client-key-data": z.string().min(1).optional(),
-  exec: z.unknown().optional(),
-  "auth-provider": z.unknown().optional(),
+  token: optionalPath,
+  tokenFile: optionalPath,
+  "client-certificate": optionalPath,
+  "client-certificate-data": optionalPath,
+  "client-key": optionalPath,
+  "client-key-data": optionalPath,
+  exec: z.optional(z.unknown()),
+  "auth-provider": z.optional(z.unknown()),
 });
 
 const ContextSchema = z.object({
-  cluster: z.string().min(1),
-  user: z.string().optional(),
-  namespace: z.string().optional(),
+  cluster: nonEmpty,
+  user: z.optional(z.string()),
+  namespace: z.optional(z.string()),
 });
 
 const KubeconfigSchema = z.object({
-  "current-context": z.string().min(1, "current-context is not set"),
-  clusters: z.array(z.object({ name: z.string().min(1), cluster: ClusterSchema })).nullish(),
-  users: z.array(z.object({ name: z.string().min(1), user: UserSchema.nullish() })).nullish(),
-  contexts: z.array(z.object({ name: z.string().min(1), context: ContextSchema })),
+  "current-context": z.string().check(z.minLength(1, "current-context is not set")),
+  clusters: z.nullish(z.array(z.object({ name: nonEmpty, cluster: ClusterSchema }))),
+  users: z.nullish(z.array(z.object({ name: nonEmpty, user: z.nullish(UserSchema) }))),
+  contexts: z.array(z.object({ name: nonEmpty, context: ContextSchema })),
 });
 type Kubeconfig = z.infer<typeof KubeconfigSchema>;
 type Cluster = z.infer<typeof ClusterSchema>;

@@ -2,7 +2,7 @@
 // Parsing is tolerant of what the apiserver omits (omitempty zeroes come back as undefined and
 // the rollout rules read them as 0) and strict about wrong types: a string where a number belongs
 // is an error, never a silent 0 that could make an unsettled workload look settled.
-import { z } from "zod";
+import { z } from "../zod.ts";
 import { formatPath } from "./kubeconfig.ts";
 
 export type WorkloadKind = "Deployment" | "DaemonSet" | "StatefulSet";
@@ -14,59 +14,62 @@ export interface ObjectRef {
   name: string;
 }
 
-const count = z.number().int().optional();
-const Container = z.object({ name: z.string(), image: z.string() });
+const count = z.optional(z.int());
+const text = z.string();
+const optionalText = z.optional(text);
+const Container = z.object({ name: text, image: text });
 
 const MetadataSchema = z.object({
-  name: z.string(),
-  namespace: z.string(),
-  generation: z.number().int().default(0),
-  resourceVersion: z.string().min(1),
-  annotations: z
-    .record(z.string(), z.string())
-    .nullish()
-    .transform((a) => a ?? {}),
-  uid: z.string().optional(),
+  name: text,
+  namespace: text,
+  generation: z._default(z.int(), 0),
+  resourceVersion: z.string().check(z.minLength(1)),
+  annotations: z.pipe(
+    z.nullish(z.record(text, text)),
+    z.transform((a: Record<string, string> | null | undefined) => a ?? {}),
+  ),
+  uid: optionalText,
 });
 
 const SpecSchema = z.object({
   replicas: count,
-  paused: z.boolean().optional(),
+  paused: z.optional(z.boolean()),
   // Deployments call it `strategy`; only DaemonSet/StatefulSet `updateStrategy` matters to the rules.
-  updateStrategy: z
-    .object({
-      type: z.string().optional(),
-      rollingUpdate: z.object({ partition: count }).nullish(),
-    })
-    .optional(),
+  updateStrategy: z.optional(
+    z.object({
+      type: optionalText,
+      rollingUpdate: z.nullish(z.object({ partition: count })),
+    }),
+  ),
   template: z.object({
-    spec: z.object({ containers: z.array(Container), initContainers: z.array(Container).optional() }),
+    spec: z.object({ containers: z.array(Container), initContainers: z.optional(z.array(Container)) }),
   }),
 });
 
 const ConditionSchema = z.object({
-  type: z.string(),
-  status: z.string(),
-  reason: z.string().optional(),
-  message: z.string().optional(),
+  type: text,
+  status: text,
+  reason: optionalText,
+  message: optionalText,
 });
 
-const StatusSchema = z
-  .object({
+const StatusSchema = z._default(
+  z.object({
     observedGeneration: count,
     replicas: count,
     updatedReplicas: count,
     readyReplicas: count,
     availableReplicas: count,
     currentReplicas: count,
-    updateRevision: z.string().optional(),
-    currentRevision: z.string().optional(),
+    updateRevision: optionalText,
+    currentRevision: optionalText,
     desiredNumberScheduled: count,
     updatedNumberScheduled: count,
     numberAvailable: count,
-    conditions: z.array(ConditionSchema).optional(),
-  })
-  .default({});
+    conditions: z.optional(z.array(ConditionSchema)),
+  }),
+  {},
+);
 
 const WorkloadSchema = z.object({ metadata: MetadataSchema, spec: SpecSchema, status: StatusSchema });
 

@@ -1,7 +1,7 @@
 // One unauthenticated probe (GET /v2/) and at most one token request per registry per tick.
 // The probe tells us which scheme the registry wants; the token request asks for pull on every
 // repository at once (one `scope` parameter each), so 50 images still cost one token.
-import { z } from "zod";
+import { z } from "../zod.ts";
 import type { BasicCredentials } from "./credentials.ts";
 import { RegistryError } from "./errors.ts";
 import { type HttpContext, send } from "./http.ts";
@@ -11,8 +11,8 @@ import { challengeOf, errorFromResponse } from "./response.ts";
 export type Authorization = string | undefined;
 
 const TokenResponse = z
-  .object({ token: z.string().optional(), access_token: z.string().optional() })
-  .refine((t) => Boolean(t.token || t.access_token), "neither token nor access_token is set");
+  .object({ token: z.optional(z.string()), access_token: z.optional(z.string()) })
+  .check(z.refine((t) => Boolean(t.token || t.access_token), "neither token nor access_token is set"));
 
 export function basicHeader(creds: BasicCredentials): string {
   return `Basic ${Buffer.from(`${creds.username}:${creds.password}`, "utf8").toString("base64")}`;

@@ -2,7 +2,7 @@
 // for a host. The secrets live in a private class field so that logging or serialising the
 // object by accident shows only which hosts have credentials.
 import { readFileSync } from "node:fs";
-import { z } from "zod";
+import { z } from "../zod.ts";
 import { isDockerHub } from "./reference.ts";
 
 export interface BasicCredentials {
@@ -35,9 +35,9 @@ export class DockerCredentials {
 }
 
 const AuthEntry = z.object({
-  username: z.string().optional(),
-  password: z.string().optional(),
-  auth: z.string().optional(),
+  username: z.optional(z.string()),
+  password: z.optional(z.string()),
+  auth: z.optional(z.string()),
 });
 const AuthMap = z.record(z.string(), AuthEntry);
 // `.dockerconfigjson` wraps the map in `auths`; the legacy `.dockercfg` is the bare map.
@@ -67,7 +67,7 @@ function toEntry(key: string, raw: z.infer<typeof AuthEntry>): Entry | undefined
   return undefined; // e.g. an email-only or identity-token entry: nothing we can send
 }
 
-function parseOrThrow<T>(schema: z.ZodType<T>, json: unknown): T {
+function parseOrThrow<T>(schema: z.ZodMiniType<T>, json: unknown): T {
   const parsed = schema.safeParse(json);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];

@@ -1,6 +1,6 @@
 // The closed set of reasons a digest could not be resolved, and the registry's own error code
 // when a response carried one. A reason is what the tick acts on; the message is for people.
-import { z } from "zod";
+import { z } from "../zod.ts";
 
 export type RegistryFailure =
   | "timeout"
@@ -53,7 +53,7 @@ export function failureForStatus(status: number): RegistryFailure {
 }
 
 const ErrorBody = z.object({
-  errors: z.array(z.object({ code: z.string(), message: z.string().optional() })).min(1),
+  errors: z.array(z.object({ code: z.string(), message: z.optional(z.string()) })).check(z.minLength(1)),
 });
 
 /** The first error of a distribution-spec error body; undefined for other bodies. */
