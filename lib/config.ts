@@ -2,7 +2,27 @@
 // "Configuration"). Every bad field is reported by its path; no network call is made first.
 
 import { parseDuration } from "./duration.ts";
-import { z } from "./zod.ts";
+import {
+  array,
+  atLeast,
+  atMost,
+  boolean,
+  formatPath,
+  type Infer,
+  integer,
+  map,
+  maxLength,
+  minItems,
+  minLength,
+  oneOf,
+  optional,
+  parse,
+  pattern,
+  strictObject,
+  string,
+  url,
+  withDefault,
+} from "./schema.ts";
 
 export const WORKLOAD_KINDS = ["Deployment", "DaemonSet", "StatefulSet"] as const;
 export type WorkloadKind = (typeof WORKLOAD_KINDS)[number];
@@ -24,59 +44,49 @@ const TAG = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
 const REPOSITORY = /^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(\/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$/;
 const IMAGE_KEY = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
-const duration = z.pipe(
-  z.string(),
-  z.transform((s: string, ctx) => {
-    const ms = parseDuration(s);
-    if (ms === undefined || ms === 0) {
-      ctx.issues.push({
-        code: "custom",
-        input: s,
-        message: `not a duration: "${s}" (use e.g. 500ms, 15s, 10m, 1h)`,
-      });
-      return z.NEVER;
-    }
-    return ms;
-  }),
-);
-const text = (...checks: Parameters<ReturnType<typeof z.string>["check"]>) => z.string().check(...checks);
-const name = text(z.maxLength(253), z.regex(DNS_SUBDOMAIN, "must be a lowercase DNS-1123 name"));
-const namespace = text(z.maxLength(63), z.regex(DNS_LABEL, "must be a lowercase DNS-1123 label"));
-const kind = z.enum(WORKLOAD_KINDS);
-const count = z.int().check(z.minimum(1), z.maximum(1_000_000));
-const flag = z._default(z.boolean(), false);
+const duration = map(string(), (s) => {
+  const ms = parseDuration(s);
+  return ms === undefined || ms === 0
+    ? { problem: `not a duration: "${s}" (use e.g. 500ms, 15s, 10m, 1h)` }
+    : ms;
+});
+const name = string(maxLength(253), pattern(DNS_SUBDOMAIN, "must be a lowercase DNS-1123 name"));
+const namespace = string(maxLength(63), pattern(DNS_LABEL, "must be a lowercase DNS-1123 label"));
+const kind = oneOf(WORKLOAD_KINDS);
+const count = integer(atLeast(1), atMost(1_000_000));
+const flag = withDefault(boolean, false);
 
-const target = z.strictObject({
+const target = strictObject({
   kind,
-  namespace: z.optional(namespace),
+  namespace: optional(namespace),
   name,
-  container: text(z.regex(DNS_LABEL, "must be a lowercase DNS-1123 label")),
+  container: string(pattern(DNS_LABEL, "must be a lowercase DNS-1123 label")),
 });
-const image = z.strictObject({
-  repository: text(z.regex(REPOSITORY, "must be a repository path such as myorg/api")),
-  key: z.optional(text(z.maxLength(40), z.regex(IMAGE_KEY, "must be letters, digits, '-', '_' or '.'"))),
+const image = strictObject({
+  repository: string(pattern(REPOSITORY, "must be a repository path such as myorg/api")),
+  key: optional(string(maxLength(40), pattern(IMAGE_KEY, "must be letters, digits, '-', '_' or '.'"))),
   pinned: flag,
-  targets: z.array(target).check(z.minLength(1)),
+  targets: array(target, minItems(1)),
 });
 
-const schema = z.strictObject({
-  tag: text(z.regex(TAG, "must be a valid image tag")),
-  registry: z.strictObject({
-    host: text(z.regex(/^[A-Za-z0-9.-]+(:[0-9]{1,5})?$/, "must be a registry host such as docker.io")),
-    endpoint: z.optional(z.url({ protocol: /^https?$/ })),
+const schema = strictObject({
+  tag: string(pattern(TAG, "must be a valid image tag")),
+  registry: strictObject({
+    host: string(pattern(/^[A-Za-z0-9.-]+(:[0-9]{1,5})?$/, "must be a registry host such as docker.io")),
+    endpoint: optional(url(["http:", "https:"])),
     insecure: flag,
-    dockerConfigJson: z.optional(text(z.minLength(1))),
+    dockerConfigJson: optional(string(minLength(1))),
   }),
-  state: z.strictObject({ kind, namespace, name }),
-  annotationPrefix: z._default(
-    text(z.maxLength(253), z.regex(DNS_SUBDOMAIN, "must be a DNS subdomain")),
+  state: strictObject({ kind, namespace, name }),
+  annotationPrefix: withDefault(
+    string(maxLength(253), pattern(DNS_SUBDOMAIN, "must be a DNS subdomain")),
     "image-refresh.io",
   ),
-  maxRefreshAttempts: z._default(count, 3),
-  maxSkipTicks: z._default(count, 8),
-  rolloutTimeout: z._default(duration, 600_000),
-  requestTimeout: z._default(duration, 15_000),
-  images: z.array(image).check(z.minLength(1)),
+  maxRefreshAttempts: withDefault(count, 3),
+  maxSkipTicks: withDefault(count, 8),
+  rolloutTimeout: withDefault(duration, 600_000),
+  requestTimeout: withDefault(duration, 15_000),
+  images: array(image, minItems(1)),
 });
 
 export interface Target {
@@ -139,25 +149,21 @@ export function parseConfig(
       fromEnv.set(field, envName);
     }
   }
-  const result = schema.safeParse(doc);
-  if (!result.success) {
-    const problems = result.error.issues.map((i) => {
+  const result = parse(schema, doc);
+  if (!result.ok) {
+    const problems = result.issues.map((i) => {
       const path = formatPath(i.path);
       const via = fromEnv.get(String(i.path[0]));
       return `${path}${via ? ` (from env ${via})` : ""}: ${i.message}`;
     });
     throw new ConfigError(`Invalid configuration in ${source}`, problems);
   }
-  return finish(result.data, source);
+  return finish(result.value, source);
 }
 
-export function formatPath(path: readonly PropertyKey[]): string {
-  let out = "";
-  for (const p of path) out += typeof p === "number" ? `[${p}]` : out ? `.${String(p)}` : String(p);
-  return out || "(root)";
-}
+export { formatPath };
 
-function finish(c: z.output<typeof schema>, source: string): Config {
+function finish(c: Infer<typeof schema>, source: string): Config {
   const images: ImageConfig[] = c.images.map((img) => ({
     repository: img.repository,
     key: img.key ?? (img.repository.split("/").pop() as string),

@@ -4,7 +4,20 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
-import { z } from "../zod.ts";
+import {
+  array,
+  boolean,
+  formatPath,
+  type Infer,
+  minLength,
+  nullish,
+  object,
+  optional,
+  parse,
+  string,
+  unknown,
+  url,
+} from "../schema.ts";
 import { KubeconfigError } from "./errors.ts";
 
 export interface Connection {
@@ -89,42 +102,42 @@ function inCluster(env: Record<string, string | undefined>, readFile: (p: string
   return { server: `https://${hostPart}:${port}`, caPem, insecureSkipTlsVerify: false, tokenFile, namespace };
 }
 
-const nonEmpty = z.string().check(z.minLength(1));
-const optionalPath = z.optional(nonEmpty);
+const nonEmpty = string(minLength(1));
+const optionalPath = optional(nonEmpty);
 
-const ClusterSchema = z.object({
-  server: z.url({ protocol: /^https?$/ }),
+const ClusterSchema = object({
+  server: url(["http:", "https:"]),
   "certificate-authority": optionalPath,
   "certificate-authority-data": optionalPath,
-  "insecure-skip-tls-verify": z.optional(z.boolean()),
+  "insecure-skip-tls-verify": optional(boolean),
 });
 
-const UserSchema = z.object({
+const UserSchema = object({
   token: optionalPath,
   tokenFile: optionalPath,
   "client-certificate": optionalPath,
   "client-certificate-data": optionalPath,
   "client-key": optionalPath,
   "client-key-data": optionalPath,
-  exec: z.optional(z.unknown()),
-  "auth-provider": z.optional(z.unknown()),
+  exec: unknown,
+  "auth-provider": unknown,
 });
 
-const ContextSchema = z.object({
+const ContextSchema = object({
   cluster: nonEmpty,
-  user: z.optional(z.string()),
-  namespace: z.optional(z.string()),
+  user: optional(string()),
+  namespace: optional(string()),
 });
 
-const KubeconfigSchema = z.object({
-  "current-context": z.string().check(z.minLength(1, "current-context is not set")),
-  clusters: z.nullish(z.array(z.object({ name: nonEmpty, cluster: ClusterSchema }))),
-  users: z.nullish(z.array(z.object({ name: nonEmpty, user: z.nullish(UserSchema) }))),
-  contexts: z.array(z.object({ name: nonEmpty, context: ContextSchema })),
+const KubeconfigSchema = object({
+  "current-context": string(minLength(1, "current-context is not set")),
+  clusters: nullish(array(object({ name: nonEmpty, cluster: ClusterSchema }))),
+  users: nullish(array(object({ name: nonEmpty, user: nullish(UserSchema) }))),
+  contexts: array(object({ name: nonEmpty, context: ContextSchema })),
 });
-type Kubeconfig = z.infer<typeof KubeconfigSchema>;
-type Cluster = z.infer<typeof ClusterSchema>;
-type User = z.infer<typeof UserSchema>;
+type Kubeconfig = Infer<typeof KubeconfigSchema>;
+type Cluster = Infer<typeof ClusterSchema>;
+type User = Infer<typeof UserSchema>;
 
 interface Source {
   path: string;
@@ -133,13 +146,13 @@ interface Source {
 
 export function parseKubeconfig(text: string, src: Source): Connection {
   const raw = parseYaml(text, src.path);
-  const parsed = KubeconfigSchema.safeParse(raw);
-  if (!parsed.success) {
-    // Field paths and zod's messages only: values (a token!) never enter the message.
-    const fields = parsed.error.issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join("; ");
+  const parsed = parse(KubeconfigSchema, raw);
+  if (!parsed.ok) {
+    // Field paths and the schema's messages only: values (a token!) never enter the message.
+    const fields = parsed.issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join("; ");
     throw new KubeconfigError(`Invalid kubeconfig ${src.path}: ${fields}`);
   }
-  return connectionFrom(parsed.data, src);
+  return connectionFrom(parsed.value, src);
 }
 
 function parseYaml(text: string, path: string): unknown {
@@ -148,12 +161,6 @@ function parseYaml(text: string, path: string): unknown {
   } catch (e) {
     throw new KubeconfigError(`Invalid kubeconfig ${path}: not YAML or JSON (${(e as Error).message})`);
   }
-}
-
-export function formatPath(path: ReadonlyArray<PropertyKey>): string {
-  let out = "";
-  for (const p of path) out += typeof p === "number" ? `[${p}]` : `${out ? "." : ""}${String(p)}`;
-  return out || "(root)";
 }
 
 function connectionFrom(cfg: Kubeconfig, src: Source): Connection {

@@ -2,8 +2,22 @@
 // Parsing is tolerant of what the apiserver omits (omitempty zeroes come back as undefined and
 // the rollout rules read them as 0) and strict about wrong types: a string where a number belongs
 // is an error, never a silent 0 that could make an unsettled workload look settled.
-import { z } from "../zod.ts";
-import { formatPath } from "./kubeconfig.ts";
+import {
+  array,
+  boolean,
+  formatPath,
+  type Infer,
+  integer,
+  map,
+  minLength,
+  nullish,
+  object,
+  optional,
+  parse,
+  record,
+  string,
+  withDefault,
+} from "../schema.ts";
 
 export type WorkloadKind = "Deployment" | "DaemonSet" | "StatefulSet";
 export const WORKLOAD_KINDS: readonly WorkloadKind[] = ["Deployment", "DaemonSet", "StatefulSet"];
@@ -14,47 +28,44 @@ export interface ObjectRef {
   name: string;
 }
 
-const count = z.optional(z.int());
-const text = z.string();
-const optionalText = z.optional(text);
-const Container = z.object({ name: text, image: text });
+const count = optional(integer());
+const text = string();
+const optionalText = optional(text);
+const Container = object({ name: text, image: text });
 
-const MetadataSchema = z.object({
+const MetadataSchema = object({
   name: text,
   namespace: text,
-  generation: z._default(z.int(), 0),
-  resourceVersion: z.string().check(z.minLength(1)),
-  annotations: z.pipe(
-    z.nullish(z.record(text, text)),
-    z.transform((a: Record<string, string> | null | undefined) => a ?? {}),
-  ),
+  generation: withDefault(integer(), 0),
+  resourceVersion: string(minLength(1)),
+  annotations: map(nullish(record(text)), (a) => a ?? {}),
   uid: optionalText,
 });
 
-const SpecSchema = z.object({
+const SpecSchema = object({
   replicas: count,
-  paused: z.optional(z.boolean()),
+  paused: optional(boolean),
   // Deployments call it `strategy`; only DaemonSet/StatefulSet `updateStrategy` matters to the rules.
-  updateStrategy: z.optional(
-    z.object({
+  updateStrategy: optional(
+    object({
       type: optionalText,
-      rollingUpdate: z.nullish(z.object({ partition: count })),
+      rollingUpdate: nullish(object({ partition: count })),
     }),
   ),
-  template: z.object({
-    spec: z.object({ containers: z.array(Container), initContainers: z.optional(z.array(Container)) }),
+  template: object({
+    spec: object({ containers: array(Container), initContainers: optional(array(Container)) }),
   }),
 });
 
-const ConditionSchema = z.object({
+const ConditionSchema = object({
   type: text,
   status: text,
   reason: optionalText,
   message: optionalText,
 });
 
-const StatusSchema = z._default(
-  z.object({
+const StatusSchema = withDefault(
+  object({
     observedGeneration: count,
     replicas: count,
     updatedReplicas: count,
@@ -66,14 +77,14 @@ const StatusSchema = z._default(
     desiredNumberScheduled: count,
     updatedNumberScheduled: count,
     numberAvailable: count,
-    conditions: z.optional(z.array(ConditionSchema)),
+    conditions: optional(array(ConditionSchema)),
   }),
   {},
 );
 
-const WorkloadSchema = z.object({ metadata: MetadataSchema, spec: SpecSchema, status: StatusSchema });
+const WorkloadSchema = object({ metadata: MetadataSchema, spec: SpecSchema, status: StatusSchema });
 
-export type Workload = { kind: WorkloadKind } & z.infer<typeof WorkloadSchema>;
+export type Workload = { kind: WorkloadKind } & Infer<typeof WorkloadSchema>;
 
 export class WorkloadParseError extends Error {
   override name = "WorkloadParseError";
@@ -91,12 +102,12 @@ export function parseWorkload(kind: WorkloadKind, raw: unknown): Workload {
     const shown = typeof declared === "string" ? declared : JSON.stringify(declared);
     throw new WorkloadParseError(`Cannot read ${kind}: the server returned a ${shown}`);
   }
-  const parsed = WorkloadSchema.safeParse(raw);
-  if (!parsed.success) {
-    const fields = parsed.error.issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join("; ");
+  const parsed = parse(WorkloadSchema, raw);
+  if (!parsed.ok) {
+    const fields = parsed.issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join("; ");
     throw new WorkloadParseError(`Cannot read ${kind}: unexpected object shape (${fields})`);
   }
-  return { kind, ...parsed.data };
+  return { kind, ...parsed.value };
 }
 
 const PLURAL: Record<WorkloadKind, string> = {

@@ -1,7 +1,7 @@
 // One unauthenticated probe (GET /v2/) and at most one token request per registry per tick.
 // The probe tells us which scheme the registry wants; the token request asks for pull on every
 // repository at once (one `scope` parameter each), so 50 images still cost one token.
-import { z } from "../zod.ts";
+import { object, optional, parse, string } from "../schema.ts";
 import type { BasicCredentials } from "./credentials.ts";
 import { RegistryError } from "./errors.ts";
 import { type HttpContext, send } from "./http.ts";
@@ -10,9 +10,7 @@ import { challengeOf, errorFromResponse } from "./response.ts";
 /** How to authorize the manifest requests that follow; undefined means anonymous. */
 export type Authorization = string | undefined;
 
-const TokenResponse = z
-  .object({ token: z.optional(z.string()), access_token: z.optional(z.string()) })
-  .check(z.refine((t) => Boolean(t.token || t.access_token), "neither token nor access_token is set"));
+const TokenResponse = object({ token: optional(string()), access_token: optional(string()) });
 
 export function basicHeader(creds: BasicCredentials): string {
   return `Basic ${Buffer.from(`${creds.username}:${creds.password}`, "utf8").toString("base64")}`;
@@ -56,8 +54,9 @@ async function fetchToken(
   } catch {
     throw new RegistryError("server_error", "the token endpoint did not answer JSON", { status: 200 });
   }
-  const parsed = TokenResponse.safeParse(json);
-  if (!parsed.success) {
+  const parsed = parse(TokenResponse, json);
+  const token = parsed.ok ? parsed.value.token || parsed.value.access_token : undefined;
+  if (!token) {
     throw new RegistryError(
       "server_error",
       "the token endpoint's answer has neither token nor access_token",
@@ -67,7 +66,7 @@ async function fetchToken(
     );
   }
   // `token` is the documented field; `access_token` is the OAuth2 spelling some servers use alone.
-  return (parsed.data.token || parsed.data.access_token) as string;
+  return token;
 }
 
 function realmUrl(realm: string | undefined): URL {

@@ -2,7 +2,7 @@
 // for a host. The secrets live in a private class field so that logging or serialising the
 // object by accident shows only which hosts have credentials.
 import { readFileSync } from "node:fs";
-import { z } from "../zod.ts";
+import { type Infer, object, optional, parse, record, type Schema, string } from "../schema.ts";
 import { isDockerHub } from "./reference.ts";
 
 export interface BasicCredentials {
@@ -34,14 +34,14 @@ export class DockerCredentials {
   }
 }
 
-const AuthEntry = z.object({
-  username: z.optional(z.string()),
-  password: z.optional(z.string()),
-  auth: z.optional(z.string()),
+const AuthEntry = object({
+  username: optional(string()),
+  password: optional(string()),
+  auth: optional(string()),
 });
-const AuthMap = z.record(z.string(), AuthEntry);
+const AuthMap = record(AuthEntry);
 // `.dockerconfigjson` wraps the map in `auths`; the legacy `.dockercfg` is the bare map.
-const DockerConfig = z.object({ auths: AuthMap });
+const DockerConfig = object({ auths: AuthMap });
 
 /** `https://index.docker.io/v1/` → `index.docker.io`: scheme and path are not part of the match. */
 export function normaliseKey(key: string): string {
@@ -59,7 +59,7 @@ function decodeAuth(key: string, auth: string): BasicCredentials {
   return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
-function toEntry(key: string, raw: z.infer<typeof AuthEntry>): Entry | undefined {
+function toEntry(key: string, raw: Infer<typeof AuthEntry>): Entry | undefined {
   if (raw.auth) return { key, host: normaliseKey(key), ...decodeAuth(key, raw.auth) };
   if (raw.username && raw.password !== undefined) {
     return { key, host: normaliseKey(key), username: raw.username, password: raw.password };
@@ -67,12 +67,12 @@ function toEntry(key: string, raw: z.infer<typeof AuthEntry>): Entry | undefined
   return undefined; // e.g. an email-only or identity-token entry: nothing we can send
 }
 
-function parseOrThrow<T>(schema: z.ZodMiniType<T>, json: unknown): T {
-  const parsed = schema.safeParse(json);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
+function parseOrThrow<T>(schema: Schema<T>, json: unknown): T {
+  const parsed = parse(schema, json);
+  if (parsed.ok) return parsed.value;
+  const issue = parsed.issues[0];
   const where = issue?.path.length ? issue.path.map(String).join(".") : "the top level";
-  // Only the path and the issue code: a zod message may echo the offending value.
+  // Only the path and the issue code: a message may name the offending value.
   throw new Error(`${where} is not valid registry credentials (${issue?.code ?? "invalid"})`);
 }
 

@@ -1,6 +1,6 @@
 // The closed set of reasons a digest could not be resolved, and the registry's own error code
 // when a response carried one. A reason is what the tick acts on; the message is for people.
-import { z } from "../zod.ts";
+import { array, minItems, object, optional, parse, string } from "../schema.ts";
 
 export type RegistryFailure =
   | "timeout"
@@ -52,16 +52,16 @@ export function failureForStatus(status: number): RegistryFailure {
   return "server_error";
 }
 
-const ErrorBody = z.object({
-  errors: z.array(z.object({ code: z.string(), message: z.optional(z.string()) })).check(z.minLength(1)),
+const ErrorBody = object({
+  errors: array(object({ code: string(), message: optional(string()) }), minItems(1)),
 });
 
 /** The first error of a distribution-spec error body; undefined for other bodies. */
 export function registryErrorCode(body: string): { code: string; message?: string } | undefined {
   if (!body.trimStart().startsWith("{")) return undefined;
   try {
-    const parsed = ErrorBody.safeParse(JSON.parse(body));
-    return parsed.success ? parsed.data.errors[0] : undefined;
+    const parsed = parse(ErrorBody, JSON.parse(body));
+    return parsed.ok ? parsed.value.errors[0] : undefined;
   } catch {
     return undefined;
   }
