@@ -107,6 +107,41 @@ const ROWS: Row[] = [
   ["xhttps endpoint", set("registry.endpoint", "xhttps://r.example"), "registry.endpoint"],
   ["httpsx endpoint", set("registry.endpoint", "httpsx://r.example"), "registry.endpoint"],
   ["dockerConfigJson path", set("registry.dockerConfigJson", "/etc/pull/.dockerconfigjson"), undefined],
+  [
+    "a token endpoint",
+    set("registry.token", { realm: "https://auth.docker.io/token", service: "registry.docker.io" }),
+    undefined,
+  ],
+  [
+    "a token endpoint without a service",
+    set("registry.token", { realm: "https://r.example/token" }),
+    undefined,
+  ],
+  [
+    "a token endpoint that is not a URL",
+    set("registry.token", { realm: "auth.docker.io" }),
+    "registry.token.realm: Invalid URL",
+  ],
+  [
+    "a token endpoint without a realm",
+    set("registry.token", { service: "x" }),
+    "registry.token.realm: Invalid input",
+  ],
+  [
+    "a token endpoint with a typo",
+    set("registry.token", { realm: "https://r/t", servce: "x" }),
+    'registry.token: Unrecognized key: "servce"',
+  ],
+  [
+    "a plain-http token endpoint",
+    set("registry.token", { realm: "http://r.example/token" }),
+    "registry.token.realm: is plain http; set registry.insecure: true to allow it",
+  ],
+  [
+    "a plain-http token endpoint with insecure",
+    (c) => Object.assign(c.registry, { insecure: true, token: { realm: "http://r.example/token" } }),
+    undefined,
+  ],
   ["empty dockerConfigJson", set("registry.dockerConfigJson", ""), "registry.dockerConfigJson"],
   ["a short annotation prefix", set("annotationPrefix", "tracebloc.io"), undefined],
   [

@@ -76,6 +76,10 @@ const schema = strictObject({
     endpoint: optional(url(["http:", "https:"])),
     insecure: flag,
     dockerConfigJson: optional(string(minLength(1))),
+    // The Bearer token endpoint, when known in advance: saves the challenge probe on every tick.
+    token: optional(
+      strictObject({ realm: url(["http:", "https:"]), service: optional(string(minLength(1))) }),
+    ),
   }),
   state: strictObject({ kind, namespace, name }),
   annotationPrefix: withDefault(
@@ -103,7 +107,14 @@ export interface ImageConfig {
 }
 export interface Config {
   tag: string;
-  registry: { host: string; endpoint?: string; insecure: boolean; dockerConfigJson?: string };
+  registry: {
+    host: string;
+    endpoint?: string;
+    insecure: boolean;
+    dockerConfigJson?: string;
+    /** Where to ask for a Bearer token without probing the registry first. */
+    token?: { realm: string; service?: string };
+  };
   state: { kind: WorkloadKind; namespace: string; name: string };
   annotationPrefix: string;
   maxRefreshAttempts: number;
@@ -171,6 +182,9 @@ function finish(c: Infer<typeof schema>, source: string): Config {
     targets: img.targets.map((t) => ({ ...t, namespace: t.namespace ?? c.state.namespace })),
   }));
   const problems = crossChecks(images, c.annotationPrefix);
+  // Credentials go to the token endpoint; plain http needs the same opt-in as the registry's.
+  if (c.registry.token?.realm.startsWith("http:") && !c.registry.insecure)
+    problems.push("registry.token.realm: is plain http; set registry.insecure: true to allow it");
   if (problems.length) throw new ConfigError(`Invalid configuration in ${source}`, problems);
   return {
     tag: c.tag,

@@ -33,7 +33,7 @@ function run<T>(schema: Schema<T>, value: unknown): { value: T } | { issues: str
     : { issues: r.issues.map((i) => `${formatPath(i.path)}: ${i.message} (${i.code})`) };
 }
 
-const ok = (value: unknown) => ({ value });
+const ok = (value: unknown) => ({ value }) as { value: never };
 const bad = (...issues: string[]) => ({ issues });
 
 describe("scalars", () => {

@@ -40,7 +40,9 @@ function pullScopes(scopes: readonly string[]): string[] {
 }
 
 export class SimAuth {
-  readonly #tokens = new Map<string, { repos: Set<string>; expires: number }>();
+  // A real token server writes the requested service into the token's audience, and the registry
+  // refuses a token whose audience is not its own; so does this one.
+  readonly #tokens = new Map<string, { repos: Set<string>; expires: number; service?: string }>();
   constructor(readonly opts: AuthOptions) {}
 
   #validUser(authorization: string | undefined): boolean | undefined {
@@ -64,7 +66,7 @@ export class SimAuth {
     }
     const m = /^Bearer\s+(\S+)$/i.exec(authorization ?? "");
     const token = m ? this.#tokens.get(m[1] as string) : undefined;
-    const valid = token !== undefined && token.expires > Date.now();
+    const valid = token !== undefined && token.expires > Date.now() && token.service === this.opts.service;
     if (valid && (repository === undefined || token.repos.has(repository))) return undefined;
     let challenge = `Bearer realm="${this.opts.realm}",service="${this.opts.service}"`;
     if (repository !== undefined) challenge += `,scope="repository:${repository}:pull"`;
@@ -73,7 +75,11 @@ export class SimAuth {
   }
 
   /** GET <realm>?service=…&scope=…: a token for the granted scopes, or 401 for bad credentials. */
-  token(authorization: string | undefined, scopes: readonly string[]): { status: number; body: unknown } {
+  token(
+    authorization: string | undefined,
+    scopes: readonly string[],
+    service?: string,
+  ): { status: number; body: unknown } {
     const user = this.#validUser(authorization);
     if (user === false) {
       return {
@@ -84,7 +90,7 @@ export class SimAuth {
     const granted = user || this.opts.anonymousPull ? pullScopes(scopes) : [];
     const token = randomBytes(24).toString("base64url");
     const expiresIn = 300;
-    this.#tokens.set(token, { repos: new Set(granted), expires: Date.now() + expiresIn * 1000 });
+    this.#tokens.set(token, { repos: new Set(granted), expires: Date.now() + expiresIn * 1000, service });
     return {
       status: 200,
       body: { token, access_token: token, expires_in: expiresIn, issued_at: new Date().toISOString() },

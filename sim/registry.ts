@@ -202,7 +202,11 @@ function route(sim: Sim, x: Exchange): Answered {
   }
   if (path === "/token" && x.method === "GET") {
     if (x.malformed) return reply(x, 200, { "Content-Type": "application/json" }, "{not json");
-    const answer = sim.auth.token(authorization, x.url.searchParams.getAll("scope"));
+    const answer = sim.auth.token(
+      authorization,
+      x.url.searchParams.getAll("scope"),
+      x.url.searchParams.get("service") ?? undefined,
+    );
     return reply(x, answer.status, { "Content-Type": "application/json" }, JSON.stringify(answer.body));
   }
   const m = MANIFEST_PATH.exec(path);

@@ -96,6 +96,47 @@ describe("request budget", () => {
   });
 });
 
+describe("a configured token endpoint (registry.token)", () => {
+  test("no challenge probe: one token request and one HEAD per repository, the limit's requests", async () => {
+    const r = await sim();
+    const a = r.push("myorg/api", "stable");
+    const b = r.push("myorg/agent", "stable");
+    const { opts } = options(r, { token: { realm: `${r.url}/token`, service: "sim-registry" } });
+    const got = await resolveDigests(["myorg/api", "myorg/agent"], "stable", opts);
+    expect([...got.values()]).toEqual([
+      { ok: true, digest: a },
+      { ok: true, digest: b },
+    ]);
+    expect(r.counts()).toEqual({ challenge: 0, token: 1, head: 2, get: 0 });
+    expect(r.log[0]?.query).toMatchObject({
+      service: "sim-registry",
+      scope: ["repository:myorg/api:pull", "repository:myorg/agent:pull"],
+    });
+  });
+
+  test("a wrong service: the registry refuses the token and the warning names the setting", async () => {
+    const r = await sim();
+    r.push("myorg/api", "stable");
+    const t = options(r, { token: { realm: `${r.url}/token`, service: "another-registry" } });
+    const got = await resolveDigests(["myorg/api"], "stable", t.opts);
+    expect(got.get("myorg/api")).toMatchObject({ ok: false, reason: "unauthorized" });
+    expect(r.counts()).toEqual({ challenge: 0, token: 1, head: 1, get: 0 });
+    const message = (got.get("myorg/api") as { message: string }).message;
+    expect(message).toContain(`the token came from registry.token (realm ${r.url}/token`);
+    expect(message).toContain("remove registry.token to let the registry's challenge choose");
+  });
+
+  test("a realm that answers 404: every image is unauthorized, no HEAD is sent", async () => {
+    const r = await sim();
+    r.push("myorg/api", "stable");
+    const t = options(r, { token: { realm: `${r.url}/no-token-here` } });
+    const got = await resolveDigests(["myorg/api"], "stable", t.opts);
+    expect(got.get("myorg/api")).toMatchObject({ ok: false });
+    expect(r.counts()).toMatchObject({ challenge: 0, head: 0 });
+    expect((got.get("myorg/api") as { message: string }).message).toContain("registry.token");
+  });
+});
+
 function maxOverlap(r: SimRegistry): number {
   const heads = r.log.filter((e) => e.method === "HEAD");
   return Math.max(...heads.map((h) => heads.filter((o) => o.start <= h.start && o.end > h.start).length));

@@ -150,6 +150,17 @@ describe("auth", () => {
       expect((await head("priv/app", "forged")).headers.get("www-authenticate")).toContain(
         'error="invalid_token"',
       );
+      // A token is for the service it was asked for, as a real token server's audience claim.
+      const elsewhere = tokenUrl.replace("service=sim-registry", "service=other-registry");
+      const foreign = (await (await fetch(elsewhere, basic("alice", "pw"))).json()) as { token: string };
+      expect((await head("priv/app", foreign.token)).headers.get("www-authenticate")).toContain(
+        'error="invalid_token"',
+      );
+      const unnamed = tokenUrl.replace("service=sim-registry&", "");
+      const noService = (await (await fetch(unnamed, basic("alice", "pw"))).json()) as { token: string };
+      expect((await head("priv/app", noService.token)).headers.get("www-authenticate")).toContain(
+        'error="invalid_token"',
+      );
     } finally {
       await r.stop();
     }

@@ -44,6 +44,16 @@ describe("first observation and no-op", () => {
     expect(w.registry.counts()).toMatchObject({ token: 1, head: 2, get: 0 });
     expect(w.registry.counts().challenge).toBeLessThanOrEqual(1);
   });
+
+  test("with registry.token configured a no-op tick makes exactly the limit's requests", async () => {
+    w.writeConfig((c) => (c.registry.token = { realm: `${w.registry.url}/token`, service: "sim-registry" }));
+    await recorded();
+    const r = await w.run();
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("noop:");
+    expect(w.api.log.map((e) => `${e.method} ${e.path}`)).toEqual([`GET ${STATE_PATH}`]);
+    expect(w.registry.counts()).toEqual({ challenge: 0, token: 1, head: 2, get: 0 });
+  });
 });
 
 describe("refresh", () => {

@@ -1,6 +1,7 @@
-// One unauthenticated probe (GET /v2/) and at most one token request per registry per tick.
-// The probe tells us which scheme the registry wants; the token request asks for pull on every
-// repository at once (one `scope` parameter each), so 50 images still cost one token.
+// At most one unauthenticated probe (GET /v2/) and one token request per registry per tick.
+// The probe tells us which scheme the registry wants, unless the token endpoint is configured;
+// the token request asks for pull on every repository at once (one `scope` parameter each), so
+// 50 images still cost one token.
 import { object, optional, parse, string } from "../schema.ts";
 import type { BasicCredentials } from "./credentials.ts";
 import { RegistryError } from "./errors.ts";
@@ -16,11 +17,30 @@ export function basicHeader(creds: BasicCredentials): string {
   return `Basic ${Buffer.from(`${creds.username}:${creds.password}`, "utf8").toString("base64")}`;
 }
 
-/** Probes the registry and returns the Authorization value for manifest requests. */
+/** A Bearer token endpoint known in advance (config `registry.token`). */
+export interface TokenEndpoint {
+  realm: string;
+  service?: string;
+}
+
+/**
+ * Returns the Authorization value for manifest requests: from the configured token endpoint
+ * without a probe, or from the challenge that the registry's API root answers.
+ */
 export async function authorize(
   ctx: HttpContext,
-  opts: { endpoint: string; paths: readonly string[]; credentials?: BasicCredentials },
+  opts: {
+    endpoint: string;
+    paths: readonly string[];
+    credentials?: BasicCredentials;
+    token?: TokenEndpoint;
+  },
 ): Promise<Authorization> {
+  if (opts.token) {
+    const params: Record<string, string> = { realm: opts.token.realm };
+    if (opts.token.service) params.service = opts.token.service;
+    return `Bearer ${await fetchToken(ctx, { ...opts, params })}`;
+  }
   const probe = await send(ctx, { method: "GET", url: new URL(`${opts.endpoint}/v2/`), headers: {} });
   if (probe.status === 200) return undefined;
   if (probe.status !== 401) throw errorFromResponse(probe, "the registry's API root");

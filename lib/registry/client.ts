@@ -4,7 +4,7 @@
 // workloads' own pulls and every further request would spend it.
 import type { Logger } from "../log.ts";
 import type { Telemetry } from "../telemetry.ts";
-import { authorize } from "./auth.ts";
+import { authorize, type TokenEndpoint } from "./auth.ts";
 import type { BasicCredentials } from "./credentials.ts";
 import { RegistryError, type RegistryFailure } from "./errors.ts";
 import type { HttpContext } from "./http.ts";
@@ -21,6 +21,8 @@ export interface ResolveOptions {
   endpoint?: string;
   insecure?: boolean;
   credentials?: BasicCredentials;
+  /** Configured token endpoint: no challenge probe. */
+  token?: TokenEndpoint;
   requestTimeoutMs: number;
   /** The tick's deadline. */
   signal: AbortSignal;
@@ -96,9 +98,11 @@ export async function resolveDigests(
       endpoint,
       paths: [...paths.values()],
       credentials: opts.credentials,
+      token: opts.token,
     });
   } catch (err) {
-    const failure = asRegistryError(err);
+    // A token endpoint that is not there (404) is the configuration's fault too.
+    const failure = blameConfiguredToken(opts, asRegistryError(err), ["not_found"]);
     noteRateLimit(opts, failure);
     for (const repo of repos) results.set(repo, fail(opts, repo, tag, failure));
     return results;
@@ -132,7 +136,7 @@ async function headAll(
       const digest = await headDigest(ctx, { ...opts, path });
       results.set(repo, { ok: true, digest });
     } catch (err) {
-      const failure = asRegistryError(err);
+      const failure = blameConfiguredToken(opts, asRegistryError(err));
       if (failure.reason === "rate_limited" && !stopped) {
         stopped = true;
         noteRateLimit(opts, failure);
@@ -148,6 +152,24 @@ function asRegistryError(err: unknown): RegistryError {
   return new RegistryError("network", `unexpected error: ${(err as Error)?.message ?? String(err)}`, {
     cause: err,
   });
+}
+
+/**
+ * With a configured token endpoint, a refusal may be the configuration's fault (a wrong realm or
+ * service gives a token the registry does not accept): say so, and how to fall back.
+ */
+function blameConfiguredToken(
+  opts: ResolveOptions,
+  err: RegistryError,
+  also: readonly RegistryFailure[] = [],
+): RegistryError {
+  if (!opts.token || !["unauthorized", "forbidden", ...also].includes(err.reason)) return err;
+  const where = `realm ${opts.token.realm}${opts.token.service ? `, service ${opts.token.service}` : ""}`;
+  return new RegistryError(
+    err.reason,
+    `${err.message} (the token came from registry.token (${where}); check it, or remove registry.token to let the registry's challenge choose)`,
+    { status: err.status, code: err.code, rateLimit: err.rateLimit, cause: err },
+  );
 }
 
 function fail(opts: ResolveOptions, repo: string, tag: string, err: RegistryError): DigestResult {
