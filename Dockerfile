@@ -18,8 +18,10 @@ RUN bun install --frozen-lockfile --production --ignore-scripts
 COPY . .
 # --bytecode: the runtime loads precompiled bytecode instead of parsing ~480 bundled modules on
 # every tick; --splitting keeps the lazily imported parts (telemetry SDK, simulators) in chunks
-# of their own, so `version` and a tick load only what they use. Same flags as `npm run build`.
-RUN bun build ./refresh.ts --compile --minify --bytecode --format=esm --splitting --target=bun-linux-x64-musl --outfile /out/image-refresh
+# of their own, so `version` and a tick load only what they use. --no-compile-autoload-*: a
+# compiled Bun program would otherwise read .env and bunfig.toml (even its `preload` scripts)
+# from the working directory. Same flags as `npm run build` (tests/image.test.ts checks).
+RUN bun build ./refresh.ts --compile --minify --bytecode --format=esm --splitting --no-compile-autoload-dotenv --no-compile-autoload-bunfig --target=bun-linux-x64-musl --outfile /out/image-refresh
 
 # Runtime libraries and certificates come from the Alpine release the binary was built against.
 FROM alpine:${ALPINE_VERSION} AS runtime

@@ -13,7 +13,7 @@ export interface RunResult {
 
 export async function runBinary(
   args: string[],
-  opts: { env?: Record<string, string | undefined>; timeoutMs?: number; stdin?: string } = {},
+  opts: { env?: Record<string, string | undefined>; timeoutMs?: number; stdin?: string; cwd?: string } = {},
 ): Promise<RunResult> {
   if (!existsSync(BINARY)) throw new Error(`Cannot run ${BINARY}: build it first with npm run build`);
   const env: Record<string, string> = {
@@ -21,7 +21,13 @@ export async function runBinary(
     HOME: process.env.HOME ?? "/tmp",
   };
   for (const [k, v] of Object.entries(opts.env ?? {})) if (v !== undefined) env[k] = v;
-  const proc = Bun.spawn([BINARY, ...args], { env, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  const proc = Bun.spawn([BINARY, ...args], {
+    env,
+    cwd: opts.cwd,
+    stdout: "pipe",
+    stderr: "pipe",
+    stdin: "ignore",
+  });
   const timer = setTimeout(() => proc.kill("SIGKILL"), opts.timeoutMs ?? 60_000);
   const [stdout, stderr, code] = await Promise.all([
     new Response(proc.stdout).text(),

@@ -9,6 +9,10 @@ import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 
 const ROOT = join(import.meta.dir, "..");
+/** The flags of `npm run build` (--compile, --bytecode, ...), without its --outfile. */
+const BUILD_FLAGS = pkg.scripts.build
+  .split(/\s+/)
+  .filter((w, i, all) => w.startsWith("--") && w !== "--outfile" && all[i - 1] !== "--outfile");
 const MUSL_BINARY = join(ROOT, "dist", "image-refresh-musl");
 const COMPAT = join(ROOT, "dist", "musl-compat");
 const MUSL_LOADER = "/lib/ld-musl-x86_64.so.1";
@@ -89,6 +93,11 @@ describe("Dockerfile", () => {
     expect(runs.some((r) => r.includes("--frozen-lockfile"))).toBe(true);
     expect(runs.some((r) => r.includes("--compile") && r.includes("--target=bun-linux-x64-musl"))).toBe(true);
   });
+  test("the build stage compiles with every flag of npm run build", () => {
+    const compile = dockerfile.flat().find((i) => i.op === "RUN" && i.args.startsWith("bun build "));
+    const flags = compile?.args.split(/\s+/) ?? [];
+    for (const flag of BUILD_FLAGS) expect(flags).toContain(flag);
+  });
   test("the final stage carries the loader, libstdc++, libgcc_s and a CA bundle", () => {
     for (const p of [MUSL_LOADER, "/usr/lib/libstdc++.so.6", "/usr/lib/libgcc_s.so.1"])
       expect(copiedPaths).toContain(p);
@@ -99,16 +108,7 @@ describe("Dockerfile", () => {
 describe("the musl binary the image carries", () => {
   beforeAll(() => {
     // The musl runtime comes from the npm registry (@oven/bun-linux-x64-musl) on first use.
-    const args = [
-      "--compile",
-      "--minify",
-      "--bytecode",
-      "--format=esm",
-      "--splitting",
-      "--target=bun-linux-x64-musl",
-      "--outfile",
-      MUSL_BINARY,
-    ];
+    const args = [...BUILD_FLAGS, "--target=bun-linux-x64-musl", "--outfile", MUSL_BINARY];
     // Full environment: the compile may fetch the runtime and needs the user's registry settings.
     const r = run([process.execPath, "build", join(ROOT, "refresh.ts"), ...args], process.env);
     if (r.code !== 0) throw new Error(`Cannot compile the musl binary: ${r.stderr}`);
