@@ -15,8 +15,9 @@ export function runProduct(
   args: string[] = ["tick"],
   env: Record<string, string> = {},
   wrap: string[] = [],
+  configPath = w.configPath,
 ): Promise<Spawned> {
-  const cmd = [...wrap, BINARY, ...args, "--config", w.configPath, "--kubeconfig", w.kubeconfigPath];
+  const cmd = [...wrap, BINARY, ...args, "--config", configPath, "--kubeconfig", w.kubeconfigPath];
   return timed(cmd, w.env(env));
 }
 

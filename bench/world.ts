@@ -29,6 +29,8 @@ export interface BenchWorld {
   caPath: string;
   kubeconfigPath: string;
   configPath: string;
+  /** The same configuration with `registry.token` set, so the product skips the challenge probe. */
+  tokenConfigPath: string;
   images: Image[];
   /** Environment shared by every client under test: the CA, and nothing from the caller. */
   env(extra?: Record<string, string>): Record<string, string>;
@@ -108,6 +110,11 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
   writeFileSync(caPath, tls.caPem);
   writeFileSync(kubeconfigPath, api.kubeconfig());
   writeFileSync(configPath, JSON.stringify(configFor(registry.host, images), null, 2));
+  // The same, with the token endpoint configured: no challenge probe (README, registry.token).
+  const tokenConfigPath = join(dir, "config-token.json");
+  const withToken = configFor(registry.host, images);
+  withToken.registry = { host: registry.host, token: { realm: `${registry.url}/token`, service: SERVICE } };
+  writeFileSync(tokenConfigPath, JSON.stringify(withToken, null, 2));
   return {
     api,
     registry,
@@ -115,6 +122,7 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
     caPath,
     kubeconfigPath,
     configPath,
+    tokenConfigPath,
     images,
     env: (extra = {}) => ({
       PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -171,7 +179,7 @@ function addWorkloads(api: SimApiServer, images: Image[]): void {
 function configFor(host: string, images: Image[]) {
   return {
     tag: TAG,
-    registry: { host },
+    registry: { host } as { host: string; token?: { realm: string; service: string } },
     state: STATE,
     annotationPrefix: PREFIX,
     maxRefreshAttempts: 3,
