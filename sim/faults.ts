@@ -18,6 +18,11 @@ export type Fault =
    * `times: 1` on a GET is usually invisible to the client; non-GET requests are not retried.
    */
   | { type: "reset" }
+  /**
+   * API server only: the request is carried out (a write lands), then the connection is
+   * destroyed instead of the answer, as when a network path dies between the two.
+   */
+  | { type: "lost" }
   | { type: "malformed" }
   /** Watch only: answer 200 and send one in-stream ERROR event carrying a 410 Expired Status. */
   | { type: "expired" };

@@ -161,6 +161,7 @@ async function applyFault(sim: Sim, x: Exchange, fault: Fault): Promise<boolean>
     case "hang":
       return true; // never answered; stop() destroys the socket
     case "reset":
+    case "lost": // for a read, an answer lost after the work is a reset
       x.req.socket.destroy();
       return true;
     case "delay":

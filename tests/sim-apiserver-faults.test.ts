@@ -62,6 +62,16 @@ describe("fault injection", () => {
     expect((await patch(sim, dep, "application/merge-patch+json", {})).status).toBe(200);
   });
 
+  test("lost: the write is carried out, then the connection dies instead of the answer", async () => {
+    sim.faults.add({ method: "PATCH", path: dep, times: 1, fault: { type: "lost" } });
+    const body = { metadata: { annotations: { "example.com/landed": "yes" } } };
+    await expect(patch(sim, dep, "application/merge-patch+json", body)).rejects.toThrow();
+    expect(sim.log.filter((e) => e.method === "PATCH").map((e) => [e.fault, e.status])).toEqual([
+      ["lost", 0],
+    ]);
+    expect((await call(sim, dep)).json.metadata.annotations).toMatchObject({ "example.com/landed": "yes" });
+  });
+
   test("Bun's fetch retries a GET once on a reset keep-alive connection, so only a lasting reset fails it", async () => {
     await call(sim, "/version"); // leaves a pooled connection behind
     sim.faults.add({ method: "GET", path: dep, times: 1, fault: { type: "reset" } });

@@ -26,6 +26,8 @@ export interface Ctx {
   body: string;
   contentType?: string;
   entry: RequestLogEntry;
+  /** The `lost` fault: serve the request, then destroy the connection instead of answering. */
+  loseAnswer?: boolean;
 }
 
 export async function readContext(req: IncomingMessage, res: ServerResponse): Promise<Ctx> {
@@ -59,6 +61,11 @@ export async function readContext(req: IncomingMessage, res: ServerResponse): Pr
 
 export function sendJson(ctx: Ctx, code: number, value: unknown, headers: Record<string, string> = {}): void {
   if (ctx.res.headersSent || ctx.res.destroyed) return;
+  if (ctx.loseAnswer) {
+    finish(ctx, 0);
+    ctx.req.socket.destroy();
+    return;
+  }
   const text = JSON.stringify(value);
   ctx.res.writeHead(code, {
     "content-type": "application/json",
@@ -98,6 +105,9 @@ export async function applyFault(ctx: Ctx, fault: Fault): Promise<"continue" | "
       // Never answered: the client's own timeout or stop() ends it.
       ctx.req.socket.once("close", () => finish(ctx, 0));
       return "done";
+    case "lost":
+      ctx.loseAnswer = true;
+      return "continue";
     case "reset":
       finish(ctx, 0);
       ctx.req.socket.destroy();

@@ -14,6 +14,7 @@ export const FAULTS = {
   reset: { type: "reset" },
   malformed: { type: "malformed" },
   "slow < timeout": { type: "delay", ms: 300 },
+  "answer lost": { type: "lost" },
 } satisfies Record<string, Fault>;
 export type FaultName = keyof typeof FAULTS;
 export const FAULT_NAMES = Object.keys(FAULTS) as FaultName[];
@@ -22,7 +23,7 @@ export interface Expect {
   outcome: string;
   /** refresh-attempt after the tick; null = absent; undefined = not checked. */
   attempt?: string | null;
-  /** Workloads re-imaged successfully, in order; undefined = not checked. */
+  /** Workloads whose image patch was answered 2xx, in order; undefined = not checked. */
   patched?: string[];
   /** No write at all reached the API server. */
   noWrites?: boolean;
@@ -40,6 +41,11 @@ export interface Row {
   };
   /** Under a fault (every column but the slow one and those in `healthy`). */
   fault: Expect;
+  /**
+   * Writes only: the write landed but its answer was lost. The tick must take the failure path
+   * (it cannot know), and the cluster shows what did land. Default: as `fault`.
+   */
+  lost?: Expect;
   /** With the slow-but-in-time fault: the scene's normal course. */
   healthy: Expect;
   /** Columns that behave like `healthy` (a conflict that a re-read resolves). */
@@ -131,6 +137,8 @@ export const ROWS: Row[] = [
     fault: { outcome: "held", attempt: null, patched: [] },
     healthy: refreshed,
     recovers: ["409"],
+    // The count landed; no workload was touched, so the next tick simply counts on from it.
+    lost: { outcome: "held", attempt: "1", patched: [] },
   },
   {
     name: "patch api (the state object)",
@@ -183,6 +191,8 @@ export const ROWS: Row[] = [
     fault: failedAfter(ALL),
     healthy: refreshed,
     recovers: ["409"],
+    // The reset landed: the count is gone although the tick could not know it.
+    lost: { outcome: "failed", attempt: null, patched: ALL },
   },
   {
     name: "digest record",
@@ -213,6 +223,7 @@ export const ROWS: Row[] = [
 /** What a cell must show, or undefined when the fault does not apply to the request. */
 export function expected(row: Row, fault: FaultName): Expect | undefined {
   if (row.na?.includes(fault)) return undefined;
+  if (fault === "answer lost") return row.target.read ? undefined : (row.lost ?? row.fault);
   if (fault === "slow < timeout" || row.recovers?.includes(fault)) return row.healthy;
   return row.fault;
 }
