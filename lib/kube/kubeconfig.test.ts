@@ -71,7 +71,7 @@ const cases: Case[] = [
     },
   ],
   [
-    "KUBECONFIG list: first existing file; relative paths resolve against its directory",
+    "KUBECONFIG list: missing files are skipped; relative paths resolve against the file's directory",
     {
       env: { KUBECONFIG: "/missing:/cfg/dir/kc:/cfg/later" },
       files: {
@@ -91,6 +91,44 @@ const cases: Case[] = [
       tokenFile: "/cfg/dir/tok",
       clientCertPem: PEM,
       clientKeyPem: KEY,
+      namespace: "apps",
+    },
+  ],
+  [
+    "KUBECONFIG list is merged like kubectl's: the first file to set a value or name wins; paths resolve against the file that holds them",
+    {
+      env: { KUBECONFIG: "/a/creds:/missing:/b/contexts" },
+      files: {
+        // Credentials and a cluster only: no current-context, no contexts.
+        "/a/creds": `users:
+  - name: u1
+    user: { tokenFile: tok }
+clusters:
+  - name: c1
+    cluster: { server: "https://first:6443", certificate-authority: ca.crt }
+`,
+        "/a/ca.crt": PEM,
+        "/b/contexts": `current-context: dev
+contexts:
+  - name: dev
+    context: { cluster: c1, user: u1, namespace: apps }
+clusters:
+  - name: c1
+    cluster: { server: "https://second:6443" }
+users:
+  - name: u1
+    user: { token: not-this }
+`,
+      },
+    },
+    {
+      server: "https://first:6443",
+      caPem: PEM,
+      insecureSkipTlsVerify: false,
+      token: undefined,
+      tokenFile: "/a/tok",
+      clientCertPem: undefined,
+      clientKeyPem: undefined,
       namespace: "apps",
     },
   ],
@@ -166,6 +204,24 @@ const bad: Array<
   ["--kubeconfig unreadable", { kubeconfigFlag: "/nope", files: {} }, /Cannot read kubeconfig \/nope/],
   ["no KUBECONFIG file exists", { env: { KUBECONFIG: "/a:/b" }, files: {} }, /no file of KUBECONFIG exists/],
   ["nothing at all", { files: {} }, /Cannot find a cluster/],
+  [
+    "KUBECONFIG files of which none sets current-context",
+    { env: { KUBECONFIG: "/a:/b" }, files: { "/a": "clusters: []\n", "/b": "users: []\n" } },
+    /Invalid kubeconfig KUBECONFIG \(\/a, \/b\): current-context is not set/,
+  ],
+  [
+    "one unreadable YAML file in KUBECONFIG is an error, not skipped",
+    { env: { KUBECONFIG: "/a:/b" }, files: { "/a": "a: [", "/b": kubeconfig({}) } },
+    /Invalid kubeconfig \/a: not YAML or JSON/,
+  ],
+  [
+    "a later file's bad field is named with its file",
+    {
+      env: { KUBECONFIG: "/a:/b" },
+      files: { "/a": kubeconfig({}), "/b": "users:\n  - name: u9\n    user: { token: 12345678 }\n" },
+    },
+    /Invalid kubeconfig \/b: users\[0\]\.user\.token/,
+  ],
   [
     "in-cluster without a token",
     { env: { KUBERNETES_SERVICE_HOST: "h", KUBERNETES_SERVICE_PORT: "1" }, files: {} },

@@ -48,12 +48,16 @@ export function resolveConnection(opts: ResolveOptions): Connection {
   if (opts.kubeconfigFlag) return fromKubeconfigFile(opts.kubeconfigFlag, readFile);
   const list = (opts.env.KUBECONFIG ?? "").split(":").filter((p) => p !== "");
   if (list.length > 0) {
-    // client-go merges the list; the first file that exists is what nearly every setup needs.
-    for (const path of list) {
+    // Merged as client-go merges it: files that do not exist are skipped, one that exists but
+    // does not parse is an error.
+    const loaded = list.flatMap((path) => {
       const text = tryRead(path, readFile);
-      if (text !== undefined) return parseKubeconfig(text, { path, readFile });
-    }
-    throw new KubeconfigError(`Cannot read kubeconfig: no file of KUBECONFIG exists (${list.join(", ")})`);
+      return text === undefined ? [] : [loadFile(text, path)];
+    });
+    if (loaded.length === 0)
+      throw new KubeconfigError(`Cannot read kubeconfig: no file of KUBECONFIG exists (${list.join(", ")})`);
+    const where = loaded.length === 1 ? (loaded[0] as LoadedFile).path : `KUBECONFIG (${list.join(", ")})`;
+    return connectionFrom(merge(loaded, where), readFile);
   }
   if (opts.env.KUBERNETES_SERVICE_HOST || opts.env.KUBERNETES_SERVICE_PORT) {
     return inCluster(opts.env, readFile);
@@ -129,30 +133,70 @@ const ContextSchema = object({
   namespace: optional(string()),
 });
 
-const KubeconfigSchema = object({
-  "current-context": string(minLength(1, "current-context is not set")),
+// One file. current-context and contexts may be absent from a file that only adds credentials
+// to a KUBECONFIG list; the merged result must have them.
+const FileSchema = object({
+  "current-context": optional(string()),
   clusters: nullish(array(object({ name: nonEmpty, cluster: ClusterSchema }))),
   users: nullish(array(object({ name: nonEmpty, user: nullish(UserSchema) }))),
-  contexts: array(object({ name: nonEmpty, context: ContextSchema })),
+  contexts: nullish(array(object({ name: nonEmpty, context: ContextSchema }))),
 });
-type Kubeconfig = Infer<typeof KubeconfigSchema>;
 type Cluster = Infer<typeof ClusterSchema>;
 type User = Infer<typeof UserSchema>;
+type Context = Infer<typeof ContextSchema>;
 
 interface Source {
   path: string;
   readFile: (p: string) => string;
 }
 
-export function parseKubeconfig(text: string, src: Source): Connection {
-  const raw = parseYaml(text, src.path);
-  const parsed = parse(KubeconfigSchema, raw);
+interface LoadedFile {
+  path: string;
+  cfg: Infer<typeof FileSchema>;
+}
+
+/** A named entry and the file it came from: relative paths in it resolve against that file. */
+interface Sourced<T> {
+  value: T;
+  path: string;
+}
+
+interface Merged {
+  /** How messages name the configuration: a file, or the KUBECONFIG list. */
+  where: string;
+  currentContext?: string;
+  clusters: Map<string, Sourced<Cluster>>;
+  users: Map<string, Sourced<User | undefined>>;
+  contexts: Map<string, Context>;
+}
+
+function loadFile(text: string, path: string): LoadedFile {
+  const parsed = parse(FileSchema, parseYaml(text, path));
   if (!parsed.ok) {
     // Field paths and the schema's messages only: values (a token!) never enter the message.
     const fields = parsed.issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join("; ");
-    throw new KubeconfigError(`Invalid kubeconfig ${src.path}: ${fields}`);
+    throw new KubeconfigError(`Invalid kubeconfig ${path}: ${fields}`);
   }
-  return connectionFrom(parsed.value, src);
+  return { path, cfg: parsed.value };
+}
+
+/** kubectl's rule for a KUBECONFIG list: the first file to set a value or a name wins. */
+function merge(files: readonly LoadedFile[], where: string): Merged {
+  const m: Merged = { where, clusters: new Map(), users: new Map(), contexts: new Map() };
+  const add = <T>(map: Map<string, T>, name: string, value: T) => {
+    if (!map.has(name)) map.set(name, value);
+  };
+  for (const { path, cfg } of files) {
+    m.currentContext ||= cfg["current-context"] || undefined;
+    for (const c of cfg.clusters ?? []) add(m.clusters, c.name, { value: c.cluster, path });
+    for (const u of cfg.users ?? []) add(m.users, u.name, { value: u.user, path });
+    for (const c of cfg.contexts ?? []) add(m.contexts, c.name, c.context);
+  }
+  return m;
+}
+
+export function parseKubeconfig(text: string, src: Source): Connection {
+  return connectionFrom(merge([loadFile(text, src.path)], src.path), src.readFile);
 }
 
 function parseYaml(text: string, path: string): unknown {
@@ -163,28 +207,29 @@ function parseYaml(text: string, path: string): unknown {
   }
 }
 
-function connectionFrom(cfg: Kubeconfig, src: Source): Connection {
-  const ctxName = cfg["current-context"];
-  const ctx = cfg.contexts.find((c) => c.name === ctxName)?.context;
+function connectionFrom(m: Merged, readFile: (p: string) => string): Connection {
+  const ctxName = m.currentContext;
+  if (!ctxName) throw new KubeconfigError(`Invalid kubeconfig ${m.where}: current-context is not set`);
+  const ctx = m.contexts.get(ctxName);
   if (!ctx)
     throw new KubeconfigError(
-      `Invalid kubeconfig ${src.path}: current-context "${ctxName}" not found in contexts`,
+      `Invalid kubeconfig ${m.where}: current-context "${ctxName}" not found in contexts`,
     );
-  const cluster = (cfg.clusters ?? []).find((c) => c.name === ctx.cluster)?.cluster;
+  const cluster = m.clusters.get(ctx.cluster);
   if (!cluster) {
     throw new KubeconfigError(
-      `Invalid kubeconfig ${src.path}: cluster "${ctx.cluster}" of context "${ctxName}" not found in clusters`,
+      `Invalid kubeconfig ${m.where}: cluster "${ctx.cluster}" of context "${ctxName}" not found in clusters`,
     );
   }
-  const entry = ctx.user ? (cfg.users ?? []).find((u) => u.name === ctx.user) : undefined;
+  const entry = ctx.user ? m.users.get(ctx.user) : undefined;
   if (ctx.user && !entry) {
     throw new KubeconfigError(
-      `Invalid kubeconfig ${src.path}: user "${ctx.user}" of context "${ctxName}" not found in users`,
+      `Invalid kubeconfig ${m.where}: user "${ctx.user}" of context "${ctxName}" not found in users`,
     );
   }
   return {
-    ...clusterSettings(cluster, src),
-    ...userSettings(entry?.user ?? {}, src, ctx.user ?? ""),
+    ...clusterSettings(cluster.value, { path: cluster.path, readFile }),
+    ...userSettings(entry?.value ?? {}, { path: entry?.path ?? cluster.path, readFile }, ctx.user ?? ""),
     namespace: ctx.namespace || undefined,
   };
 }
