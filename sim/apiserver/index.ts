@@ -11,14 +11,16 @@ import { applyFault, type Ctx, type RequestLogEntry, readContext, sendStatus } f
 import { renderKubeconfig } from "./kubeconfig.ts";
 import { manifest, type WorkloadKind } from "./objects.ts";
 import { clone, type JsonObject, mergePatch } from "./patch.ts";
+import { authorize, type RbacPolicy } from "./rbac.ts";
 import { type RouterState, route } from "./router.ts";
-import { failure } from "./status.ts";
+import { failure, type Status } from "./status.ts";
 import { Store } from "./store.ts";
 
 export type { FaultRule } from "../faults.ts";
 export type { ControllerMode } from "./controller.ts";
 export type { RequestLogEntry } from "./http.ts";
 export type { WorkloadKind } from "./objects.ts";
+export type { RbacPolicy, RbacRule } from "./rbac.ts";
 
 export interface StartApiServerOptions {
   tls?: TlsMaterial;
@@ -66,6 +68,11 @@ export interface SimApiServer {
   // biome-ignore lint/suspicious/noExplicitAny: Events as created through the API, both groups
   readonly events: any[];
   rotateToken(newToken: string): void;
+  /**
+   * Enforces RBAC for the token's user from now on, as kube-apiserver does: after
+   * authentication, before anything else. `undefined` (the default) allows everything.
+   */
+  setRbac(policy: RbacPolicy | undefined): void;
   /** Makes every resourceVersion up to now too old for a watch (as etcd compaction does): 410 Expired. */
   compact(): void;
   /** The current resourceVersion of the store (etcd's revision). */
@@ -80,6 +87,18 @@ interface Runtime {
   log: RequestLogEntry[];
   faults: FaultSet;
   state: RouterState;
+  rbac?: RbacPolicy;
+}
+
+/**
+ * The authorizer only sees authenticated requests: a wrong token is left to the router's 401,
+ * as kube-apiserver authenticates before it authorizes. (router.ts keeps its own check private.)
+ */
+function rbacDenial(rt: Runtime, ctx: Ctx): Status | undefined {
+  if (!rt.rbac) return undefined;
+  const m = /^Bearer\s+(.+)$/i.exec(ctx.req.headers.authorization ?? "");
+  if (m?.[1]?.trim() !== rt.state.token()) return undefined;
+  return authorize(rt.rbac, ctx);
 }
 
 async function handle(rt: Runtime, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -87,6 +106,9 @@ async function handle(rt: Runtime, req: IncomingMessage, res: ServerResponse): P
   try {
     ctx = await readContext(req, res);
     rt.log.push(ctx.entry);
+    // Before fault injection: a denied request never reaches the faulty server behind the filter.
+    const denied = rbacDenial(rt, ctx);
+    if (denied) return sendStatus(ctx, denied);
     const fault = rt.faults.take(ctx.method, ctx.path, ctx.search);
     if (fault && (await applyFault(ctx, fault)) === "done") return;
     const forceExpired = fault?.type === "expired";
@@ -216,6 +238,9 @@ function makeHandle(rt: Runtime, d: HandleDeps): SimApiServer {
       return rt.state.events;
     },
     rotateToken: (t) => d.setToken(t),
+    setRbac: (policy) => {
+      rt.rbac = policy && { user: policy.user, rules: policy.rules.map((r) => ({ ...r })) };
+    },
     compact: () => {
       store.compactedRv = store.rv;
     },
