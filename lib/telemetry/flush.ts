@@ -1,13 +1,13 @@
 // Export at exit, within a deadline. A tick lives seconds, so nothing is exported on a timer:
-// spans are kept in memory and metrics are collected once, and the exporters are built only at
-// shutdown, when the remaining budget is known. That budget becomes the exporters' own timeout,
-// so their retry loop (up to 5 retries, connection-refused included) gives up by the deadline
-// instead of holding the process for OTEL_EXPORTER_OTLP_TIMEOUT per signal.
-import { type ExportResult, ExportResultCode } from "@opentelemetry/core";
-import { OTLPMetricExporter as JsonMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http";
-import { OTLPMetricExporter as ProtoMetricExporter } from "@opentelemetry/exporter-metrics-otlp-proto";
-import { OTLPTraceExporter as JsonTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { OTLPTraceExporter as ProtoTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
+// spans are kept in memory and metrics are collected once at shutdown, then each signal is
+// serialized by the SDK's OTLP transformer and sent in one POST (./otlp.ts) that gives up by the
+// deadline, however the collector behaves.
+import {
+  JsonMetricsSerializer,
+  JsonTraceSerializer,
+  ProtobufMetricsSerializer,
+  ProtobufTraceSerializer,
+} from "@opentelemetry/otlp-transformer";
 import {
   AggregationTemporality,
   InstrumentType,
@@ -17,6 +17,7 @@ import {
 import type { ReadableSpan, SpanProcessor } from "@opentelemetry/sdk-trace";
 import { printMetrics, printSpans } from "./console.ts";
 import type { OtlpTarget, SignalConfig, Temporality } from "./env.ts";
+import { type PostOptions, postOtlp } from "./otlp.ts";
 
 /** Keeps ended spans until shutdown; a tick produces tens of spans, not thousands. */
 export class BufferingSpanProcessor implements SpanProcessor {
@@ -48,39 +49,55 @@ function temporalitySelector(t: Temporality): (type: InstrumentType) => Aggregat
   return (type) => (deltaTypes.includes(type) ? DELTA : CUMULATIVE);
 }
 
-interface Exporter<T> {
-  export(items: T, cb: (r: ExportResult) => void): void;
-}
-
-function exportOnce<T>(exporter: Exporter<T>, items: T): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    try {
-      exporter.export(items, (r) =>
-        resolve(r.code === ExportResultCode.SUCCESS ? undefined : (r.error?.message ?? "export failed")),
-      );
-    } catch (err) {
-      resolve((err as Error).message);
-    }
-  });
-}
-
-/** Milliseconds left until `deadline`; at least 1 because the exporters reject a 0 timeout. */
+/** Milliseconds left until `deadline`, at least 1 (a 0 timeout means "none" to the SDK). */
 function remaining(deadline: number): number {
   return Math.max(1, deadline - Date.now());
 }
 
-type OtlpOptions = NonNullable<ConstructorParameters<typeof ProtoTraceExporter>[0]>;
+interface PartialSuccess {
+  rejectedSpans?: number;
+  rejectedDataPoints?: number;
+  errorMessage?: string;
+}
 
-function otlpOptions(target: OtlpTarget, timeoutMillis: number): OtlpOptions {
-  return {
-    url: target.url,
-    headers: target.headers,
-    // The SDK types this as an enum of the same two strings, from a package we do not depend on.
-    compression: target.compression as OtlpOptions["compression"],
-    timeoutMillis,
-    // No keep-alive: the process exits right after this one request per signal.
-    httpAgentOptions: { keepAlive: false },
-  };
+interface Serializer<T> {
+  serializeRequest(items: T): Uint8Array | undefined;
+  deserializeResponse(body: Uint8Array): { partialSuccess?: PartialSuccess };
+}
+
+/**
+ * Serializes and posts one signal; resolves to an error message or undefined. Never rejects.
+ * `what` names the signal's items for a partial success ("spans", "data points").
+ */
+async function exportSignal<T>(
+  target: OtlpTarget,
+  serializer: Serializer<T>,
+  items: T,
+  opts: PostOptions & { what: string },
+): Promise<string | undefined> {
+  try {
+    const payload = serializer.serializeRequest(items);
+    if (!payload) return "cannot serialize";
+    const res = await postOtlp(target, payload, opts);
+    return res.ok ? partialSuccess(serializer, res.body, opts.what) : res.reason;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+/** The collector accepted the request but dropped some items (OTLP partial success); worth a warning. */
+function partialSuccess<T>(serializer: Serializer<T>, body: Uint8Array, what: string): string | undefined {
+  if (body.length === 0) return undefined;
+  let ps: PartialSuccess | undefined;
+  try {
+    ps = serializer.deserializeResponse(body).partialSuccess;
+  } catch {
+    return undefined; // an unreadable success is still a success
+  }
+  const rejected = Number(ps?.rejectedSpans ?? ps?.rejectedDataPoints ?? 0);
+  const message = ps?.errorMessage ?? "";
+  if (!rejected && !message) return undefined;
+  return `collector rejected ${rejected} ${what}${message ? `: ${message}` : ""}`;
 }
 
 /** Sends spans; resolves to an error message or undefined. Never rejects. */
@@ -88,15 +105,14 @@ export async function sendSpans(
   cfg: SignalConfig,
   spans: ReadableSpan[],
   deadline: number,
+  post: Omit<PostOptions, "deadline"> = {},
 ): Promise<string | undefined> {
   if (spans.length === 0) return undefined;
   if (cfg.console) printSpans(spans);
   const target = cfg.otlp;
   if (!target) return undefined;
-  const opts = otlpOptions(target, Math.min(target.timeoutMs, remaining(deadline)));
-  const exporter =
-    target.protocol === "http/json" ? new JsonTraceExporter(opts) : new ProtoTraceExporter(opts);
-  const err = await exportOnce(exporter, spans);
+  const serializer = target.protocol === "http/json" ? JsonTraceSerializer : ProtobufTraceSerializer;
+  const err = await exportSignal(target, serializer, spans, { ...post, deadline, what: "spans" });
   return err && `traces to ${target.url}: ${err}`;
 }
 
@@ -105,6 +121,7 @@ export async function sendMetrics(
   cfg: SignalConfig,
   reader: OnDemandMetricReader,
   deadline: number,
+  post: Omit<PostOptions, "deadline"> = {},
 ): Promise<string | undefined> {
   let collected: ResourceMetrics;
   try {
@@ -116,10 +133,8 @@ export async function sendMetrics(
   if (cfg.console) printMetrics(collected);
   const target = cfg.otlp;
   if (!target) return undefined;
-  const opts = otlpOptions(target, Math.min(target.timeoutMs, remaining(deadline)));
-  const exporter =
-    target.protocol === "http/json" ? new JsonMetricExporter(opts) : new ProtoMetricExporter(opts);
-  const err = await exportOnce(exporter, collected);
+  const serializer = target.protocol === "http/json" ? JsonMetricsSerializer : ProtobufMetricsSerializer;
+  const err = await exportSignal(target, serializer, collected, { ...post, deadline, what: "data points" });
   return err && `metrics to ${target.url}: ${err}`;
 }
 
