@@ -4,6 +4,7 @@
 //
 //   npm run mutation                             # the decision core (default)
 //   STRYKER_AREA=clients npm run mutation        # the pure parts of the registry client
+//   STRYKER_AREA=schema npm run mutation         # the boundary validators (lib/schema.ts)
 //
 // StrykerJS 10 wants Node >= 22; the machine has Node 20, so the script runs Stryker under Bun:
 //   bun node_modules/@stryker-mutator/core/bin/stryker.js run
@@ -35,6 +36,11 @@ const AREAS = {
       // would make a mutant's verdict change from one run to the next.
     ],
   },
+  // The validators every boundary parses with; the config suites exercise them through a real schema.
+  schema: {
+    mutate: ["lib/schema.ts"],
+    tests: ["lib/schema.test.ts", "lib/config.test.ts", "lib/config.more.test.ts"],
+  },
   clients: {
     mutate: ["lib/registry/challenge.ts", "lib/registry/reference.ts", "lib/registry/credentials.ts"],
     tests: [
@@ -50,7 +56,10 @@ const AREAS = {
 
 const area = process.env.STRYKER_AREA ?? "core";
 const chosen = AREAS[area];
-if (!chosen) throw new Error(`Cannot use STRYKER_AREA: current value is "${area}", expected core or clients`);
+if (!chosen)
+  throw new Error(
+    `Cannot use STRYKER_AREA: current value is "${area}", expected ${Object.keys(AREAS).join(", ")}`,
+  );
 
 // Paths are relative so the command works inside Stryker's sandbox copy. `bun test` fails on a
 // path that does not exist, so only test files that exist are named.

@@ -50,7 +50,7 @@ function report(ctx: Context, code: IssueCode, message: string): never {
 function kindOf(v: unknown): string {
   if (v === null) return "null";
   if (Array.isArray(v)) return "array";
-  if (typeof v === "number" && Number.isNaN(v)) return "NaN";
+  if (Number.isNaN(v)) return "NaN";
   return typeof v;
 }
 
@@ -114,12 +114,12 @@ export const unknown: Schema<unknown> = (v) => v;
 export function oneOf<const V extends readonly string[]>(values: V): Schema<V[number]> {
   const shown = values.map((x) => JSON.stringify(x)).join("|");
   return (v, ctx) =>
-    typeof v === "string" && values.includes(v)
+    (values as readonly unknown[]).includes(v)
       ? (v as V[number])
       : report(ctx, "invalid_value", `Invalid option: expected one of ${shown}`);
 }
 
-/** An absolute URL whose scheme is one of `protocols` (e.g. ["http:", "https:"]). */
+/** An absolute http(s) URL whose scheme is one of `protocols` (e.g. ["http:", "https:"]). */
 export function url(protocols: readonly string[]): Schema<string> {
   return (v, ctx) => {
     if (typeof v !== "string") return wrongType(ctx, "string", v);
@@ -129,9 +129,8 @@ export function url(protocols: readonly string[]): Schema<string> {
     } catch {
       return report(ctx, "invalid_format", "Invalid URL");
     }
-    return protocols.includes(parsed.protocol) && parsed.hostname !== ""
-      ? v
-      : report(ctx, "invalid_format", "Invalid URL");
+    // http: and https: are special schemes: a URL of theirs without a host does not parse.
+    return protocols.includes(parsed.protocol) ? v : report(ctx, "invalid_format", "Invalid URL");
   };
 }
 

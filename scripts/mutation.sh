@@ -4,7 +4,7 @@
 # under Bun. Reports: reports/mutation/{core,clients}.html. Not run in CI: minutes, not seconds.
 set -eu
 cd "$(dirname "$0")/.."
-areas="${*:-core clients}"
+areas="${*:-core schema clients}"
 for area in $areas; do
   echo "== mutation testing: $area"
   STRYKER_AREA="$area" node_modules/.bin/bun node_modules/@stryker-mutator/core/bin/stryker.js run

@@ -76,7 +76,13 @@ describe("KUBECONFIG lists resolve as kubectl resolves them", () => {
       const list = layout.list.map((p) => join(dir, p));
       const want = kubectlView(list);
       const got = resolveConnection({ env: { KUBECONFIG: list.join(":") }, homeDir: root });
-      expect({ server: got.server, token: got.token, namespace: got.namespace, ca: got.caPem }).toEqual(want);
+      const seen: ReturnType<typeof kubectlView> = {
+        server: got.server,
+        token: got.token,
+        namespace: got.namespace,
+        ca: got.caPem,
+      };
+      expect(seen).toEqual(want);
     });
   });
 });
