@@ -1,7 +1,7 @@
 // The shipped Roles, enforced: each kustomization is rendered, the rules bound to the CronJob's
 // service account are loaded into the simulated API server, and the compiled binary runs its
-// whole story (first observation, a refresh that lists and watches, a flapping workload until
-// lockout, status, rearm) with the CronJob's own environment. No request may be forbidden and
+// whole story (first observation, a refresh that lists and watches, skips up to a freeze, a
+// flapping workload until lockout, status, rearm) with the CronJob's own environment. No request may be forbidden and
 // every outcome must be the one the same story has without RBAC. tests/k8s.test.ts compares the
 // Roles with a list of expected permissions; this proves the list is what the product needs.
 import { afterEach, describe, expect, test } from "bun:test";
@@ -140,6 +140,12 @@ async function story(w: World, s: Shipped): Promise<Step[]> {
   const steps = [await step(w, s, "first observation")];
   for (const image of config.images) if (image.pinned !== true) w.registry.push(image.repository, config.tag);
   steps.push(await step(w, s, "refresh"));
+  // An unsettled state object: counted skips (streak writes) up to the freeze and its Event.
+  const st = config.state;
+  w.api.setMode(st.kind, st.namespace, st.name, "unsettled");
+  for (let n = 1; n <= config.maxSkipTicks; n++) steps.push(await step(w, s, `unsettled ${n}`));
+  w.api.setMode(st.kind, st.namespace, st.name, "healthy");
+  await waitFor(w.api, st.kind, st.namespace, st.name, settled);
   const f = flapTarget(config);
   for (let n = 1; n <= config.maxRefreshAttempts; n++) {
     w.registry.push(f.repository, config.tag);
@@ -178,6 +184,8 @@ for (const dir of KUSTOMIZATIONS) {
       expect(enforced.map((x) => [x.step, x.code, x.outcome])).toEqual([
         ["first observation", 0, "recorded"],
         ["refresh", 0, "refreshed"],
+        ...Array.from({ length: s.config.maxSkipTicks - 1 }, (_, i) => [`unsettled ${i + 1}`, 0, "skipped"]),
+        [`unsettled ${s.config.maxSkipTicks}`, 1, "frozen"],
         ...Array.from({ length: s.config.maxRefreshAttempts }, (_, i) => [`flap ${i + 1}`, 1, "failed"]),
         ["lockout", 0, "locked_out"],
         ["status", 0, undefined],
@@ -189,7 +197,7 @@ for (const dir of KUSTOMIZATIONS) {
       const q = w.api.log.map((e) => e.query);
       expect(q.some((x) => x.fieldSelector?.startsWith("metadata.name=") && !x.watch)).toBe(true);
       expect(q.some((x) => x.fieldSelector?.startsWith("metadata.name=") && x.watch === "1")).toBe(true);
-      expect(w.api.events.map((e) => e.reason)).toContain("Refreshed");
+      expect(new Set(w.api.events.map((e) => e.type))).toEqual(new Set(["Normal", "Warning"]));
     }, 120_000);
   });
 }
