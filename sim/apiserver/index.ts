@@ -12,7 +12,7 @@ import { renderKubeconfig } from "./kubeconfig.ts";
 import { manifest, type WorkloadKind } from "./objects.ts";
 import { clone, type JsonObject, mergePatch } from "./patch.ts";
 import { authorize, type RbacPolicy } from "./rbac.ts";
-import { type RouterState, route } from "./router.ts";
+import { authorized, type RouterState, route } from "./router.ts";
 import { failure, type Status } from "./status.ts";
 import { Store } from "./store.ts";
 
@@ -92,12 +92,10 @@ interface Runtime {
 
 /**
  * The authorizer only sees authenticated requests: a wrong token is left to the router's 401,
- * as kube-apiserver authenticates before it authorizes. (router.ts keeps its own check private.)
+ * as kube-apiserver authenticates before it authorizes.
  */
 function rbacDenial(rt: Runtime, ctx: Ctx): Status | undefined {
-  if (!rt.rbac) return undefined;
-  const m = /^Bearer\s+(.+)$/i.exec(ctx.req.headers.authorization ?? "");
-  if (m?.[1]?.trim() !== rt.state.token()) return undefined;
+  if (!rt.rbac || !authorized(ctx, rt.state.token())) return undefined;
   return authorize(rt.rbac, ctx);
 }
 

@@ -23,7 +23,8 @@ const NAMESPACE_PATH = /^\/api\/v1\/namespaces(?:\/([^/]+))?$/;
 const EVENT_PATH =
   /^\/(?:api\/v1|apis\/events\.k8s\.io\/v1)\/(?:namespaces\/([^/]+)\/)?events(?:\/([^/]+))?$/;
 
-function authorized(ctx: Ctx, token: string): boolean {
+/** The request carries the simulator's bearer token (authentication, before any authorizer). */
+export function authorized(ctx: Ctx, token: string): boolean {
   const header = ctx.req.headers.authorization ?? "";
   const m = /^Bearer\s+(.+)$/i.exec(header);
   return !!m && m[1]?.trim() === token;

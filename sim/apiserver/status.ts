@@ -72,19 +72,6 @@ export const conflict = (r: ResourceRef, name: string): Status =>
 export const alreadyExists = (r: ResourceRef, name: string): Status =>
   failure(409, `${qualified(r)} "${name}" already exists`, "AlreadyExists", details(r, name));
 
-export function forbidden(
-  r: ResourceRef,
-  name: string,
-  verb: string,
-  namespace: string,
-  user: string,
-): Status {
-  const subject = name ? `${qualified(r)} "${name}"` : qualified(r);
-  const group = `in API group "${r.group}"`;
-  const message = `${subject} is forbidden: User "${user}" cannot ${verb} resource "${r.plural}" ${group} in the namespace "${namespace}"`;
-  return failure(403, message, "Forbidden", name ? details(r, name) : { group: r.group, kind: r.plural });
-}
-
 export const badRequest = (message: string): Status => failure(400, message, "BadRequest", {});
 
 export const methodNotAllowed = (): Status =>
