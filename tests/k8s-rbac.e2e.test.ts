@@ -222,7 +222,13 @@ describe("a Role missing a verb the rollout wait needs", () => {
         .map((l) => JSON.parse(l))
         .filter((o) => o.level === "error");
       expect(
-        errors.map((o) => o.msg).filter((m: string) => m.includes(`Forbidden (403) ${message}`)),
+        errors
+          .map((o) => o.msg)
+          .filter((m: string) =>
+            m.includes(
+              `Cannot GET deployment ${state.namespace}/${state.name} (${verb}): Forbidden (403) ${message}`,
+            ),
+          ),
       ).toHaveLength(1);
       expect(w.api.log.filter((e) => e.status === 403).length).toBeGreaterThan(0);
     }, 60_000);

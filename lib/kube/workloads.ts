@@ -102,7 +102,8 @@ async function list(http: KubeHttp, ref: ObjectRef): Promise<{ resourceVersion: 
     method: "GET",
     path: collectionPath(ref),
     query: selector(ref),
-    target: describeRef(ref),
+    // The HTTP method is GET either way; the API's verb (and an RBAC denial) is list or watch.
+    target: `${describeRef(ref)} (list)`,
   };
   const body = (await http.json(req)) as { metadata?: { resourceVersion?: unknown }; items?: unknown };
   const rv = body?.metadata?.resourceVersion;
@@ -122,7 +123,7 @@ async function* watch(http: KubeHttp, ref: ObjectRef, w: WatchOptions): AsyncGen
       timeoutSeconds: String(Math.max(1, Math.ceil(w.timeoutSeconds))),
       allowWatchBookmarks: "true",
     },
-    target: describeRef(ref),
+    target: `${describeRef(ref)} (watch)`,
   };
   const body = await http.stream(req, w.signal);
   try {
