@@ -103,6 +103,12 @@ const ROWS: Row[] = [
   ],
   ["host with a path", set("registry.host", "docker.io/x"), "registry.host: must be a registry host"],
   ["http endpoint", set("registry.endpoint", "http://r.example"), undefined],
+  ["https endpoint", set("registry.endpoint", "https://registry-1.docker.io"), undefined],
+  [
+    "container with an underscore",
+    set("images.0.targets.0.container", "api_1"),
+    "images[0].targets[0].container: must be a lowercase DNS-1123 label",
+  ],
   ["ftp endpoint", set("registry.endpoint", "ftp://r.example"), "registry.endpoint"],
   ["xhttps endpoint", set("registry.endpoint", "xhttps://r.example"), "registry.endpoint"],
   ["httpsx endpoint", set("registry.endpoint", "httpsx://r.example"), "registry.endpoint"],
