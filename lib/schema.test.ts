@@ -208,7 +208,12 @@ describe("map", () => {
   test("a problem becomes a custom issue", () =>
     expect(run(even, 3)).toEqual(bad("(root): 3 is odd (custom)")));
   test("a conversion to null is a value, not a problem", () =>
-    expect(run(map(integer(), () => null), 1)).toEqual(ok(null)));
+    expect(
+      run(
+        map(integer(), () => null),
+        1,
+      ),
+    ).toEqual(ok(null)));
   test("an invalid input is reported once and never converted", () => {
     let calls = 0;
     const counted = map(integer(), (n) => {

@@ -230,7 +230,7 @@ describe("dry run, bad input, security", () => {
 
   test("annotationPrefix tracebloc.io reads and writes the shell implementation's keys", async () => {
     w.writeConfig((c) => (c.annotationPrefix = "tracebloc.io"));
-    const old = "sha256:" + "0".repeat(64);
+    const old = `sha256:${"0".repeat(64)}`;
     w.api.setAnnotations("Deployment", "apps", "api", {
       "tracebloc.io/last-refreshed-api-digest": old,
       "tracebloc.io/last-refreshed-node-agent-digest": old,

@@ -3,8 +3,6 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { PREFIX, STATE_PATH, startWorld, type World, writeStory, writes } from "./world.ts";
 
 const k = (name: string) => `${PREFIX}/${name}`;
-const PROXY_PATH = "/apis/apps/v1/namespaces/apps/deployments/api-proxy";
-const AGENT_PATH = "/apis/apps/v1/namespaces/agents/daemonsets/node-agent";
 
 let w: World;
 beforeEach(async () => {
