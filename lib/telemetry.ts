@@ -44,6 +44,11 @@ export interface Telemetry {
    * ticks of the same story (from the refresh-attempt-traceparent annotation).
    */
   tick<T>(attrs: Attributes, fn: (root: SpanHandle) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` inside a root span of another command (`image-refresh rearm`, `image-refresh
+   * status`), so its requests form one trace; `links` as for the tick.
+   */
+  command<T>(name: string, attrs: Attributes, fn: (root: SpanHandle) => Promise<T>): Promise<T>;
   /** Adds span links to the root span (the traceparent is only known after the first GET). */
   linkRoot(traceparents: readonly string[]): void;
   /** Runs `fn` inside a child span of whatever span is active. */
@@ -89,6 +94,7 @@ export function noopTelemetry(): Telemetry {
   return {
     enabled: false,
     tick: (_attrs, fn) => fn(NOOP_SPAN),
+    command: (_name, _attrs, fn) => fn(NOOP_SPAN),
     linkRoot() {},
     span: (_name, _opts, fn) => fn(NOOP_SPAN),
     activeIds: () => ids,

@@ -135,6 +135,23 @@ test("attempt ticks and the lockout form one chain of span links", () => {
   expect(tick("flap 3").root.events[0]?.attributes).toEqual({ "image_refresh.attempt": 3 });
 });
 
+test("rearm is one trace: its own root span over its GET and PATCH, linked to the story it ends", () => {
+  const spans = (runs.get("rearm") as Exported).spans;
+  const roots = spans.filter((s) => s.parentSpanId === "");
+  expect(roots.map((s) => s.name)).toEqual(["image-refresh rearm"]);
+  const root = roots[0] as CollectedSpan;
+  expect(spans.filter((s) => s.parentSpanId === root.spanId).map((s) => s.name)).toEqual(["GET", "PATCH"]);
+  expect(root.links).toEqual([ref(tick("flap 3").root)]);
+  expect(root.attributes).toMatchObject({
+    "image_refresh.rearm.result": "cleared",
+    "k8s.namespace.name": "apps",
+    "k8s.deployment.name": "api",
+  });
+  expect(root.events).toEqual([
+    { name: "rearm", attributes: { "image_refresh.attempt": 3, "image_refresh.flap_detected": "3" } },
+  ]);
+});
+
 test("counters add up over the story", () => {
   const all = { metrics: ticks.flatMap((t) => t.e.metrics) };
   const counts = Object.fromEntries(

@@ -273,3 +273,18 @@ describe.each(PROTOCOLS)("one tick over %s", (protocol) => {
     expectTickMetrics(e, s);
   });
 });
+
+test("status is one trace: a root span named for the command over every read, with the verdict", async () => {
+  await recorded(w);
+  const e = await runWith(w, c, "http/protobuf", ["status"]);
+  expect(e.code).toBe(0);
+  const roots = e.spans.filter((s) => s.parentSpanId === "");
+  expect(roots.map((s) => s.name)).toEqual(["image-refresh status"]);
+  const root = roots[0] as (typeof roots)[number];
+  expect(root.attributes).toMatchObject({ ...STATE_ATTRS, "image_refresh.status.verdict": "healthy" });
+  const reads = e.spans.filter((s) => s.parentSpanId === root.spanId);
+  expect(reads.length).toBeGreaterThan(1);
+  expect(new Set(reads.map((s) => s.name))).toEqual(new Set(["GET"]));
+  // status counts nothing: the tick metrics belong to ticks.
+  expect(e.metrics).toEqual([]);
+});

@@ -2,6 +2,7 @@
 // state object, each target's live image against the recorded digest, counters and a verdict.
 import { annotationKeys, readCounter } from "../annotations.ts";
 import type { Config } from "../config.ts";
+import { nameAttribute } from "../kube/objects.ts";
 import { rolloutStatus } from "../kube/settled.ts";
 import type { KubeClient, Workload } from "../kube/workloads.ts";
 import { writeStdout } from "../output.ts";
@@ -35,15 +36,21 @@ export interface StatusReport {
 }
 
 export async function statusCommand(rt: Runtime, json: boolean): Promise<number> {
-  let report: StatusReport;
-  try {
-    report = await buildReport(rt.config, rt.kube);
-  } catch (err) {
-    rt.log.error(`cannot read the state object: ${(err as Error).message}`);
-    return 1;
-  }
-  writeStdout(json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
-  return 0;
+  const s = rt.config.state;
+  const attrs = { "k8s.namespace.name": s.namespace, [nameAttribute(s.kind)]: s.name };
+  return rt.telemetry.command("image-refresh status", attrs, async (root) => {
+    let report: StatusReport;
+    try {
+      report = await buildReport(rt.config, rt.kube);
+    } catch (err) {
+      rt.log.error(`cannot read the state object: ${(err as Error).message}`);
+      root.setError("state_unreadable");
+      return 1;
+    }
+    root.setAttributes({ "image_refresh.status.verdict": report.verdict });
+    writeStdout(json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
+    return 0;
+  });
 }
 
 export async function buildReport(c: Config, kube: KubeClient): Promise<StatusReport> {

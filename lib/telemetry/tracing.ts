@@ -23,7 +23,7 @@ import {
 
 export const ROOT_SPAN_NAME = "image-refresh tick";
 
-type Tracing = Pick<Telemetry, "tick" | "linkRoot" | "span" | "activeIds" | "rootTraceparent">;
+type Tracing = Pick<Telemetry, "tick" | "command" | "linkRoot" | "span" | "activeIds" | "rootTraceparent">;
 
 interface Handle extends SpanHandle {
   readonly failed: boolean;
@@ -97,16 +97,18 @@ export function createTracing(tracer: Tracer, fallback: SpanIds): Tracing {
       else pending.push(link);
     }
   };
+  const command = <T>(name: string, attrs: Attributes, fn: (h: SpanHandle) => Promise<T>): Promise<T> => {
+    // A fresh trace per process: stories across ticks are told with links, never with parents.
+    root = tracer.startSpan(
+      name,
+      { kind: SpanKind.INTERNAL, attributes: attrs, root: true, links: pending.splice(0) },
+      ROOT_CONTEXT,
+    );
+    return runIn(root, ROOT_CONTEXT, fn);
+  };
   return {
-    tick(attrs, fn) {
-      // A fresh trace per tick: stories across ticks are told with links, never with parents.
-      root = tracer.startSpan(
-        ROOT_SPAN_NAME,
-        { kind: SpanKind.INTERNAL, attributes: attrs, root: true, links: pending.splice(0) },
-        ROOT_CONTEXT,
-      );
-      return runIn(root, ROOT_CONTEXT, fn);
-    },
+    tick: (attrs, fn) => command(ROOT_SPAN_NAME, attrs, fn),
+    command,
     linkRoot,
     span(name, opts, fn) {
       const parent = context.active();
