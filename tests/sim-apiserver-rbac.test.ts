@@ -2,11 +2,9 @@
 // (requestinfo.go), allow/deny as RuleAllows decides, the exact Forbidden Status, and the real
 // kubectl reading those answers as it reads a real server's.
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { allowed, forbiddenStatus, type RbacRule, requestAttributes } from "../sim/apiserver/rbac.ts";
 import { call, objectPath, patch, seedOneOfEachKind, serverPool } from "../sim/apiserver/testing.ts";
+import { kubectlFor } from "./kubectl.ts";
 
 const USER = "system:serviceaccount:image-refresh:image-refresh";
 const DEP = "/apis/apps/v1/namespaces/apps/deployments";
@@ -325,26 +323,7 @@ describe("over HTTPS", () => {
 });
 
 describe("kubectl against the RBAC-enforcing simulator", () => {
-  const KUBECTL = Bun.which("kubectl") ?? "/usr/bin/kubectl";
-  const dir = mkdtempSync(join(tmpdir(), "sim-rbac-kubectl-"));
-  const kubeconfig = join(dir, "kubeconfig");
-  writeFileSync(kubeconfig, sim.kubeconfig({ namespace: "apps" }));
-
-  async function kubectl(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-    const cache = mkdtempSync(join(dir, "cache-"));
-    const p = Bun.spawn([KUBECTL, "--kubeconfig", kubeconfig, "--cache-dir", cache, ...args], {
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-      env: { ...process.env, KUBECONFIG: kubeconfig, HOME: dir },
-    });
-    const [out, err, code] = await Promise.all([
-      new Response(p.stdout).text(),
-      new Response(p.stderr).text(),
-      p.exited,
-    ]);
-    return { code, out, err };
-  }
+  const kubectl = kubectlFor(sim, "sim-rbac-kubectl-");
 
   test("get of a granted name succeeds", async () => {
     const r = await kubectl("get", "deployment", "api", "-n", "apps", "-o", "name");

@@ -5,30 +5,12 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ControllerMode, startApiServer, type WorkloadKind } from "../sim/apiserver/index.ts";
+import { KUBECTL, kubectlFor } from "./kubectl.ts";
 
-const KUBECTL = Bun.which("kubectl") ?? "/usr/bin/kubectl";
 const sim = await startApiServer({ stepMs: 20 });
 afterAll(() => sim.stop());
-const dir = mkdtempSync(join(tmpdir(), "sim-kubectl-"));
-const kubeconfig = join(dir, "kubeconfig");
-writeFileSync(kubeconfig, sim.kubeconfig({ namespace: "apps" }));
-
-async function kubectl(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  // A fresh discovery cache per run, so every run really asks the simulator.
-  const cache = mkdtempSync(join(dir, "cache-"));
-  const p = Bun.spawn([KUBECTL, "--kubeconfig", kubeconfig, "--cache-dir", cache, ...args], {
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-    env: { ...process.env, KUBECONFIG: kubeconfig, HOME: dir },
-  });
-  const [out, err, code] = await Promise.all([
-    new Response(p.stdout).text(),
-    new Response(p.stderr).text(),
-    p.exited,
-  ]);
-  return { code, out, err };
-}
+const kubectl = kubectlFor(sim, "sim-kubectl-");
+const dir = mkdtempSync(join(tmpdir(), "sim-kubectl-other-"));
 
 const RESOURCE: Record<WorkloadKind, string> = {
   Deployment: "deployment",
