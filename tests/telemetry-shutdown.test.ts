@@ -71,3 +71,33 @@ test.each(["down", "hang", "fail500"])(
   },
   10_000,
 );
+
+// A collector behind basic auth is sometimes configured as https://user:token@host; the warning
+// that names the endpoint must not carry the credentials into the logs.
+test("a failed export's warning names the endpoint without its credentials", async () => {
+  const warnings: string[] = [];
+  const withCreds = downUrl.replace("http://", "http://collector-user:s3cr3t-collector-token@");
+  const t = await createTelemetry({
+    ...STATE,
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: withCreds },
+    warn: (m) => warnings.push(m),
+  });
+  await t.tick({}, async () => {});
+  await t.shutdown(2000);
+  const text = warnings.join("\n");
+  expect(text).toContain("telemetry not exported");
+  expect(text).toContain(`${downUrl.replace("http://", "http://***@")}/v1/traces`);
+  expect(text).not.toContain("s3cr3t-collector-token");
+  expect(text).not.toContain("collector-user");
+});
+
+test("an endpoint that is not a URL is refused without echoing what may be a secret", async () => {
+  const warnings: string[] = [];
+  await createTelemetry({
+    ...STATE,
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: "user:s3cr3t@collector:4318" },
+    warn: (m) => warnings.push(m),
+  });
+  expect(warnings.join("\n")).toContain("OTEL_EXPORTER_OTLP_ENDPOINT is not an http(s) URL");
+  expect(warnings.join("\n")).not.toContain("s3cr3t");
+});

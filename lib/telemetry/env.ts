@@ -123,9 +123,27 @@ function readUrl(env: Env, signal: "TRACES" | "METRICS", warnings: string[]): st
     if (parsed.protocol === "http:" || parsed.protocol === "https:") return parsed.href;
   } catch {}
   warnings.push(
-    `Cannot export ${signal.toLowerCase()}: ${key} is not an http(s) URL: current value is "${url}"`,
+    `Cannot export ${signal.toLowerCase()}: ${key} is not an http(s) URL: current value is "${redactUrl(url)}"`,
   );
   return undefined;
+}
+
+/**
+ * A URL fit for a log line: user and password replaced by `***` (a collector behind basic auth
+ * is sometimes written https://user:token@host); anything else with an `@` in it is not shown
+ * at all (`user:token@host` parses as a URL of scheme `user:`).
+ */
+export function redactUrl(url: string): string {
+  let u: URL | undefined;
+  try {
+    u = new URL(url);
+  } catch {}
+  if (u?.protocol !== "http:" && u?.protocol !== "https:")
+    return url.includes("@") ? "(not shown: it may contain credentials)" : url;
+  if (!u.username && !u.password) return url;
+  u.username = "***";
+  u.password = "";
+  return u.href;
 }
 
 function readProtocol(env: Env, signal: string, warnings: string[]): Protocol {

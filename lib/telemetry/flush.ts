@@ -16,7 +16,7 @@ import {
 } from "@opentelemetry/sdk-metrics";
 import type { ReadableSpan, SpanProcessor } from "@opentelemetry/sdk-trace";
 import { printMetrics, printSpans } from "./console.ts";
-import type { OtlpTarget, SignalConfig, Temporality } from "./env.ts";
+import { type OtlpTarget, redactUrl, type SignalConfig, type Temporality } from "./env.ts";
 import { type PostOptions, postOtlp } from "./otlp.ts";
 
 /** Keeps ended spans until shutdown; a tick produces tens of spans, not thousands. */
@@ -113,7 +113,7 @@ export async function sendSpans(
   if (!target) return undefined;
   const serializer = target.protocol === "http/json" ? JsonTraceSerializer : ProtobufTraceSerializer;
   const err = await exportSignal(target, serializer, spans, { ...post, deadline, what: "spans" });
-  return err && `traces to ${target.url}: ${err}`;
+  return err && `traces to ${redactUrl(target.url)}: ${err}`;
 }
 
 /** Sends the collected metrics; resolves to an error message or undefined. Never rejects. */
@@ -135,7 +135,7 @@ export async function sendMetrics(
   if (!target) return undefined;
   const serializer = target.protocol === "http/json" ? JsonMetricsSerializer : ProtobufMetricsSerializer;
   const err = await exportSignal(target, serializer, collected, { ...post, deadline, what: "data points" });
-  return err && `metrics to ${target.url}: ${err}`;
+  return err && `metrics to ${redactUrl(target.url)}: ${err}`;
 }
 
 /**
