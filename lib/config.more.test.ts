@@ -102,7 +102,29 @@ const ROWS: Row[] = [
     "registry.host: must be a registry host such as docker.io",
   ],
   ["host with a path", set("registry.host", "docker.io/x"), "registry.host: must be a registry host"],
-  ["http endpoint", set("registry.endpoint", "http://r.example"), undefined],
+  [
+    "http endpoint without insecure",
+    set("registry.endpoint", "http://r.example"),
+    "registry.endpoint: is plain http; set registry.insecure: true to allow it",
+  ],
+  [
+    "http endpoint with insecure",
+    (c) => Object.assign(c.registry, { endpoint: "http://r.example", insecure: true }),
+    undefined,
+  ],
+  [
+    "a repository that repeats the host",
+    (c) => {
+      c.registry = { host: "reg.example.com" };
+      c.images[0].repository = "reg.example.com/myorg/api";
+    },
+    'images[0].repository: "reg.example.com/myorg/api" repeats the registry host; write the host in registry.host only',
+  ],
+  [
+    "a Docker Hub alias as the first component under docker.io",
+    set("images.0.repository", "index.docker.io/myorg/api"),
+    'images[0].repository: "index.docker.io/myorg/api" repeats the registry host',
+  ],
   ["https endpoint", set("registry.endpoint", "https://registry-1.docker.io"), undefined],
   [
     "container with an underscore",

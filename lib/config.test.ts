@@ -98,6 +98,19 @@ images:
     });
   }
 
+  test("a field error does not hide an error across fields", () => {
+    const problems = problemsOf(() =>
+      parse((c) => {
+        c.state.kind = "Job";
+        c.images[1].key = "api";
+      }),
+    );
+    expect(problems).toEqual([
+      'state.kind: Invalid option: expected one of "Deployment"|"DaemonSet"|"StatefulSet"',
+      'images[1].key: "api" is already used by images[0]',
+    ]);
+  });
+
   test("reports every bad field at once", () => {
     const problems = problemsOf(() =>
       parse((c) => {

@@ -2,6 +2,7 @@
 // "Configuration"). Every bad field is reported by its path; no network call is made first.
 
 import { parseDuration } from "./duration.ts";
+import { repeatsHost } from "./registry/reference.ts";
 import {
   array,
   atLeast,
@@ -69,28 +70,30 @@ const image = strictObject({
   targets: array(target, minItems(1)),
 });
 
+const registry = strictObject({
+  host: string(pattern(/^[A-Za-z0-9.-]+(:[0-9]{1,5})?$/, "must be a registry host such as docker.io")),
+  endpoint: optional(url(["http:", "https:"])),
+  insecure: flag,
+  dockerConfigJson: optional(string(minLength(1))),
+  // The Bearer token endpoint, when known in advance: saves the challenge probe on every tick.
+  token: optional(strictObject({ realm: url(["http:", "https:"]), service: optional(string(minLength(1))) })),
+});
+const annotationPrefix = withDefault(
+  string(maxLength(253), pattern(DNS_SUBDOMAIN, "must be a DNS subdomain")),
+  "image-refresh.io",
+);
+const images = array(image, minItems(1));
+
 const schema = strictObject({
   tag: string(pattern(TAG, "must be a valid image tag")),
-  registry: strictObject({
-    host: string(pattern(/^[A-Za-z0-9.-]+(:[0-9]{1,5})?$/, "must be a registry host such as docker.io")),
-    endpoint: optional(url(["http:", "https:"])),
-    insecure: flag,
-    dockerConfigJson: optional(string(minLength(1))),
-    // The Bearer token endpoint, when known in advance: saves the challenge probe on every tick.
-    token: optional(
-      strictObject({ realm: url(["http:", "https:"]), service: optional(string(minLength(1))) }),
-    ),
-  }),
+  registry,
   state: strictObject({ kind, namespace, name }),
-  annotationPrefix: withDefault(
-    string(maxLength(253), pattern(DNS_SUBDOMAIN, "must be a DNS subdomain")),
-    "image-refresh.io",
-  ),
+  annotationPrefix,
   maxRefreshAttempts: withDefault(count, 3),
   maxSkipTicks: withDefault(count, 8),
   rolloutTimeout: withDefault(duration, 600_000),
   requestTimeout: withDefault(duration, 15_000),
-  images: array(image, minItems(1)),
+  images,
 });
 
 export interface Target {
@@ -161,31 +164,32 @@ export function parseConfig(
     }
   }
   const result = parse(schema, doc);
-  if (!result.ok) {
-    const problems = result.issues.map((i) => {
-      const path = formatPath(i.path);
-      const via = fromEnv.get(String(i.path[0]));
-      return `${path}${via ? ` (from env ${via})` : ""}: ${i.message}`;
-    });
-    throw new ConfigError(`Invalid configuration in ${source}`, problems);
-  }
-  return finish(result.value, source);
+  const problems = result.ok
+    ? []
+    : result.issues.map((i) => {
+        const path = formatPath(i.path);
+        const via = fromEnv.get(String(i.path[0]));
+        return `${path}${via ? ` (from env ${via})` : ""}: ${i.message}`;
+      });
+  // Every bad field at once: the checks across fields run on whatever parts are valid.
+  problems.push(...crossFieldProblems(doc));
+  if (!result.ok || problems.length) throw new ConfigError(`Invalid configuration in ${source}`, problems);
+  return finish(result.value);
 }
 
 export { formatPath };
 
-function finish(c: Infer<typeof schema>, source: string): Config {
-  const images: ImageConfig[] = c.images.map((img) => ({
+/** Keys and target namespaces filled in from their defaults. */
+function normalise(list: Infer<typeof images>, stateNamespace: string): ImageConfig[] {
+  return list.map((img) => ({
     repository: img.repository,
     key: img.key ?? (img.repository.split("/").pop() as string),
     pinned: img.pinned,
-    targets: img.targets.map((t) => ({ ...t, namespace: t.namespace ?? c.state.namespace })),
+    targets: img.targets.map((t) => ({ ...t, namespace: t.namespace ?? stateNamespace })),
   }));
-  const problems = crossChecks(images, c.annotationPrefix);
-  // Credentials go to the token endpoint; plain http needs the same opt-in as the registry's.
-  if (c.registry.token?.realm.startsWith("http:") && !c.registry.insecure)
-    problems.push("registry.token.realm: is plain http; set registry.insecure: true to allow it");
-  if (problems.length) throw new ConfigError(`Invalid configuration in ${source}`, problems);
+}
+
+function finish(c: Infer<typeof schema>): Config {
   return {
     tag: c.tag,
     registry: c.registry,
@@ -195,8 +199,24 @@ function finish(c: Infer<typeof schema>, source: string): Config {
     maxSkipTicks: c.maxSkipTicks,
     rolloutTimeoutMs: c.rolloutTimeout,
     requestTimeoutMs: c.requestTimeout,
-    images,
+    images: normalise(c.images, c.state.namespace),
   };
+}
+
+/**
+ * The checks across fields, on the raw document: each runs when the parts it reads are valid
+ * on their own, so a bad state.kind does not hide a duplicate image key.
+ */
+function crossFieldProblems(doc: Record<string, unknown>): string[] {
+  const imgs = parse(images, doc.images);
+  const reg = parse(registry, doc.registry);
+  const prefix = parse(annotationPrefix, doc.annotationPrefix);
+  const ns = parse(namespace, (doc.state as { namespace?: unknown } | undefined)?.namespace);
+  const list = imgs.ok ? normalise(imgs.value, ns.ok ? ns.value : "") : [];
+  return [
+    ...(prefix.ok ? crossChecks(list, prefix.value) : []),
+    ...(reg.ok ? registryChecks(reg.value, list) : []),
+  ];
 }
 
 // Checks that span fields: duplicate keys would share one digest annotation, and one container
@@ -219,6 +239,23 @@ function crossChecks(images: ImageConfig[], prefix: string): string[] {
       if (owner) problems.push(`images[${i}].targets[${j}]: container ${id} is already a target of ${owner}`);
       containers.set(id, `images[${i}]`);
     });
+  });
+  return problems;
+}
+
+// Registry settings that are each valid alone but not together; the registry client would
+// otherwise find them only mid-tick, after the state object was read.
+function registryChecks(r: Config["registry"], images: ImageConfig[]): string[] {
+  const problems: string[] = [];
+  const plain = "is plain http; set registry.insecure: true to allow it";
+  if (r.endpoint?.startsWith("http:") && !r.insecure) problems.push(`registry.endpoint: ${plain}`);
+  // Credentials go to the token endpoint: plain http needs the same opt-in as the registry's.
+  if (r.token?.realm.startsWith("http:") && !r.insecure) problems.push(`registry.token.realm: ${plain}`);
+  images.forEach((img, i) => {
+    if (repeatsHost(r.host, img.repository))
+      problems.push(
+        `images[${i}].repository: "${img.repository}" repeats the registry host; write the host in registry.host only`,
+      );
   });
   return problems;
 }

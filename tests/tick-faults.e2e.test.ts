@@ -185,6 +185,39 @@ describe("dry run, bad input, security", () => {
     expect(w.registry.log).toEqual([]);
   });
 
+  // Settings valid alone but not together must be config errors, not a failure mid-tick after
+  // the state object was read (found by the SPEC audit).
+  test("a plain-http registry endpoint without insecure exits 2 before any request", async () => {
+    w.writeConfig((c) => (c.registry.endpoint = w.registry.url.replace("https:", "http:")));
+    const r = await w.run();
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("registry.endpoint: is plain http; set registry.insecure: true to allow it");
+    expect([w.api.log.length, w.registry.log.length]).toEqual([0, 0]);
+  });
+
+  test("a repository that repeats the registry host exits 2 before any request", async () => {
+    w.writeConfig((c) => {
+      c.registry.host = "reg.example.com";
+      c.registry.endpoint = w.registry.url;
+      c.images[0].repository = "reg.example.com/myorg/api";
+    });
+    const r = await w.run();
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('images[0].repository: "reg.example.com/myorg/api" repeats the registry host');
+    expect([w.api.log.length, w.registry.log.length]).toEqual([0, 0]);
+  });
+
+  test("a field error and an error across fields are named together", async () => {
+    w.writeConfig((c) => {
+      c.state.kind = "Job";
+      c.images[1].key = "api";
+    });
+    const r = await w.run();
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("state.kind");
+    expect(r.stderr).toContain('images[1].key: "api" is already used by images[0]');
+  });
+
   test("a missing registry credentials file exits 2 naming the field, before any request", async () => {
     const missing = join(w.dir, "no-such-pull-secret.json");
     w.writeConfig((c) => (c.registry.dockerConfigJson = missing));

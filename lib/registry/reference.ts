@@ -23,6 +23,12 @@ export function registryEndpoint(host: string, endpoint?: string): string {
   return `https://${host.toLowerCase()}`;
 }
 
+/** `reg.example.com/myorg/api` under host `reg.example.com`: the host written twice. */
+export function repeatsHost(host: string, repository: string): boolean {
+  const first = repository.split("/")[0] as string;
+  return first === host.toLowerCase() || (isDockerHub(host) && isDockerHub(first));
+}
+
 /**
  * The repository path used on the wire. Docker Hub puts official images under `library/`;
  * forgetting it yields a 401 insufficient_scope rather than a helpful 404.
@@ -33,8 +39,7 @@ export function repositoryPath(host: string, repository: string): string {
       `Cannot use repository "${repository}": it does not match the OCI name grammar (lowercase components separated by "/")`,
     );
   }
-  const first = repository.split("/")[0] as string;
-  if (first === host.toLowerCase() || (isDockerHub(host) && isDockerHub(first))) {
+  if (repeatsHost(host, repository)) {
     throw new Error(
       `Cannot use repository "${repository}": it repeats the registry host; write the host in registry.host only`,
     );

@@ -50,8 +50,18 @@ function onlyUnobserved(w: Workload): boolean {
   return w.metadata.generation > (w.status.observedGeneration ?? 0);
 }
 
+/** The state object could not be read: SPEC's `error` with reason state_unreadable. */
+export class StateUnreadable extends Error {
+  override name = "StateUnreadable";
+  constructor(cause: unknown) {
+    super((cause as Error)?.message ?? String(cause), { cause });
+  }
+}
+
 export async function observe(ctx: TickContext): Promise<Observation> {
-  const { state, status } = await readState(ctx);
+  const { state, status } = await readState(ctx).catch((err: unknown) => {
+    throw new StateUnreadable(err);
+  });
   const observed: Observed = {
     state: {
       annotations: state.metadata.annotations,

@@ -9,7 +9,7 @@ import { parseTraceparent } from "../telemetry.ts";
 import { type Applied, apply, baseAttrs } from "./apply.ts";
 import type { TickContext } from "./context.ts";
 import type { Decision, Reason } from "./model.ts";
-import { type Observation, observe } from "./observe.ts";
+import { type Observation, observe, StateUnreadable } from "./observe.ts";
 import { plan } from "./plan.ts";
 
 export interface TickResult {
@@ -48,7 +48,15 @@ async function decideAndApply(ctx: TickContext, root: SpanHandle): Promise<Round
     try {
       obs = await observe(ctx);
     } catch (err) {
-      return { outcome: "error", reason: "state_unreadable", message: (err as Error).message };
+      // Only a failed read of the state object is state_unreadable; anything else that escaped
+      // observing (a bug, never a registry answer: those are per-image WARNINGs) is unexpected.
+      if (err instanceof StateUnreadable)
+        return { outcome: "error", reason: "state_unreadable", message: err.message };
+      return {
+        outcome: "error",
+        reason: "unexpected",
+        message: `unexpected error: ${(err as Error).message}`,
+      };
     }
     const attempt = countOf(obs.state.metadata.annotations[attemptKey]);
     if (round === 1) {

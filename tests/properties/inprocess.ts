@@ -7,6 +7,7 @@ import { rearmCommand } from "../../lib/commands/rearm.ts";
 import { createRuntime, tickBudgetMs } from "../../lib/commands/runtime.ts";
 import { createLogger } from "../../lib/log.ts";
 import { noopTelemetry } from "../../lib/telemetry.ts";
+import type { TickContext } from "../../lib/tick/context.ts";
 import { runTick, type TickResult } from "../../lib/tick/run.ts";
 import { type FaultRule, type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
 import type { Fault } from "../../sim/faults.ts";
@@ -61,7 +62,10 @@ export interface InProcessWorld {
   current: Record<string, string>;
   lines: string[];
   reset(): void;
-  tick(): Promise<{ result: TickResult; ms: number; budgetMs: number }>;
+  /** One tick; `adjust` may replace parts of its context (e.g. a resolver that throws). */
+  tick(
+    adjust?: (ctx: TickContext) => TickContext,
+  ): Promise<{ result: TickResult; ms: number; budgetMs: number }>;
   rearm(): Promise<number>;
   annotations(): Record<string, string>;
   stop(): Promise<void>;
@@ -109,14 +113,14 @@ export async function startInProcessWorld(): Promise<InProcessWorld> {
       registry.clearLog();
       lines.length = 0;
     },
-    async tick() {
+    async tick(adjust = (ctx: TickContext) => ctx) {
       const rt = await runtime();
       // As `image-refresh tick` does: the tick's own deadline aborts everything still running.
       const budgetMs = tickBudgetMs(rt.config);
       const timer = setTimeout(() => rt.controller.abort(new Error("past the deadline")), budgetMs);
       const started = performance.now();
       try {
-        const result = await runTick(rt.tickContext(false));
+        const result = await runTick(adjust(rt.tickContext(false)));
         return { result, ms: performance.now() - started, budgetMs };
       } finally {
         clearTimeout(timer);
