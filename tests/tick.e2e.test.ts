@@ -227,6 +227,21 @@ describe("settled guard and skip streak", () => {
     expect(w.ours()[k("refresh-skip-streak")]).toBeUndefined();
   });
 
+  test("a clear that loses a race and then cannot re-read is still only a warning", async () => {
+    await recorded();
+    w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-skip-streak")]: "2" });
+    await Bun.sleep(100);
+    // The observing GET passes; the clear meets a 409; every later GET of the state fails.
+    w.api.faults.add({ method: "GET", path: STATE_PATH, times: 1, fault: { type: "delay", ms: 1 } });
+    w.api.faults.add({ method: "PATCH", path: STATE_PATH, times: 1, fault: { type: "status", code: 409 } });
+    w.api.faults.add({ method: "GET", path: STATE_PATH, fault: { type: "status", code: 503 } });
+    const r = await w.run();
+    expect(r.stderr).toContain("WARNING: cannot clear the skip streak");
+    expect(r.stderr).not.toContain("unexpected");
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("noop:");
+  });
+
   test("a skip that cannot be counted fails the tick", async () => {
     w.api.setMode("Deployment", "apps", "api", "unsettled");
     w.api.faults.add({ method: "PATCH", path: STATE_PATH, fault: { type: "status", code: 500 } });

@@ -176,7 +176,12 @@ async function clearStreak(run: Run, key: string): Promise<void> {
     run.ctx.log.warn(`cannot clear the skip streak on ${describeState(run)}; going on`, {
       error: (err as Error).message,
     });
-    if (isConflict(err)) await refreshVersion(run);
+    // The next write needs the current resourceVersion; if even the re-read fails, that write
+    // will meet its own conflict and the tick re-reads from the start.
+    if (isConflict(err))
+      await refreshVersion(run).catch((e: Error) =>
+        run.ctx.log.warn(`cannot re-read ${describeState(run)} after the conflict`, { error: e.message }),
+      );
   }
 }
 
