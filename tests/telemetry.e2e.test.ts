@@ -15,7 +15,7 @@ import {
   secrets,
   useRegistryCredentials,
 } from "./telemetry-e2e.ts";
-import { PREFIX, STATE_PATH, startWorld, type World } from "./world.ts";
+import { PREFIX, STATE_PATH, startWorld, type World, writes } from "./world.ts";
 
 const k = (name: string) => `${PREFIX}/${name}`;
 const EARLIER = { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" };
@@ -28,7 +28,7 @@ interface Scenario {
   code: 0 | 1;
   counters: Partial<Record<(typeof COUNTERS)[number], number>>;
   /** Expected gauges except last_success_timestamp; undefined = must not be emitted. */
-  gauges: { attempt_count?: number; skip_streak?: number; locked_out: number; frozen: number };
+  gauges: { attempt_count?: number; skip_streak?: number; locked_out?: number; frozen?: number };
   events: string[];
   links: Array<{ traceId: string; spanId: string }>;
   /** One rollout.wait per re-imaged workload: its name and result ("timeout" for the flap). */
@@ -139,7 +139,8 @@ const SCENARIOS: Scenario[] = [
     },
     code: 1,
     counters: {},
-    gauges: { skip_streak: 0, locked_out: 0, frozen: 0 },
+    // Nor has "locked out": the count that decides it is unknown.
+    gauges: { skip_streak: 0, frozen: 0 },
     events: [],
     links: [],
     rollouts: [],
@@ -167,7 +168,8 @@ const SCENARIOS: Scenario[] = [
     },
     code: 1,
     counters: {},
-    gauges: { locked_out: 0, frozen: 0 },
+    // The state is unknown: no gauge claims it is fine (a 0 would resolve a lockout alert).
+    gauges: {},
     events: [],
     links: [],
     rollouts: [],
@@ -214,7 +216,10 @@ function expectTickMetrics(e: Exported, s: Scenario) {
     expect(success).toBeGreaterThanOrEqual(e.startedS);
     expect(success).toBeLessThanOrEqual(e.endedS);
   } else expect(success).toBeUndefined();
-  expect(GAUGES.filter((n) => g[n] !== undefined).length).toBeGreaterThanOrEqual(2);
+  // A tick that read its state reports it, zeros included; one that could not reports none.
+  const reported = GAUGES.filter((n) => g[n] !== undefined).length;
+  if (s.outcome === "error") expect(reported).toBe(0);
+  else expect(reported).toBeGreaterThanOrEqual(2);
 }
 
 function expectSpans(e: Exported, s: Scenario, leaked: string[]) {
@@ -286,5 +291,18 @@ test("status is one trace: a root span named for the command over every read, wi
   expect(reads.length).toBeGreaterThan(1);
   expect(new Set(reads.map((s) => s.name))).toEqual(new Set(["GET"]));
   // status counts nothing: the tick metrics belong to ticks.
+  expect(e.metrics).toEqual([]);
+});
+
+test("a dry run exports its spans, marked as a dry run, and no metrics", async () => {
+  await recorded(w);
+  w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt")]: "1" });
+  w.registry.push("myorg/api", "stable");
+  w.api.clearLog();
+  const e = await runWith(w, c, "http/protobuf", ["tick", "--dry-run"]);
+  expect(e.code).toBe(0);
+  expect(writes(w.api).filter((x) => !x.startsWith("POST"))).toEqual([]);
+  expect(rootSpan(e).attributes["image_refresh.dry_run"]).toBe(true);
+  // Nothing was attempted, reset or changed: counting it would raise alerts and move gauges.
   expect(e.metrics).toEqual([]);
 });

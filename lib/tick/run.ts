@@ -4,7 +4,7 @@
 import { annotationKeys, readCounter } from "../annotations.ts";
 import type { Outcome } from "../outcomes.ts";
 import { exitCodeFor } from "../outcomes.ts";
-import type { SpanHandle } from "../telemetry.ts";
+import type { SpanHandle, Telemetry } from "../telemetry.ts";
 import { parseTraceparent } from "../telemetry.ts";
 import { type Applied, apply, baseAttrs } from "./apply.ts";
 import type { TickContext } from "./context.ts";
@@ -24,7 +24,12 @@ const MAX_ROUNDS = 3;
 export async function runTick(ctx: TickContext): Promise<TickResult> {
   const started = ctx.now();
   const memo = memoise(ctx.resolve);
-  const tickCtx: TickContext = { ...ctx, resolve: memo };
+  // A dry run changes nothing, so it counts nothing and reports no state as if it had: its
+  // spans (marked image_refresh.dry_run) show what it would have done; metrics stay truthful.
+  const telemetry: Telemetry = ctx.dryRun
+    ? { ...ctx.telemetry, counter() {}, gauge() {}, histogram() {} }
+    : ctx.telemetry;
+  const tickCtx: TickContext = { ...ctx, resolve: memo, telemetry };
   return ctx.telemetry.tick({ ...baseAttrs({ ctx }), "image_refresh.dry_run": ctx.dryRun }, async (root) => {
     // Anything unexpected still ends as an outcome, with its metrics and log line: a tick that
     // dies without saying so is the silent failure this job exists to prevent.
@@ -114,9 +119,11 @@ function report(ctx: TickContext, root: SpanHandle, r: Round, seconds: number): 
   // must be a value, not a difference of counters. An untrusted counter has no honest value.
   if (r.attemptCount !== undefined) telemetry.gauge("image_refresh.attempt_count", r.attemptCount, attrs);
   if (r.skipStreak !== undefined) telemetry.gauge("image_refresh.skip_streak", r.skipStreak, attrs);
-  const lockedOut = r.attemptCount !== undefined && r.attemptCount >= config.maxRefreshAttempts;
-  telemetry.gauge("image_refresh.locked_out", lockedOut ? 1 : 0, attrs);
-  telemetry.gauge("image_refresh.frozen", r.outcome === "frozen" ? 1 : 0, attrs);
+  // Nor has "locked out" without a trusted count, or "frozen" without a read of the state: a 0
+  // there would tell a dashboard that an installation it cannot see is fine.
+  if (r.attemptCount !== undefined)
+    telemetry.gauge("image_refresh.locked_out", r.attemptCount >= config.maxRefreshAttempts ? 1 : 0, attrs);
+  if (r.obs !== undefined) telemetry.gauge("image_refresh.frozen", r.outcome === "frozen" ? 1 : 0, attrs);
   if (code === 0)
     telemetry.gauge("image_refresh.last_success_timestamp", Math.floor(ctx.now() / 1000), attrs);
   telemetry.histogram("image_refresh.tick.duration", seconds, {
