@@ -3,7 +3,7 @@
 // imported lazily so that `version`, `--help` and a tick with telemetry off start fast.
 import { type CliArgs, HELP, parseArgs, UsageError } from "./lib/cli.ts";
 import { EXIT_USAGE } from "./lib/outcomes.ts";
-import { writeStderr, writeStdout } from "./lib/output.ts";
+import { writeStdout } from "./lib/output.ts";
 import { VERSION } from "./lib/version.ts";
 
 const FLUSH_BUDGET_MS = 5000;
@@ -13,7 +13,7 @@ async function main(argv: readonly string[]): Promise<number> {
   try {
     args = parseArgs(argv);
   } catch (err) {
-    if (err instanceof UsageError) return usage(err.message);
+    if (err instanceof UsageError) return startupError(argv, { headline: err.message, hint: true });
     throw err;
   }
   if (args.help) {
@@ -25,15 +25,20 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   if (args.command === "demo") return (await import("./lib/commands/demo.ts")).demoCommand(args);
-  return clusterCommand(args);
+  return clusterCommand(args, argv);
 }
 
-function usage(message: string): number {
-  writeStderr(`[image-refresh] ${message}\n\nRun image-refresh --help for usage.\n`);
+/** A usage or configuration error: told in the requested log format, exit 2. */
+async function startupError(
+  argv: readonly string[],
+  told: { headline: string; problems?: readonly string[]; hint?: boolean },
+): Promise<number> {
+  const { reportStartupError, startupLogFormat } = await import("./lib/startup-errors.ts");
+  reportStartupError(told, startupLogFormat(argv, process.env));
   return EXIT_USAGE;
 }
 
-async function clusterCommand(args: CliArgs): Promise<number> {
+async function clusterCommand(args: CliArgs, argv: readonly string[]): Promise<number> {
   const { createRuntime } = await import("./lib/commands/runtime.ts");
   const { ConfigError } = await import("./lib/config.ts");
   const { KubeconfigError } = await import("./lib/kube/errors.ts");
@@ -41,8 +46,10 @@ async function clusterCommand(args: CliArgs): Promise<number> {
   try {
     rt = await createRuntime(args, { env: process.env });
   } catch (err) {
-    if (err instanceof UsageError || err instanceof ConfigError || err instanceof KubeconfigError)
-      return usage(err.message);
+    if (err instanceof ConfigError)
+      return startupError(argv, { headline: err.headline, problems: err.problems });
+    if (err instanceof UsageError) return startupError(argv, { headline: err.message, hint: true });
+    if (err instanceof KubeconfigError) return startupError(argv, { headline: err.message });
     throw err;
   }
   // SIGTERM is what activeDeadlineSeconds and a node drain send: end the wait, take the
@@ -77,10 +84,12 @@ async function runCommand(
 
 // process.exit() rather than waiting for the event loop to drain: a lingering keep-alive socket
 // or timer must never hold a CronJob pod open after the outcome is decided and flushed.
-main(process.argv.slice(2)).then(
+const argv = process.argv.slice(2);
+main(argv).then(
   (code) => process.exit(code),
-  (err: Error) => {
-    writeStderr(`[image-refresh] ERROR: unexpected error: ${err.message}\n`);
+  async (err: Error) => {
+    const { reportStartupError, startupLogFormat } = await import("./lib/startup-errors.ts");
+    reportStartupError({ headline: `unexpected error: ${err.message}` }, startupLogFormat(argv, process.env));
     process.exit(1);
   },
 );

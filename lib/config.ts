@@ -31,10 +31,11 @@ export type WorkloadKind = (typeof WORKLOAD_KINDS)[number];
 export class ConfigError extends Error {
   override name = "ConfigError";
   constructor(
-    message: string,
+    /** What is wrong in one line, e.g. "Invalid configuration in /etc/image-refresh/config.yaml". */
+    readonly headline: string,
     readonly problems: string[] = [],
   ) {
-    super(problems.length ? `${message}:\n${problems.map((p) => `  - ${p}`).join("\n")}` : message);
+    super(problems.length ? `${headline}:\n${problems.map((p) => `  - ${p}`).join("\n")}` : headline);
   }
 }
 

@@ -20,7 +20,7 @@ describe("command line of the compiled binary", () => {
   test("an unknown command exits 2 naming it", async () => {
     const r = await runBinary(["frobnicate"]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain("[image-refresh] unknown command: frobnicate");
+    expect(r.stderr).toContain("[image-refresh] ERROR: unknown command: frobnicate");
   });
   test("an unknown flag exits 2 naming it", async () => {
     const r = await runBinary(["tick", "--frob"]);
@@ -41,7 +41,7 @@ describe("command line of the compiled binary", () => {
       expect(r.stderr).not.toContain("PRELOADED FROM CWD");
       expect(r.stderr).not.toContain("from-dotenv.yaml");
       expect(r.code).toBe(2);
-      expect(r.stderr).toContain("[image-refresh] Cannot read config /etc/image-refresh/config.yaml");
+      expect(r.stderr).toContain("[image-refresh] ERROR: Cannot read config /etc/image-refresh/config.yaml");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -207,6 +207,39 @@ describe("dry run, bad input, security", () => {
     expect([w.api.log.length, w.registry.log.length]).toEqual([0, 0]);
   });
 
+  // SPEC "Logs": JSON is one object per line; text lines begin with [image-refresh].
+  test("--log-format json: a configuration error is written as JSON lines", async () => {
+    w.writeConfig((cfg) => {
+      cfg.images[0].targets[1].kind = "Pod";
+    });
+    const r = await w.run(["tick", "--log-format", "json"]);
+    expect(r.code).toBe(2);
+    const lines = r.stderr.split("\n").filter((l) => l.trim() !== "");
+    const notJson = lines.filter((l) => {
+      try {
+        JSON.parse(l);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    expect(notJson).toEqual([]);
+    const error = JSON.parse(lines[0] as string);
+    expect(error).toMatchObject({ level: "error", msg: expect.stringContaining("Invalid configuration") });
+    expect(error.problems).toEqual([expect.stringContaining("images[0].targets[1].kind")]);
+  });
+
+  test("text: every line of a configuration error begins with [image-refresh]", async () => {
+    w.writeConfig((cfg) => {
+      cfg.images[0].targets[1].kind = "Pod";
+      cfg.state.kind = "Job";
+    });
+    const r = await w.run();
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("images[0].targets[1].kind");
+    const lines = r.stderr.split("\n").filter((l) => l !== "");
+    expect(lines.filter((l) => !l.startsWith("[image-refresh]"))).toEqual([]);
+  });
   test("a field error and an error across fields are named together", async () => {
     w.writeConfig((c) => {
       c.state.kind = "Job";

@@ -9,7 +9,6 @@ import { type Config, ConfigError, loadConfig } from "../config.ts";
 import { resolveConnection } from "../kube/kubeconfig.ts";
 import { createKubeClient, type KubeClient } from "../kube/workloads.ts";
 import { createLogger, type Logger } from "../log.ts";
-import { writeStderr } from "../output.ts";
 import { resolveDigests } from "../registry/client.ts";
 import { credentialsFor, loadDockerConfig } from "../registry/credentials.ts";
 import { telemetryConfigured } from "../telemetry/env.ts";
@@ -56,10 +55,11 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     homeDir: env.HOME ?? homedir(),
   });
   const credentials = registryCredentials(config, readFile);
-  // The exporter may warn while it starts; route that through the logger built just below.
+  // The exporter may warn while it starts, before the logger that carries its span ids exists:
+  // those lines go out in the same format, without ids.
   let log: Logger | undefined;
-  const warn = (message: string) =>
-    log ? log.warn(message) : writeStderr(`[image-refresh] WARNING: ${message}\n`);
+  const early = opts.log ?? createLogger({ format });
+  const warn = (message: string) => (log ?? early).warn(message);
   const telemetry = opts.telemetry ?? (await loadTelemetry(config, env, warn));
   log =
     opts.log ??
