@@ -1,5 +1,6 @@
 // SPEC "One tick, step by step", rule by rule, against the compiled binary over real HTTPS.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { patch } from "../sim/apiserver/testing.ts";
 import { PREFIX, STATE_PATH, startWorld, type World, writeStory, writes } from "./world.ts";
 
 const k = (name: string) => `${PREFIX}/${name}`;
@@ -116,6 +117,42 @@ describe("refresh", () => {
     const r = await w.run();
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('has no container named "nope"');
+    expect(writes(w.api)).toEqual([]);
+  });
+
+  // Patching such a target would start no rollout (OnDelete replaces pods only when they are
+  // deleted; a paused Deployment does not roll), so the wait could only fail and count an
+  // attempt for every new build until the lockout. kubectl refuses both up front too.
+  test("an OnDelete DaemonSet target holds the refresh before any write, naming why", async () => {
+    w.api.deleteObject("DaemonSet", "agents", "node-agent");
+    w.api.addWorkload({
+      kind: "DaemonSet",
+      namespace: "agents",
+      name: "node-agent",
+      containers: [{ name: "agent", image: "myorg/node-agent:stable" }],
+      updateStrategy: "OnDelete",
+    });
+    await recorded();
+    w.registry.push("myorg/node-agent", "stable", { multiArch: true });
+    const r = await w.run();
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("outcome=held reason=target_unavailable");
+    expect(r.stderr).toContain(
+      "DaemonSet agents/node-agent: rollout status is only available for RollingUpdate strategy type",
+    );
+    expect(writes(w.api)).toEqual([]);
+  });
+
+  test("a paused Deployment target holds the refresh before any write, naming why", async () => {
+    const proxy = "/apis/apps/v1/namespaces/apps/deployments/api-proxy";
+    expect(
+      (await patch(w.api, proxy, "application/merge-patch+json", { spec: { paused: true } })).status,
+    ).toBe(200);
+    await recorded();
+    w.registry.push("myorg/api", "stable");
+    const r = await w.run();
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("Deployment apps/api-proxy: the deployment is paused");
     expect(writes(w.api)).toEqual([]);
   });
 });

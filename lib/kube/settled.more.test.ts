@@ -2,7 +2,7 @@
 // condition that is not Progressing, absent revisions. Each decides whether a tick may go on.
 import { expect, test } from "bun:test";
 import type { Workload, WorkloadKind } from "./objects.ts";
-import { rolloutStatus } from "./settled.ts";
+import { rolloutBlocked, rolloutStatus } from "./settled.ts";
 
 function workload(kind: WorkloadKind, spec: Partial<Workload["spec"]>, status: Workload["status"]): Workload {
   return {
@@ -98,3 +98,39 @@ const CASES: Array<[string, Workload, { done: boolean; message: string; error?: 
 ];
 
 for (const [name, w, want] of CASES) test(name, () => expect(rolloutStatus(w)).toEqual(want));
+
+const BLOCKED: Array<[string, Workload, string | undefined]> = [
+  ["a Deployment", workload("Deployment", { replicas: 1 }, {}), undefined],
+  [
+    "a paused Deployment",
+    workload("Deployment", { paused: true }, {}),
+    "the deployment is paused (kubectl rollout resume it first)",
+  ],
+  ["an unpaused Deployment", workload("Deployment", { paused: false }, {}), undefined],
+  [
+    "a RollingUpdate DaemonSet",
+    workload("DaemonSet", { updateStrategy: { type: "RollingUpdate" } }, {}),
+    undefined,
+  ],
+  [
+    "an OnDelete DaemonSet",
+    workload("DaemonSet", { updateStrategy: { type: "OnDelete" } }, {}),
+    `${ROLLING_ONLY}; its updateStrategy is OnDelete`,
+  ],
+  [
+    "a StatefulSet without a strategy",
+    workload("StatefulSet", {}, {}),
+    `${ROLLING_ONLY}; its updateStrategy is unset`,
+  ],
+  [
+    "a partitioned RollingUpdate StatefulSet",
+    workload(
+      "StatefulSet",
+      { updateStrategy: { type: "RollingUpdate", rollingUpdate: { partition: 2 } } },
+      {},
+    ),
+    undefined,
+  ],
+];
+for (const [label, w, want] of BLOCKED)
+  test(`rolloutBlocked: ${label}`, () => expect(rolloutBlocked(w)).toBe(want));

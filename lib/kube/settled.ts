@@ -63,6 +63,19 @@ function deploymentStatus(w: Workload): RolloutStatus {
 
 const ROLLING_ONLY = "rollout status is only available for RollingUpdate strategy type";
 
+/**
+ * Why changing this workload's pod template would start no rollout that could settle, or
+ * undefined when it would: an OnDelete DaemonSet or StatefulSet replaces a pod only when someone
+ * deletes it (kubectl rollout status refuses it), and a paused Deployment does not roll at all
+ * (kubectl rollout restart refuses it).
+ */
+export function rolloutBlocked(w: Workload): string | undefined {
+  if (w.kind === "Deployment")
+    return w.spec.paused ? "the deployment is paused (kubectl rollout resume it first)" : undefined;
+  const type = w.spec.updateStrategy?.type;
+  return type === "RollingUpdate" ? undefined : `${ROLLING_ONLY}; its updateStrategy is ${type ?? "unset"}`;
+}
+
 function daemonSetStatus(w: Workload): RolloutStatus {
   const { name, generation } = w.metadata;
   const s = w.status;

@@ -1,7 +1,7 @@
 // Observe: the reads of a tick. One GET of the state object; the registry only when it is
 // settled; the target workloads only when a refresh could actually start.
 import type { Config } from "../config.ts";
-import { rolloutStatus } from "../kube/settled.ts";
+import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { KubeClient, Workload } from "../kube/workloads.ts";
 import type { DigestResult } from "../registry/client.ts";
 import type { TickContext } from "./context.ts";
@@ -117,6 +117,9 @@ async function readTarget(
   } catch (err) {
     return { observed: { found: false, message: (err as Error).message }, paths: {} };
   }
+  // A patch that can start no rollout would only fail the wait and count an attempt.
+  const blocked = rolloutBlocked(w);
+  if (blocked) return { observed: { found: false, message: blocked }, paths: {} };
   const images: Record<string, string> = {};
   const paths: Record<string, string> = {};
   // kubectl set image walks initContainers, then containers; a name in both is ambiguous, and
