@@ -111,6 +111,18 @@ images:
     ]);
   });
 
+  test("a bad part is named once: the checks across fields skip what they cannot read", () => {
+    expect(problemsOf(() => parse((c) => (c.registry.host = "bad host")))).toEqual([
+      "registry.host: must be a registry host such as docker.io",
+    ]);
+    expect(problemsOf(() => parse((c) => (c.annotationPrefix = "Bad_Prefix")))).toEqual([
+      "annotationPrefix: must be a DNS subdomain",
+    ]);
+    expect(problemsOf(() => parse((c) => delete c.state))).toEqual([
+      "state: Invalid input: expected object, received undefined",
+    ]);
+  });
+
   test("reports every bad field at once", () => {
     const problems = problemsOf(() =>
       parse((c) => {
