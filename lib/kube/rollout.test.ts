@@ -166,6 +166,7 @@ describe("waitForRollout", () => {
         telemetry,
         log: memoryLogger(),
         retryDelayMs: 1,
+        minWatchIntervalMs: 1,
       };
       expect(await waitForRollout(s.client, ref, opts)).toEqual(want);
       expect(s.calls).toEqual(calls);

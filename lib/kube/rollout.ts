@@ -25,6 +25,17 @@ export interface RolloutOptions {
   retryDelayMs?: number;
   /** Upper bound of one watch request's timeoutSeconds; the server then ends it cleanly. */
   maxWatchSeconds?: number;
+  /**
+   * Least time between the starts of two watches: a proxy that answers a watch with an empty
+   * 200 would otherwise be asked again in a tight loop until the deadline. Default 1000, as
+   * client-go's RetryWatcher waits at least a second between restarts.
+   */
+  minWatchIntervalMs?: number;
+}
+
+/** How long past its timeoutSeconds a watch may stay silent before we end it ourselves. */
+function watchdogMs(timeoutSeconds: number): number {
+  return (timeoutSeconds + Math.max(2, Math.ceil(timeoutSeconds / 10))) * 1000;
 }
 
 export function waitForRollout(
@@ -73,9 +84,14 @@ class Waiter {
     }
   }
 
-  /** Watches from `rv`, reconnecting on clean EOF from the last version seen. */
+  /** Watches from `rv`, reconnecting on clean EOF from the last version seen, at a bounded rate. */
   private async watchFrom(rv: string): Promise<Step> {
+    const interval = this.opts.minWatchIntervalMs ?? 1000;
+    let lastStart = Number.NEGATIVE_INFINITY;
     for (;;) {
+      const wait = lastStart + interval - Date.now();
+      if (wait > 0) await abortableSleep(wait, this.opts.signal);
+      lastStart = Date.now();
       const step = await this.watchOnce(rv).catch((e: unknown) => this.garbled(e));
       if (!("eof" in step)) return step;
       rv = step.eof;
@@ -93,14 +109,28 @@ class Waiter {
     throw e;
   }
 
+  /**
+   * One watch. The server ends it after timeoutSeconds; a connection that went half-open (a NAT
+   * or load balancer dropping it without a reset) never ends, so a watchdog does, and the wait
+   * re-lists instead of sitting blind until the rollout deadline.
+   */
   private async watchOnce(rv: string): Promise<Step> {
     const remaining = Math.ceil((this.opts.timeoutMs - (Date.now() - this.started)) / 1000);
     const timeoutSeconds = Math.max(1, Math.min(remaining, this.opts.maxWatchSeconds ?? 300));
-    const events = this.client.watch(this.ref, {
-      resourceVersion: rv,
-      timeoutSeconds,
-      signal: this.opts.signal,
-    });
+    const watchdog = AbortSignal.timeout(watchdogMs(timeoutSeconds));
+    try {
+      return await this.readWatch(rv, timeoutSeconds, AbortSignal.any([this.opts.signal, watchdog]));
+    } catch (e) {
+      if (!watchdog.aborted || this.opts.signal.aborted) throw e;
+      this.opts.log.debug(`watch of ${describeRef(this.ref)} silent past its timeout; re-listing`, {
+        timeout_seconds: timeoutSeconds,
+      });
+      return { relist: true };
+    }
+  }
+
+  private async readWatch(rv: string, timeoutSeconds: number, signal: AbortSignal): Promise<Step> {
+    const events = this.client.watch(this.ref, { resourceVersion: rv, timeoutSeconds, signal });
     for await (const ev of events) {
       if (ev.type === "ADDED" || ev.type === "MODIFIED") {
         const w = this.parse(ev.object);
