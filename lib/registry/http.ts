@@ -82,13 +82,15 @@ async function once(ctx: HttpContext, req: HttpRequest): Promise<HttpResponse> {
     const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.requestTimeoutMs)]);
     const headers = { ...req.headers, ...(req.authorization ? { Authorization: req.authorization } : {}) };
     try {
-      const init: RequestInit & { tls?: { ca: string } } = {
+      // Verification is never off for a registry: credentials travel on these requests, and
+      // NODE_TLS_REJECT_UNAUTHORIZED=0 in the environment must not switch it off silently.
+      const init: RequestInit & { tls: { ca?: string; rejectUnauthorized: true } } = {
         method: req.method,
         headers,
         redirect: "manual",
         signal,
+        tls: { rejectUnauthorized: true, ...(ctx.ca ? { ca: ctx.ca } : {}) },
       };
-      if (ctx.ca) init.tls = { ca: ctx.ca };
       const res = await ctx.fetch(req.url, init);
       // The timeout covers the whole response: a body that stalls after the headers is a timeout too.
       const body = await res.text(); // empty for a HEAD, but read so the response is complete

@@ -152,6 +152,14 @@ describe("TLS to the API server", () => {
 });
 
 describe("registry credentials stay with their registry", () => {
+  test("NODE_TLS_REJECT_UNAUTHORIZED=0 does not send credentials to an unverified registry", async () => {
+    const { w, reg } = await privateRegistryWorld();
+    // The bundle with the registry's CA is not given: only the system roots.
+    const r = await run(w, ["tick"], { NODE_EXTRA_CA_CERTS: "/dev/null", NODE_TLS_REJECT_UNAUTHORIZED: "0" });
+    expect(reg.log).toEqual([]);
+    expect(r.stderr).not.toContain(PASSWORD);
+  });
+
   test("registry.insecure allows http, never an unverified certificate", async () => {
     const { w, reg } = await privateRegistryWorld();
     w.writeConfig((c) => (c.registry = { ...c.registry, host: reg.host, insecure: true }));
