@@ -127,6 +127,16 @@ const ROWS: Row[] = [
   ],
   ["https endpoint", set("registry.endpoint", "https://registry-1.docker.io"), undefined],
   [
+    "an endpoint with a user and password",
+    set("registry.endpoint", "https://robot:pw@r.example"),
+    "registry.endpoint: must not contain a user name or password; put them in dockerConfigJson",
+  ],
+  [
+    "a token realm with a user and password",
+    set("registry.token", { realm: "https://robot:pw@auth.example/token" }),
+    "registry.token.realm: must not contain a user name or password; put them in dockerConfigJson",
+  ],
+  [
     "container with an underscore",
     set("images.0.targets.0.container", "api_1"),
     "images[0].targets[0].container: must be a lowercase DNS-1123 label",

@@ -21,7 +21,7 @@ import {
   pattern,
   strictObject,
   string,
-  url,
+  urlWithoutCredentials,
   withDefault,
 } from "./schema.ts";
 
@@ -55,6 +55,7 @@ const duration = map(string(), (s) => {
 const name = string(maxLength(253), pattern(DNS_SUBDOMAIN, "must be a lowercase DNS-1123 name"));
 const namespace = string(maxLength(63), pattern(DNS_LABEL, "must be a lowercase DNS-1123 label"));
 const kind = oneOf(WORKLOAD_KINDS);
+const HTTP = ["http:", "https:"];
 const count = integer(atLeast(1), atMost(1_000_000));
 const flag = withDefault(boolean, false);
 
@@ -73,11 +74,16 @@ const image = strictObject({
 
 const registry = strictObject({
   host: string(pattern(/^[A-Za-z0-9.-]+(:[0-9]{1,5})?$/, "must be a registry host such as docker.io")),
-  endpoint: optional(url(["http:", "https:"])),
+  endpoint: optional(urlWithoutCredentials(HTTP, "put them in dockerConfigJson")),
   insecure: flag,
   dockerConfigJson: optional(string(minLength(1))),
   // The Bearer token endpoint, when known in advance: saves the challenge probe on every tick.
-  token: optional(strictObject({ realm: url(["http:", "https:"]), service: optional(string(minLength(1))) })),
+  token: optional(
+    strictObject({
+      realm: urlWithoutCredentials(HTTP, "put them in dockerConfigJson"),
+      service: optional(string(minLength(1))),
+    }),
+  ),
 });
 const annotationPrefix = withDefault(
   string(maxLength(253), pattern(DNS_SUBDOMAIN, "must be a DNS subdomain")),

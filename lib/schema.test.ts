@@ -22,6 +22,7 @@ import {
   string,
   unknown,
   url,
+  urlWithoutCredentials,
   withDefault,
 } from "./schema.ts";
 
@@ -175,6 +176,30 @@ describe("scalars", () => {
       url(["https:"]),
       1,
       bad("(root): Invalid input: expected string, received number (invalid_type)"),
+    ],
+    [
+      "a URL without credentials",
+      urlWithoutCredentials(["https:"], "hint"),
+      "https://r/x",
+      ok("https://r/x"),
+    ],
+    [
+      "a URL with a user",
+      urlWithoutCredentials(["https:"], "hint"),
+      "https://u@r/x",
+      bad("(root): must not contain a user name or password; hint (custom)"),
+    ],
+    [
+      "a URL with only a password",
+      urlWithoutCredentials(["https:"], "hint"),
+      "https://:p@r/x",
+      bad("(root): must not contain a user name or password; hint (custom)"),
+    ],
+    [
+      "not a URL, credentials or not",
+      urlWithoutCredentials(["https:"], "hint"),
+      "u:p@r",
+      bad("(root): Invalid URL (invalid_format)"),
     ],
   ];
   for (const [label, schema, value, want] of ROWS)

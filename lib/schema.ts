@@ -134,6 +134,17 @@ export function url(protocols: readonly string[]): Schema<string> {
   };
 }
 
+/**
+ * A URL as `url` checks it that carries no user name or password: those would travel into
+ * logs, spans and error messages; `hint` says where credentials belong instead.
+ */
+export function urlWithoutCredentials(protocols: readonly string[], hint: string): Schema<string> {
+  return map(url(protocols), (s) => {
+    const u = new URL(s);
+    return u.username || u.password ? { problem: `must not contain a user name or password; ${hint}` } : s;
+  });
+}
+
 export function optional<T>(schema: Schema<T>): Schema<T | undefined> {
   return (v, ctx) => (v === undefined ? undefined : schema(v, ctx));
 }

@@ -239,6 +239,14 @@ const bad: Array<
     /clusters\[0\]\.cluster\.server/,
   ],
   [
+    "a server URL with a user and password is refused, the password not echoed",
+    {
+      kubeconfigFlag: "/k",
+      files: { "/k": kubeconfig({}, { server: `https://admin:${SECRET}@10.0.0.1:6443` }) },
+    },
+    /clusters\[0\]\.cluster\.server: must not contain a user name or password; use a token, tokenFile or client certificate/,
+  ],
+  [
     "wrong type named by path, value not echoed",
     { kubeconfigFlag: "/k", files: { "/k": kubeconfig({ token: 12345678 }) } },
     /users\[0\]\.user\.token/,

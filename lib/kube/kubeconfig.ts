@@ -16,7 +16,7 @@ import {
   parse,
   string,
   unknown,
-  url,
+  urlWithoutCredentials,
 } from "../schema.ts";
 import { KubeconfigError } from "./errors.ts";
 
@@ -110,7 +110,7 @@ const nonEmpty = string(minLength(1));
 const optionalPath = optional(nonEmpty);
 
 const ClusterSchema = object({
-  server: url(["http:", "https:"]),
+  server: urlWithoutCredentials(["http:", "https:"], "use a token, tokenFile or client certificate"),
   "certificate-authority": optionalPath,
   "certificate-authority-data": optionalPath,
   "insecure-skip-tls-verify": optional(boolean),
