@@ -55,6 +55,30 @@ describe("status", () => {
     expect(r.stdout).toMatch(/image api \(myorg\/api\): recorded sha256:[0-9a-f]{64}/);
   });
 
+  // SPEC: lockout is decided by the count alone; raising maxRefreshAttempts above it lifts it.
+  test("a flap marker left below a raised maximum is called stale, not LOCKED OUT", async () => {
+    w.api.setAnnotations("Deployment", "apps", "api", {
+      [k("refresh-attempt")]: "1",
+      [k("refresh-flap-detected")]: "1",
+    });
+    const r = await w.run(["status"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("verdict: refreshing");
+    expect(r.stdout).toContain("refresh attempts: 1/3 — the flap marker (1) is stale");
+    expect(r.stdout).not.toContain("LOCKED OUT");
+  });
+
+  test("a lockout says so, with the way out", async () => {
+    w.api.setAnnotations("Deployment", "apps", "api", {
+      [k("refresh-attempt")]: "3",
+      [k("refresh-flap-detected")]: "3",
+    });
+    const r = await w.run(["status"]);
+    expect(r.stdout).toContain(
+      "refresh attempts: 3/3 — LOCKED OUT (flap detected at 3); run image-refresh rearm after checking the workloads",
+    );
+  });
+
   test("an unreadable state object exits 1", async () => {
     w.api.faults.add({
       method: "GET",

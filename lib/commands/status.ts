@@ -130,11 +130,23 @@ function verdict(r: Omit<StatusReport, "verdict">): StatusReport["verdict"] {
   return "healthy";
 }
 
+/**
+ * The lockout is decided by the count alone (SPEC): a flap marker left behind after
+ * maxRefreshAttempts was raised above the count is stale, and the next tick clears it.
+ */
+function lockoutNote(r: StatusReport): string {
+  if (r.verdict === "locked out")
+    return ` — LOCKED OUT${r.flapDetected !== null ? ` (flap detected at ${r.flapDetected})` : ""}; run image-refresh rearm after checking the workloads`;
+  if (r.flapDetected !== null)
+    return ` — the flap marker (${r.flapDetected}) is stale: the count is below the maximum, so the next refresh goes ahead`;
+  return "";
+}
+
 export function formatReport(r: StatusReport): string {
   const lines = [
     `verdict: ${r.verdict}`,
     `state object: ${r.state.workload} (${r.state.settled ? "settled" : "not settled"}: ${r.state.message})`,
-    `refresh attempts: ${r.attemptCount ?? 0}/${r.maxRefreshAttempts}${r.flapDetected !== null ? ` — LOCKED OUT (flap detected at ${r.flapDetected}); run image-refresh rearm after checking the workloads` : ""}`,
+    `refresh attempts: ${r.attemptCount ?? 0}/${r.maxRefreshAttempts}${lockoutNote(r)}`,
     `skip streak: ${r.skipStreak ?? 0}/${r.maxSkipTicks}`,
   ];
   for (const img of r.images) {
