@@ -1,5 +1,5 @@
-import { expect, test } from "bun:test";
-import { buildEvent, microTime } from "./events.ts";
+import { describe, expect, test } from "bun:test";
+import { buildEvent, microTime, truncateUtf8 } from "./events.ts";
 
 test("buildEvent produces a valid events.k8s.io/v1 Event about the state object", () => {
   const event = buildEvent(
@@ -71,5 +71,39 @@ test("the default name suffix is 16 hex digits and differs between events", () =
     namespace: "n",
     name: "a",
     resourceVersion: "1",
+  });
+});
+
+describe("truncateUtf8: the apiserver counts bytes (Go len), not characters", () => {
+  const ROWS: Array<[string, string, number, string]> = [
+    ["short ASCII is kept", "abc", 10, "abc"],
+    ["exactly at the limit is kept", "abcde", 5, "abcde"],
+    ["ASCII over the limit is cut to fit with the marker", "abcdefgh", 6, "abc..."],
+    ["a 3-byte arrow counts 3", "a→b", 4, "a..."],
+    ["never splits a character", "→→→", 8, "→..."],
+    ["400 arrows fit 1024 bytes after the cut", "→".repeat(400), 1024, `${"→".repeat(340)}...`],
+  ];
+  for (const [label, input, max, want] of ROWS)
+    test(label, () => {
+      const got = truncateUtf8(input, max);
+      expect(got).toBe(want);
+      expect(Buffer.byteLength(got)).toBeLessThanOrEqual(max);
+    });
+
+  test("a long note of many repositories and digests fits the note limit in bytes", () => {
+    const note = `refreshed ${Array.from({ length: 12 }, (_, i) => `myorg/svc-${i} → sha256:${"a".repeat(64)}`).join(", ")}`;
+    const e = buildEvent({
+      regarding: {
+        kind: "Deployment",
+        metadata: { name: "api", namespace: "apps", generation: 1, resourceVersion: "1", annotations: {} },
+      },
+      type: "Normal",
+      reason: "Refreshed",
+      action: "Refresh",
+      note,
+      reportingInstance: "pod",
+    });
+    expect(Buffer.byteLength(e.note)).toBeLessThanOrEqual(1024);
+    expect(e.note.endsWith("...")).toBe(true);
   });
 });

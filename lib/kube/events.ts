@@ -21,7 +21,23 @@ export interface EventOptions {
   suffix?: () => string;
 }
 
-const MAX_NOTE = 1024; // validation limit of events.k8s.io/v1
+// Validation limits of events.k8s.io/v1, in UTF-8 bytes: the apiserver measures with Go's len().
+const MAX_NOTE = 1024;
+const MAX_SHORT = 128;
+
+/** `s` cut to at most `max` UTF-8 bytes on a character boundary, "..." marking a cut. */
+export function truncateUtf8(s: string, max: number): string {
+  if (Buffer.byteLength(s, "utf8") <= max) return s;
+  let out = "";
+  let bytes = 0;
+  for (const ch of s) {
+    const b = Buffer.byteLength(ch, "utf8");
+    if (bytes + b > max - 3) break;
+    out += ch;
+    bytes += b;
+  }
+  return `${out}...`;
+}
 
 export function buildEvent(input: EventInput, opts: EventOptions = {}) {
   const now = (opts.now ?? (() => new Date()))();
@@ -32,11 +48,11 @@ export function buildEvent(input: EventInput, opts: EventOptions = {}) {
     metadata: { name: `${name}.${(opts.suffix ?? randomSuffix)()}`, namespace },
     eventTime: microTime(now),
     reportingController: REPORTING_CONTROLLER,
-    reportingInstance: input.reportingInstance.slice(0, 128) || "image-refresh",
-    action: input.action.slice(0, 128),
-    reason: input.reason.slice(0, 128),
+    reportingInstance: truncateUtf8(input.reportingInstance, MAX_SHORT) || "image-refresh",
+    action: truncateUtf8(input.action, MAX_SHORT),
+    reason: truncateUtf8(input.reason, MAX_SHORT),
     type: input.type,
-    note: input.note.length > MAX_NOTE ? `${input.note.slice(0, MAX_NOTE - 3)}...` : input.note,
+    note: truncateUtf8(input.note, MAX_NOTE),
     regarding: {
       apiVersion: "apps/v1",
       kind: input.regarding.kind,

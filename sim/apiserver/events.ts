@@ -55,8 +55,11 @@ function view(e: JsonObject, api: EventApi) {
   };
 }
 
+/** Go's len() of a string counts UTF-8 bytes, and so does the apiserver's limit (the message says characters). */
 function lengthLimit(field: string, value: string, limit: number): FieldError[] {
-  return value.length > limit ? [bad(field, "", `can have at most ${limit} characters`)] : [];
+  return Buffer.byteLength(value, "utf8") > limit
+    ? [bad(field, "", `can have at most ${limit} characters`)]
+    : [];
 }
 
 /** legacyValidateEvent: applies to both APIs. */
