@@ -16,7 +16,9 @@ test.each<[string, Env, boolean]>([
   ["metrics none, traces otlp", { ...EP, OTEL_METRICS_EXPORTER: "none" }, true],
   ["console without endpoint", { OTEL_TRACES_EXPORTER: "console", OTEL_METRICS_EXPORTER: "none" }, true],
   ["console but disabled", { OTEL_TRACES_EXPORTER: "console", OTEL_SDK_DISABLED: "true" }, false],
-  ["otlp named but no endpoint", { OTEL_TRACES_EXPORTER: "otlp" }, false],
+  // Named explicitly, otlp is configured: the spec's default endpoint (a sidecar Collector).
+  ["otlp named but no endpoint", { OTEL_TRACES_EXPORTER: "otlp" }, true],
+  ["nothing named, no endpoint", { OTEL_SERVICE_NAME: "x" }, false],
   ["endpoint that is not a URL", { OTEL_EXPORTER_OTLP_ENDPOINT: "otel:4318" }, false],
 ])("telemetryConfigured: %s", (_name, env, expected) => {
   expect(telemetryConfigured(env)).toBe(expected);
@@ -84,4 +86,12 @@ test.each(["cumulative", "DELTA", "lowmemory"])("temporality preference %s is ho
   expect(readTelemetryEnv({ OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE: value }).temporality).toBe(
     value.toLowerCase() as never,
   );
+});
+
+test("an explicit OTEL_TRACES_EXPORTER=otlp without an endpoint uses the spec default, for that signal only", () => {
+  const cfg = readTelemetryEnv({ OTEL_TRACES_EXPORTER: "otlp" });
+  expect(cfg.traces.otlp?.url).toBe("http://localhost:4318/v1/traces");
+  // Metrics were not named: unset still means off, so a tick probes no endpoint it was not given.
+  expect(cfg.metrics.otlp).toBeUndefined();
+  expect(cfg.warnings).toEqual([]);
 });

@@ -66,13 +66,16 @@ export function readTelemetryEnv(env: Env): TelemetryEnv {
 }
 
 function readSignal(env: Env, signal: "TRACES" | "METRICS", warnings: string[]): SignalConfig {
-  // The spec's default exporter is otlp; without an endpoint we export nothing rather than
-  // probe localhost:4318 on every tick (SPEC: "with no exporter configured nothing is exported").
-  const names = (get(env, `OTEL_${signal}_EXPORTER`) ?? "otlp").split(",").map((s) => s.trim().toLowerCase());
+  // The spec's default exporter is otlp; left unset, without an endpoint we export nothing
+  // rather than probe localhost:4318 on every tick (SPEC: "with no exporter configured nothing
+  // is exported"). Named explicitly, otlp is configured, and its endpoint takes the spec's
+  // default (a Collector as a native sidecar in the Job's pod listens there).
+  const explicit = get(env, `OTEL_${signal}_EXPORTER`);
+  const names = (explicit ?? "otlp").split(",").map((s) => s.trim().toLowerCase());
   const out: SignalConfig = { console: false };
   for (const name of names) {
     if (name === "console") out.console = true;
-    else if (name === "otlp") out.otlp = readOtlp(env, signal, warnings);
+    else if (name === "otlp") out.otlp = readOtlp(env, signal, warnings, explicit !== undefined);
     else if (name !== "none" && name !== "")
       warnings.push(
         `OTEL_${signal}_EXPORTER: unsupported exporter "${name}" ignored (use otlp, console or none)`,
@@ -81,8 +84,16 @@ function readSignal(env: Env, signal: "TRACES" | "METRICS", warnings: string[]):
   return out;
 }
 
-function readOtlp(env: Env, signal: "TRACES" | "METRICS", warnings: string[]): OtlpTarget | undefined {
-  const url = readUrl(env, signal, warnings);
+/** OTLP/HTTP's default endpoint (OpenTelemetry exporter specification). */
+const DEFAULT_ENDPOINT = "http://localhost:4318";
+
+function readOtlp(
+  env: Env,
+  signal: "TRACES" | "METRICS",
+  warnings: string[],
+  named: boolean,
+): OtlpTarget | undefined {
+  const url = readUrl(env, signal, warnings, named ? DEFAULT_ENDPOINT : undefined);
   if (url === undefined) return undefined;
   return {
     url,
@@ -107,11 +118,16 @@ function readOtlp(env: Env, signal: "TRACES" | "METRICS", warnings: string[]): O
   };
 }
 
-function readUrl(env: Env, signal: "TRACES" | "METRICS", warnings: string[]): string | undefined {
+function readUrl(
+  env: Env,
+  signal: "TRACES" | "METRICS",
+  warnings: string[],
+  fallback?: string,
+): string | undefined {
   // A per-signal endpoint is used as given; the general one gets /v1/<signal> appended (OTLP spec).
   const specificKey = `OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`;
   const specific = get(env, specificKey);
-  const general = get(env, "OTEL_EXPORTER_OTLP_ENDPOINT");
+  const general = get(env, "OTEL_EXPORTER_OTLP_ENDPOINT") ?? fallback;
   const [key, url] = specific
     ? [specificKey, specific]
     : general
