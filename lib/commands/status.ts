@@ -3,7 +3,7 @@
 import { annotationKeys, readCounter } from "../annotations.ts";
 import type { Config } from "../config.ts";
 import { nameAttribute } from "../kube/objects.ts";
-import { rolloutStatus } from "../kube/settled.ts";
+import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { KubeClient, Workload } from "../kube/workloads.ts";
 import { writeStdout } from "../output.ts";
 import { stateRef } from "../tick/observe.ts";
@@ -16,6 +16,8 @@ export interface TargetStatus {
   pinnedDigest?: string;
   matchesRecorded: boolean;
   error?: string;
+  /** Why a refresh would be held at this target (OnDelete, paused): it can start no rollout. */
+  blocked?: string;
 }
 
 export interface StatusReport {
@@ -117,6 +119,7 @@ function targetStatus(
     image: found.image,
     pinnedDigest,
     matchesRecorded: pinnedDigest !== undefined && pinnedDigest === recorded,
+    blocked: rolloutBlocked(w),
   };
 }
 
@@ -161,7 +164,8 @@ export function formatReport(r: StatusReport): string {
           : t.pinnedDigest
             ? "pinned to another digest"
             : "not pinned to a digest";
-      lines.push(`  ${t.workload} container ${t.container}: ${t.image ?? "-"} (${state})`);
+      const blocked = t.blocked ? `; a refresh is held here: ${t.blocked}` : "";
+      lines.push(`  ${t.workload} container ${t.container}: ${t.image ?? "-"} (${state}${blocked})`);
     }
   }
   return `${lines.join("\n")}\n`;
