@@ -25,31 +25,59 @@ function onlyConfigError(text: string, env: Record<string, string> = {}): void {
   }
 }
 
-/** Replaces one path of the valid document with a random JSON value: the wrong-type cases. */
-const PATHS = [
-  ["tag"],
-  ["registry"],
-  ["registry", "host"],
-  ["registry", "endpoint"],
-  ["registry", "insecure"],
-  ["state"],
-  ["state", "kind"],
-  ["state", "namespace"],
-  ["maxRefreshAttempts"],
-  ["maxSkipTicks"],
-  ["rolloutTimeout"],
-  ["requestTimeout"],
-  ["annotationPrefix"],
-  ["images"],
-  ["images", 0],
-  ["images", 0, "repository"],
-  ["images", 0, "key"],
-  ["images", 0, "pinned"],
-  ["images", 0, "targets"],
-  ["images", 0, "targets", 0],
-  ["images", 0, "targets", 0, "kind"],
-  ["images", 0, "targets", 0, "container"],
-] as const;
+/** Replaces one path of the valid document with a random JSON value: the wrong-type cases.
+ * Each path names the only JSON type the schema can accept there. */
+type JsonType = "string" | "boolean" | "integer" | "object" | "array";
+const TYPED: ReadonlyArray<readonly [readonly (string | number)[], JsonType]> = [
+  [["tag"], "string"],
+  [["registry"], "object"],
+  [["registry", "host"], "string"],
+  [["registry", "endpoint"], "string"],
+  [["registry", "insecure"], "boolean"],
+  [["state"], "object"],
+  [["state", "kind"], "string"],
+  [["state", "namespace"], "string"],
+  [["maxRefreshAttempts"], "integer"],
+  [["maxSkipTicks"], "integer"],
+  [["rolloutTimeout"], "string"],
+  [["requestTimeout"], "string"],
+  [["annotationPrefix"], "string"],
+  [["images"], "array"],
+  [["images", 0], "object"],
+  [["images", 0, "repository"], "string"],
+  [["images", 0, "key"], "string"],
+  [["images", 0, "pinned"], "boolean"],
+  [["images", 0, "targets"], "array"],
+  [["images", 0, "targets", 0], "object"],
+  [["images", 0, "targets", 0, "kind"], "string"],
+  [["images", 0, "targets", 0, "container"], "string"],
+];
+const PATHS = TYPED.map(([path]) => path);
+
+function jsonType(v: unknown): JsonType | "number" | "null" {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "array";
+  if (typeof v === "number") return Number.isInteger(v) ? "integer" : "number";
+  return typeof v as JsonType;
+}
+
+/** "images[0].targets[0].kind", as ConfigError problems name a field. */
+function fieldName(path: readonly (string | number)[]): string {
+  return path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? p : `.${p}`)).join("");
+}
+
+/** The text must be refused with a ConfigError, never accepted and never another exception. */
+function refused(text: string): void {
+  let thrown: unknown;
+  try {
+    parseConfig(text, {});
+  } catch (err) {
+    thrown = err;
+  }
+  if (!(thrown instanceof ConfigError))
+    throw new Error(`parseConfig gave ${String(thrown ?? "a Config")} for ${text.slice(0, 200)}`);
+  expect(thrown.message.length).toBeLessThan(20_000 + text.length);
+}
 
 function withValue(path: readonly (string | number)[], value: unknown): unknown {
   // biome-ignore lint/suspicious/noExplicitAny: a document being made wrong on purpose
@@ -84,31 +112,57 @@ describe("parseConfig fuzz", () => {
   });
 
   test("a valid document with one field of any type: a Config or a ConfigError naming that field", () => {
-    const arb = fc.record({ path: fc.constantFrom(...PATHS), value: fc.jsonValue({ maxDepth: 3 }) });
+    const arb = fc.record({ typed: fc.constantFrom(...TYPED), value: fc.jsonValue({ maxDepth: 3 }) });
+    let wrongTyped = 0;
     fc.assert(
-      fc.property(arb, ({ path, value }) => {
+      fc.property(arb, ({ typed: [path, type], value }) => {
         const text = JSON.stringify(withValue(path, value));
+        // A value of a JSON type the field cannot hold must be refused, naming that very field.
+        const wrong = jsonType(value) !== type;
+        if (wrong) wrongTyped++;
+        let problems: string[] | undefined;
         try {
           parseConfig(text, {});
         } catch (err) {
           if (!(err instanceof ConfigError)) throw err;
-          const top = String(path[0]);
-          expect(err.problems.join("\n")).toContain(top);
+          problems = err.problems;
         }
+        if (problems === undefined) {
+          if (wrong)
+            throw new Error(`accepted ${JSON.stringify(value)} (${jsonType(value)}) for ${fieldName(path)}`);
+          return;
+        }
+        const field = fieldName(path);
+        expect(problems.some((p) => p.startsWith(field))).toBe(true);
       }),
       { numRuns: RUNS },
     );
+    // The wrong-type cases are the point of this property: most runs must reach them.
+    expect(wrongTyped).toBeGreaterThan(RUNS / 2);
   });
+
+  // Every path, not a random few: a field that takes a 10k-character string must be named here.
+  // The product accepts these two today (no length bound on either pattern): see the test below.
+  const UNBOUNDED = ["registry.host", "images[0].targets[0].container"];
 
   test("huge strings and deep nesting are refused cleanly", () => {
     const huge = fc.integer({ min: 10_000, max: 300_000 }).map((n) => "a".repeat(n));
+    const bounded = PATHS.filter((p) => !UNBOUNDED.includes(fieldName(p)));
     fc.assert(
-      fc.property(huge, fc.constantFrom(...PATHS), (s, path) => {
-        onlyConfigError(JSON.stringify(withValue(path, s)));
-        onlyConfigError(`${"[".repeat(s.length % 5000)}`);
+      fc.property(huge, (s) => {
+        for (const path of bounded) refused(JSON.stringify(withValue(path, s)));
+        refused(`${"[".repeat(s.length % 5000)}`);
       }),
-      { numRuns: 30 },
+      { numRuns: 10 },
     );
+  });
+
+  // A known gap, kept visible: a container name is a DNS-1123 label (at most 63 characters) and a
+  // registry host a DNS name (at most 253), yet config accepts 10k characters for either. This
+  // test fails as soon as config refuses them; then fold these paths into the test above.
+  test.failing("KNOWN GAP: a 10k-character registry.host or container is refused", () => {
+    for (const path of PATHS.filter((p) => UNBOUNDED.includes(fieldName(p))))
+      refused(JSON.stringify(withValue(path, "a".repeat(10_000))));
   });
 
   test("environment overrides with any text only ever throw ConfigError", () => {
