@@ -103,27 +103,90 @@ const workload = fc.record(
   { requiredKeys: [] },
 );
 
+/** Well-formed objects with random rollout state: the messy generator above almost never parses,
+ * and only what parses reaches rolloutStatus. Small counts and both strategies, so every verdict
+ * (settled, waiting, deadline, non-RollingUpdate error) comes up. */
+const small = fc.option(fc.integer({ min: 0, max: 4 }), { nil: undefined, freq: 5 });
+const wellFormed = fc.record({
+  kind: fc.constant(undefined),
+  metadata: fc.record({
+    name: fc.constant("api"),
+    namespace: fc.constant("apps"),
+    generation: fc.integer({ min: 1, max: 3 }),
+    resourceVersion: fc.constant("12"),
+    annotations: fc.option(fc.dictionary(fc.string(), fc.string()), { nil: undefined }),
+  }),
+  spec: fc.record({
+    replicas: small,
+    updateStrategy: maybe(
+      fc.record(
+        {
+          type: fc.constantFrom("RollingUpdate", "OnDelete"),
+          rollingUpdate: maybe(fc.record({ partition: small })),
+        },
+        { requiredKeys: [] },
+      ),
+    ),
+    template: fc.constant({ spec: { containers: [{ name: "api", image: "myorg/api:1" }] } }),
+  }),
+  status: fc.record(
+    {
+      observedGeneration: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined, freq: 5 }),
+      replicas: small,
+      updatedReplicas: small,
+      readyReplicas: small,
+      availableReplicas: small,
+      currentReplicas: small,
+      desiredNumberScheduled: small,
+      updatedNumberScheduled: small,
+      numberAvailable: small,
+      updateRevision: fc.constantFrom("r1", "r2"),
+      currentRevision: fc.constantFrom("r1", "r2"),
+      conditions: fc.array(
+        fc.record({
+          type: fc.constantFrom("Progressing", "Available"),
+          status: fc.constantFrom("True", "False"),
+          reason: fc.constantFrom("ProgressDeadlineExceeded", "NewReplicaSetAvailable"),
+        }),
+        { maxLength: 2 },
+      ),
+    },
+    { requiredKeys: [] },
+  ),
+});
+
 describe("parseWorkload fuzz", () => {
   test("any object: a Workload whose rollout status can be judged, or WorkloadParseError", () => {
+    const verdicts = { parsed: 0, done: 0, waiting: 0, error: 0 };
     fc.assert(
-      fc.property(fc.constantFrom(...KINDS), fc.oneof(workload, fc.jsonValue()), (kind, raw) => {
-        let w: ReturnType<typeof parseWorkload>;
-        try {
-          w = parseWorkload(kind, raw);
-        } catch (err) {
-          if (!(err instanceof WorkloadParseError)) throw err;
-          expect(err.message.startsWith(`Cannot read ${kind}`)).toBe(true);
-          expect(err.message.length).toBeLessThan(5_000);
-          return;
-        }
-        const s = rolloutStatus(w);
-        expect(typeof s.done).toBe("boolean");
-        expect(s.message).toBeString();
-        // An error verdict is never also a settled one.
-        if (s.error !== undefined) expect(s.done).toBe(false);
-      }),
+      fc.property(
+        fc.constantFrom(...KINDS),
+        fc.oneof({ weight: 2, arbitrary: wellFormed }, workload, fc.jsonValue()),
+        (kind, raw) => {
+          let w: ReturnType<typeof parseWorkload>;
+          try {
+            w = parseWorkload(kind, raw);
+          } catch (err) {
+            if (!(err instanceof WorkloadParseError)) throw err;
+            expect(err.message.startsWith(`Cannot read ${kind}`)).toBe(true);
+            expect(err.message.length).toBeLessThan(5_000);
+            return;
+          }
+          verdicts.parsed++;
+          const s = rolloutStatus(w);
+          expect(typeof s.done).toBe("boolean");
+          expect(s.message).toBeString();
+          expect(s.message).not.toBe("");
+          // An error verdict is never also a settled one.
+          if (s.error !== undefined) expect(s.done).toBe(false);
+          verdicts[s.error !== undefined ? "error" : s.done ? "done" : "waiting"]++;
+        },
+      ),
       { numRuns: RUNS },
     );
+    // The property above says nothing unless objects parse and every kind of verdict comes up.
+    expect(verdicts.parsed).toBeGreaterThan(RUNS / 5);
+    expect(Math.min(verdicts.done, verdicts.waiting, verdicts.error)).toBeGreaterThan(0);
   });
 
   test("a kind that is an object with a non-function toString is a WorkloadParseError (found by this fuzz)", () => {
