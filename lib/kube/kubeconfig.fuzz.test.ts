@@ -85,12 +85,70 @@ const doc = fc.record(
   { requiredKeys: [] },
 );
 
+/** Documents that get past the structural checks: the context, cluster and user always resolve,
+ * so the cluster and user settings are really read. The token (or its base64) sits in every
+ * value of the user entry that is not a file name; only these stages can leak it, and the random
+ * documents above almost never reach them. */
+/** Mostly the valid value, sometimes the token where a PEM belongs. */
+const pemOrToken = fc.oneof(
+  { weight: 4, arbitrary: fc.constant(PEM) },
+  fc.constantFrom(TOKEN, Buffer.from(TOKEN).toString("base64")),
+);
+const resolving = fc.record({
+  cluster: fc.record(
+    {
+      server: fc.constantFrom("https://127.0.0.1:6443", "http://10.0.0.1"),
+      "certificate-authority-data": pemOrToken,
+      "certificate-authority": fc.constantFrom("/kube/ca.pem", "ca.pem"),
+      "insecure-skip-tls-verify": fc.boolean(),
+    },
+    { requiredKeys: ["server", "certificate-authority-data"] },
+  ),
+  user: fc.record(
+    {
+      token: fc.constant(TOKEN),
+      tokenFile: fc.constantFrom("/kube/token", "rel"),
+      "client-certificate-data": pemOrToken,
+      "client-key-data": pemOrToken,
+      exec: fc.constant({ command: TOKEN, args: [TOKEN] }),
+      "auth-provider": fc.constant({ name: "oidc", config: { "id-token": TOKEN } }),
+    },
+    { requiredKeys: [] },
+  ),
+});
+
 describe("kubeconfig fuzz", () => {
   test("random documents: a Connection or a KubeconfigError without the token", () => {
     fc.assert(
       fc.property(doc, (d) => check(JSON.stringify(d))),
       { numRuns: RUNS },
     );
+  });
+
+  test("documents that resolve: a Connection or a KubeconfigError without the token", () => {
+    const seen = { connections: 0, errors: 0 };
+    fc.assert(
+      fc.property(resolving, ({ cluster, user }) => {
+        const d = {
+          "current-context": "c",
+          clusters: [{ name: "k", cluster }],
+          users: [{ name: "u", user }],
+          contexts: [{ name: "c", context: { cluster: "k", user: "u" } }],
+        };
+        try {
+          parseKubeconfig(JSON.stringify(d), { path: "/kube/config", readFile });
+          seen.connections++;
+        } catch (err) {
+          if (!(err instanceof KubeconfigError)) throw err;
+          seen.errors++;
+          expect(err.message).not.toContain(TOKEN);
+          expect(err.message).not.toContain(Buffer.from(TOKEN).toString("base64"));
+        }
+      }),
+      { numRuns: RUNS },
+    );
+    // Both outcomes must come up, or the property checked nothing past the schema.
+    expect(Math.min(seen.connections, seen.errors)).toBeGreaterThan(RUNS / 20);
   });
 
   test("random text, including text that carries the token, never leaks it", () => {
