@@ -136,6 +136,18 @@ const ROWS: Row[] = [
     set("registry.token", { realm: "https://robot:pw@auth.example/token" }),
     "registry.token.realm: must not contain a user name or password; put them in dockerConfigJson",
   ],
+  ["container of 63 characters", set("images.0.targets.0.container", "c".repeat(63)), undefined],
+  [
+    "container of 64 characters",
+    set("images.0.targets.0.container", "c".repeat(64)),
+    "images[0].targets[0].container: Too big: expected string to have <=63 characters",
+  ],
+  ["host of 253 characters with a port", set("registry.host", `${"h".repeat(253)}:5000`), undefined],
+  [
+    "host of 254 characters",
+    set("registry.host", "h".repeat(254)),
+    "registry.host: must be a registry host such as docker.io",
+  ],
   [
     "container with an underscore",
     set("images.0.targets.0.container", "api_1"),

@@ -63,7 +63,7 @@ const target = strictObject({
   kind,
   namespace: optional(namespace),
   name,
-  container: string(pattern(DNS_LABEL, "must be a lowercase DNS-1123 label")),
+  container: string(maxLength(63), pattern(DNS_LABEL, "must be a lowercase DNS-1123 label")),
 });
 const image = strictObject({
   repository: string(pattern(REPOSITORY, "must be a repository path such as myorg/api")),
@@ -73,7 +73,11 @@ const image = strictObject({
 });
 
 const registry = strictObject({
-  host: string(pattern(/^[A-Za-z0-9.-]+(:[0-9]{1,5})?$/, "must be a registry host such as docker.io")),
+  // A DNS name (at most 253 characters) and an optional port.
+  host: string(
+    maxLength(259),
+    pattern(/^[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?$/, "must be a registry host such as docker.io"),
+  ),
   endpoint: optional(urlWithoutCredentials(HTTP, "put them in dockerConfigJson")),
   insecure: flag,
   dockerConfigJson: optional(string(minLength(1))),
