@@ -99,7 +99,11 @@ async function step(run: Run, a: Action): Promise<void> {
     case "persist-attempt":
       await guarded(
         run,
-        { [keys.attempt]: String(a.count), [keys.traceparent]: run.ctx.telemetry.rootTraceparent() },
+        {
+          [keys.attempt]: String(a.count),
+          [keys.traceparent]: run.ctx.telemetry.rootTraceparent(),
+          ...Object.fromEntries(Object.entries(a.firstSeen ?? {}).map(([k, d]) => [keys.digest(k), d])),
+        },
         { outcome: "held", reason: "attempt_not_persisted", what: `refresh attempt ${a.count}` },
       );
       run.attemptCount = a.count;

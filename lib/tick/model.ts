@@ -22,6 +22,7 @@ export const REASONS = [
   "reset_failed",
   "record_failed",
   "state_unreadable",
+  "stopped",
   "unexpected",
 ] as const;
 export type Reason = (typeof REASONS)[number];
@@ -53,7 +54,15 @@ export type Action =
   | { type: "write-streak"; value: number }
   | { type: "clear-streak" }
   | { type: "mark-flap"; count: number }
-  | { type: "persist-attempt"; count: number }
+  | {
+      type: "persist-attempt";
+      count: number;
+      /**
+       * First-observation digests of other images, written with the count: the refresh's own
+       * record comes only after every rollout settled, and a failed rollout must not lose them.
+       */
+      firstSeen?: Record<string, string>;
+    }
   | {
       type: "rollout";
       workload: WorkloadRef;

@@ -162,7 +162,8 @@ const CASES: Array<[string, Observed, Decision]> = [
       reason: "digest_changed",
       message: "digest changed for api; refresh attempt 3/3",
       actions: [
-        { type: "persist-attempt", count: 3 },
+        // Written with the count, so a failed rollout cannot lose the first observation.
+        { type: "persist-attempt", count: 3, firstSeen: { "node-agent": D("b") } },
         {
           type: "rollout",
           workload: { kind: "Deployment", namespace: "apps", name: "api" },

@@ -49,7 +49,9 @@ export function plan(o: Observed, c: Config): Decision {
       outcome: "held",
       reason: "attempt_untrusted",
       message,
-      actions: pre,
+      // Held or not, a first observation is recorded (SPEC step 6): a later push must compare
+      // against it, or the image's next build would itself pass for a first observation.
+      actions: [...pre, ...record],
       after,
       changed: changedKeys,
     };
@@ -63,7 +65,7 @@ export function plan(o: Observed, c: Config): Decision {
       outcome: "held",
       reason: "target_unavailable",
       message,
-      actions: pre,
+      actions: [...pre, ...record],
       after,
       changed: changedKeys,
     };
@@ -179,7 +181,8 @@ function planRefresh(
   c: Config,
   p: { pre: Action[]; count: number; changed: Changed[]; firstSeen: Record<string, string> },
 ): Decision {
-  const actions: Action[] = [...p.pre, { type: "persist-attempt", count: p.count + 1 }];
+  const firstSeen = Object.keys(p.firstSeen).length ? { firstSeen: p.firstSeen } : {};
+  const actions: Action[] = [...p.pre, { type: "persist-attempt", count: p.count + 1, ...firstSeen }];
   for (const roll of rolloutsInConfigOrder(c, p.changed)) actions.push({ type: "rollout", ...roll });
   actions.push({ type: "reset" });
   const digests: Record<string, string> = { ...p.firstSeen };

@@ -176,10 +176,15 @@ const PROPERTIES: Array<[string, (c: Config, o: Observed, d: Decision) => void]>
     },
   ],
   [
-    "held and error decisions never touch a workload or a counter",
-    (_c, _o, d) => {
+    "held and error decisions never touch a workload or a counter; they record only first observations",
+    (c, o, d) => {
       if (d.outcome !== "held" && d.outcome !== "error") return;
-      expect(types(d).filter((t) => t !== "clear-streak")).toEqual([]);
+      expect(types(d).filter((t) => t !== "clear-streak" && t !== "record-digests")).toEqual([]);
+      const prefix = `${c.annotationPrefix}/last-refreshed-`;
+      for (const a of d.actions)
+        if (a.type === "record-digests")
+          for (const key of Object.keys(a.digests))
+            expect(o.state.annotations[`${prefix}${key}-digest`]).toBeUndefined();
     },
   ],
 ];
