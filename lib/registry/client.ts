@@ -128,7 +128,8 @@ async function headAll(
     if (stopped) return void results.set(repo, skipped(opts, repo));
     if (opts.signal.aborted) {
       // The tick is over: say so per image instead of sending requests that abort at once.
-      const late = new RegistryError("timeout", "the tick's deadline passed before this image was requested");
+      const why = (opts.signal.reason as Error | undefined)?.message ?? "the tick was stopped";
+      const late = new RegistryError("timeout", `not requested: ${why}`);
       return void results.set(repo, fail(opts, repo, opts.tag, late));
     }
     try {

@@ -63,6 +63,17 @@ async function decideAndApply(ctx: TickContext, root: SpanHandle): Promise<Round
         message: `unexpected error: ${(err as Error).message}`,
       };
     }
+    // Stopped (SIGTERM, SIGINT, the tick's deadline) while observing: the registry answers are
+    // aborts, not facts, so nothing may be decided from them, and the tick did not do its job.
+    if (ctx.signal.aborted) {
+      const why = (ctx.signal.reason as Error | undefined)?.message ?? "aborted";
+      return {
+        outcome: "error",
+        reason: "stopped",
+        message: `the tick was stopped before it could decide: ${why}`,
+        obs,
+      };
+    }
     const attempt = countOf(obs.state.metadata.annotations[attemptKey]);
     if (round === 1) {
       linkStory(ctx, obs);

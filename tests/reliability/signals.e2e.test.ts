@@ -96,3 +96,23 @@ describe("SIGTERM", () => {
     expect(collector.spans.some((sp) => sp.name === "rollout.wait")).toBe(true);
   }, 20_000);
 });
+
+describe("signals: a stopped tick never claims success", () => {
+  test("SIGTERM while the registry HEAD is in flight: not noop, not exit 0", async () => {
+    const s = await makeScene("changed", (c) => (c.requestTimeout = "30s"));
+    world = s.w;
+    s.w.registry.faults.add({ method: "HEAD", path: /\/manifests\//, fault: { type: "hang" } });
+    const { proc, done } = start(s.w, ["tick"]);
+    await until("a manifest HEAD", () => s.w.registry.log.some((e) => e.method === "HEAD"));
+    await Bun.sleep(100);
+    proc.kill("SIGTERM");
+    const r = await done;
+    // The HEADs were aborted, not answered: nothing may be decided from them, and the tick did
+    // not do its job (SPEC: exit 0 only for a tick that did its job or deliberately held).
+    expect(outcomeOf(r)).toBe("error");
+    expect(r.stderr).toContain("reason=stopped");
+    expect(r.stderr).toContain("the tick was stopped before it could decide: received SIGTERM");
+    expect(r.code).toBe(1);
+    expect(s.w.api.log.filter((e) => e.method !== "GET")).toEqual([]);
+  }, 30_000);
+});
