@@ -12,11 +12,16 @@ import type { KubeClient } from "./workloads.ts";
 
 export type RolloutResult =
   | { ok: true; message: string }
-  | { ok: false; reason: "deadline_exceeded" | "timeout" | "deleted" | "error"; message: string };
+  | { ok: false; reason: "deadline_exceeded" | "timeout" | "deleted" | "changed" | "error"; message: string };
 
 export interface RolloutOptions {
   /** metadata.generation from the PATCH response: the spec the controller must have observed. */
   afterGeneration: number;
+  /**
+   * The images our patch set, by container name. A rollout that settles on other images (a
+   * human's `kubectl rollout undo` during the wait) is not ours: it ends as `changed`.
+   */
+  expectImages?: Record<string, string>;
   timeoutMs: number;
   signal: AbortSignal;
   telemetry: Telemetry;
@@ -177,7 +182,23 @@ class Waiter {
         w.status.conditions?.find((c) => c.type === "Progressing")?.reason === PROGRESS_DEADLINE_EXCEEDED;
       return { ok: false, reason: deadline ? "deadline_exceeded" : "error", message: status.error };
     }
-    return status.done ? { ok: true, message: status.message } : undefined;
+    if (!status.done) return undefined;
+    const foreign = this.foreignImage(w);
+    return foreign
+      ? { ok: false, reason: "changed", message: foreign }
+      : { ok: true, message: status.message };
+  }
+
+  /** Says which expected container settled on another image, if one did. */
+  private foreignImage(w: Workload): string | undefined {
+    const spec = w.spec.template.spec;
+    const live = new Map([...(spec.initContainers ?? []), ...spec.containers].map((c) => [c.name, c.image]));
+    for (const [name, image] of Object.entries(this.opts.expectImages ?? {})) {
+      const now = live.get(name);
+      if (now !== image)
+        return `${describeRef(this.ref)} settled, but container ${name} runs ${now ?? "nothing"}, not ${image}: the workload was changed by someone else during the rollout`;
+    }
+    return undefined;
   }
 
   private parse(object: unknown): Workload {

@@ -210,7 +210,6 @@ async function rollout(run: Run, a: Extract<Action, { type: "rollout" }>): Promi
     ctx.log.info(`dry run: would PATCH ${what} ${summary} and wait for its rollout`);
     return;
   }
-  run.rolledOut = true;
   const started = ctx.now();
   let generation: number;
   try {
@@ -218,15 +217,20 @@ async function rollout(run: Run, a: Extract<Action, { type: "rollout" }>): Promi
     generation = updated.metadata.generation;
     if (id === workloadId(stateRef(ctx.config))) remember(run, updated);
   } catch (err) {
+    // Refused before any workload was touched (e.g. a container renamed since it was read, so
+    // the patch's `test` failed): nothing started, so held, not failed. The count stays.
+    const untouched = !run.rolledOut && err instanceof ApiError && err.code === 422;
     throw new Stop({
-      outcome: "failed",
-      reason: "rollout_failed",
+      outcome: untouched ? "held" : "failed",
+      reason: untouched ? "target_unavailable" : "rollout_failed",
       message: `cannot re-image ${what}: ${(err as Error).message}`,
     });
   }
+  run.rolledOut = true;
   ctx.log.info(`patched ${what}: ${summary}; waiting for the rollout`);
   const r = await waitForRollout(ctx.kube, a.workload, {
     afterGeneration: generation,
+    expectImages: Object.fromEntries(a.containers.map((c) => [c.name, c.image])),
     timeoutMs: ctx.config.rolloutTimeoutMs,
     signal: ctx.signal,
     telemetry: ctx.telemetry,
@@ -264,9 +268,18 @@ async function rollout(run: Run, a: Extract<Action, { type: "rollout" }>): Promi
  */
 async function reset(run: Run, keys: string[]): Promise<void> {
   const [attemptKey] = keys as [string];
+  const ours = run.annotations[attemptKey];
   for (let attempt = 1; ; attempt++) {
     const ops: object[] = [];
     const current = run.annotations[attemptKey];
+    // Another tick (a manual Job) wrote a count of its own since ours: that count belongs to its
+    // rollout, which may still fail. Removing it would lose that failure; a rearm (absent) is fine.
+    if (current !== undefined && current !== ours) {
+      run.ctx.log.warn(
+        `not resetting ${attemptKey} on ${describeState(run)}: it is ${current} now, written by another tick after this one wrote ${ours}`,
+      );
+      return;
+    }
     if (current !== undefined) ops.push({ op: "test", path: annotationPointer(attemptKey), value: current });
     for (const k of keys)
       if (run.annotations[k] !== undefined) ops.push({ op: "remove", path: annotationPointer(k) });
