@@ -175,17 +175,20 @@ export function parseConfig(
     }
   }
   const result = parse(schema, doc);
-  const problems = result.ok
-    ? []
-    : result.issues.map((i) => {
-        const path = formatPath(i.path);
-        const via = fromEnv.get(String(i.path[0]));
-        return `${path}${via ? ` (from env ${via})` : ""}: ${i.message}`;
-      });
+  if (result.ok) {
+    const config = finish(result.value);
+    const problems = checksAcross(config.images, config.annotationPrefix, config.registry);
+    if (problems.length) throw new ConfigError(`Invalid configuration in ${source}`, problems);
+    return config;
+  }
+  const problems = result.issues.map((i) => {
+    const path = formatPath(i.path);
+    const via = fromEnv.get(String(i.path[0]));
+    return `${path}${via ? ` (from env ${via})` : ""}: ${i.message}`;
+  });
   // Every bad field at once: the checks across fields run on whatever parts are valid.
   problems.push(...crossFieldProblems(doc));
-  if (!result.ok || problems.length) throw new ConfigError(`Invalid configuration in ${source}`, problems);
-  return finish(result.value);
+  throw new ConfigError(`Invalid configuration in ${source}`, problems);
 }
 
 export { formatPath };
@@ -214,9 +217,21 @@ function finish(c: Infer<typeof schema>): Config {
   };
 }
 
+/** The checks across fields; a part that is not valid on its own (undefined) is skipped. */
+function checksAcross(
+  list: ImageConfig[],
+  prefix: string | undefined,
+  reg: Config["registry"] | undefined,
+): string[] {
+  return [
+    ...(prefix !== undefined ? crossChecks(list, prefix) : []),
+    ...(reg !== undefined ? registryChecks(reg, list) : []),
+  ];
+}
+
 /**
- * The checks across fields, on the raw document: each runs when the parts it reads are valid
- * on their own, so a bad state.kind does not hide a duplicate image key.
+ * When the document as a whole is invalid: the checks across fields on whichever parts are
+ * valid on their own, so a bad state.kind does not hide a duplicate image key.
  */
 function crossFieldProblems(doc: Record<string, unknown>): string[] {
   const imgs = parse(images, doc.images);
@@ -224,10 +239,7 @@ function crossFieldProblems(doc: Record<string, unknown>): string[] {
   const prefix = parse(annotationPrefix, doc.annotationPrefix);
   const ns = parse(namespace, (doc.state as { namespace?: unknown } | undefined)?.namespace);
   const list = imgs.ok ? normalise(imgs.value, ns.ok ? ns.value : "") : [];
-  return [
-    ...(prefix.ok ? crossChecks(list, prefix.value) : []),
-    ...(reg.ok ? registryChecks(reg.value, list) : []),
-  ];
+  return checksAcross(list, prefix.ok ? prefix.value : undefined, reg.ok ? reg.value : undefined);
 }
 
 // Checks that span fields: duplicate keys would share one digest annotation, and one container
