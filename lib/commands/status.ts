@@ -2,7 +2,7 @@
 // state object, each target's live image against the recorded digest, counters and a verdict.
 import { annotationKeys, readCounter } from "../annotations.ts";
 import type { Config } from "../config.ts";
-import { nameAttribute } from "../kube/objects.ts";
+import { containerImages, nameAttribute } from "../kube/objects.ts";
 import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { KubeClient, Workload } from "../kube/workloads.ts";
 import { writeStdout } from "../output.ts";
@@ -108,8 +108,7 @@ function targetStatus(
   recorded: string | null,
 ): TargetStatus {
   if (w instanceof Error) return { workload, container, matchesRecorded: false, error: w.message };
-  const spec = w.spec.template.spec;
-  const found = [...spec.containers, ...(spec.initContainers ?? [])].find((x) => x.name === container);
+  const found = containerImages(w).get(container);
   if (!found)
     return { workload, container, matchesRecorded: false, error: `no container named "${container}"` };
   const pinnedDigest = /@(sha256:[0-9a-f]{64})$/.exec(found.image)?.[1];

@@ -110,6 +110,23 @@ export function parseWorkload(kind: WorkloadKind, raw: unknown): Workload {
   return { kind, ...parsed.value };
 }
 
+/**
+ * Each container's image by name, init containers included. kubectl set image walks init
+ * containers, then containers; a name in both is ambiguous, and containers win because they
+ * are what the workload runs.
+ */
+export function containerImages(w: Workload): Map<string, { image: string; path: string }> {
+  const spec = w.spec.template.spec;
+  const out = new Map<string, { image: string; path: string }>();
+  (spec.initContainers ?? []).forEach((c, i) =>
+    out.set(c.name, { image: c.image, path: `/spec/template/spec/initContainers/${i}` }),
+  );
+  spec.containers.forEach((c, i) =>
+    out.set(c.name, { image: c.image, path: `/spec/template/spec/containers/${i}` }),
+  );
+  return out;
+}
+
 const PLURAL: Record<WorkloadKind, string> = {
   Deployment: "deployments",
   DaemonSet: "daemonsets",

@@ -6,7 +6,14 @@ import type { Logger } from "../log.ts";
 import type { Telemetry } from "../telemetry.ts";
 import { ApiError } from "./errors.ts";
 import { abortableSleep } from "./http.ts";
-import { describeRef, nameAttribute, type ObjectRef, parseWorkload, type Workload } from "./objects.ts";
+import {
+  containerImages,
+  describeRef,
+  nameAttribute,
+  type ObjectRef,
+  parseWorkload,
+  type Workload,
+} from "./objects.ts";
 import { PROGRESS_DEADLINE_EXCEEDED, rolloutStatus } from "./settled.ts";
 import type { KubeClient } from "./workloads.ts";
 
@@ -191,10 +198,9 @@ class Waiter {
 
   /** Says which expected container settled on another image, if one did. */
   private foreignImage(w: Workload): string | undefined {
-    const spec = w.spec.template.spec;
-    const live = new Map([...(spec.initContainers ?? []), ...spec.containers].map((c) => [c.name, c.image]));
+    const live = containerImages(w);
     for (const [name, image] of Object.entries(this.opts.expectImages ?? {})) {
-      const now = live.get(name);
+      const now = live.get(name)?.image;
       if (now !== image)
         return `${describeRef(this.ref)} settled, but container ${name} runs ${now ?? "nothing"}, not ${image}: the workload was changed by someone else during the rollout`;
     }

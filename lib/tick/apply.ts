@@ -1,7 +1,7 @@
 // Apply: carries out a plan's actions in order. Each action has its own failure policy, taken
 // from SPEC: an uncounted skip or an unpersisted attempt stops the tick before any rollout; a
 // failed streak clear or Event is only a warning; the reset never depends on the digest write.
-import { annotationKeys, readCounter } from "../annotations.ts";
+import { type AnnotationKeys, annotationKeys, readCounter } from "../annotations.ts";
 import { ApiError } from "../kube/errors.ts";
 import { buildEvent } from "../kube/events.ts";
 import { waitForRollout } from "../kube/rollout.ts";
@@ -102,7 +102,7 @@ async function step(run: Run, a: Action): Promise<void> {
         {
           [keys.attempt]: String(a.count),
           [keys.traceparent]: run.ctx.telemetry.rootTraceparent(),
-          ...Object.fromEntries(Object.entries(a.firstSeen ?? {}).map(([k, d]) => [keys.digest(k), d])),
+          ...digestAnnotations(keys, a.firstSeen ?? {}),
         },
         { outcome: "held", reason: "attempt_not_persisted", what: `refresh attempt ${a.count}` },
       );
@@ -322,9 +322,14 @@ function remember(run: Run, updated: Workload): void {
   run.annotations = updated.metadata.annotations;
 }
 
+/** `<prefix>/last-refreshed-<key>-digest` for each image key. */
+function digestAnnotations(keys: AnnotationKeys, digests: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(digests).map(([k, d]) => [keys.digest(k), d]));
+}
+
 async function recordDigests(run: Run, digests: Record<string, string>): Promise<void> {
   const keys = annotationKeys(run.ctx.config.annotationPrefix);
-  const annotations = Object.fromEntries(Object.entries(digests).map(([k, d]) => [keys.digest(k), d]));
+  const annotations = digestAnnotations(keys, digests);
   try {
     // Digests are facts, not counters: no precondition, so a controller's status write cannot fail it.
     await patchState(run, annotations, false);

@@ -1,6 +1,7 @@
 // Observe: the reads of a tick. One GET of the state object; the registry only when it is
 // settled; the target workloads only when a refresh could actually start.
 import type { Config } from "../config.ts";
+import { containerImages } from "../kube/objects.ts";
 import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { KubeClient, Workload } from "../kube/workloads.ts";
 import type { DigestResult } from "../registry/client.ts";
@@ -122,16 +123,9 @@ async function readTarget(
   if (blocked) return { observed: { found: false, message: blocked }, paths: {} };
   const images: Record<string, string> = {};
   const paths: Record<string, string> = {};
-  // kubectl set image walks initContainers, then containers; a name in both is ambiguous, and
-  // containers win because they are what the workload runs.
-  const spec = w.spec.template.spec;
-  (spec.initContainers ?? []).forEach((c, i) => {
-    images[c.name] = c.image;
-    paths[c.name] = `/spec/template/spec/initContainers/${i}`;
-  });
-  spec.containers.forEach((c, i) => {
-    images[c.name] = c.image;
-    paths[c.name] = `/spec/template/spec/containers/${i}`;
-  });
+  for (const [name, c] of containerImages(w)) {
+    images[name] = c.image;
+    paths[name] = c.path;
+  }
   return { observed: { found: true, images }, paths };
 }
