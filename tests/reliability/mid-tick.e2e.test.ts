@@ -2,34 +2,16 @@
 // compiled tick is mid-flight (spawn.ts start()), and the tick must keep SPEC's promises: no
 // digest recorded for a rollout that is not ours, no count lost, no failure without a rollout.
 import { afterEach, expect, test } from "bun:test";
+import { patch } from "../../sim/apiserver/testing.ts";
 import type { World } from "../world.ts";
 import { k, makeScene, outcomeOf, PROXY_PATH, STATE_PATH } from "./scene.ts";
-import { run, start } from "./spawn.ts";
+import { run, start, until } from "./spawn.ts";
 
 let world: World | undefined;
 afterEach(async () => {
   await world?.stop();
   world = undefined;
 });
-
-/** A human's request to the API server (kubectl-style), outside the tick. */
-async function human(w: World, method: string, path: string, body: unknown, contentType: string) {
-  const r = await fetch(`${w.api.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${w.api.token}`, "content-type": contentType },
-    body: JSON.stringify(body),
-    tls: { ca: w.api.caPem },
-  } as RequestInit);
-  return { status: r.status, body: await r.text() };
-}
-
-async function until(cond: () => boolean, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error("condition never held");
-    await Bun.sleep(20);
-  }
-}
 
 test("rollout undo of a target while the tick waits: the new digest is not recorded as refreshed", async () => {
   const s = await makeScene("changed");
@@ -39,14 +21,12 @@ test("rollout undo of a target while the tick waits: the new digest is not recor
   w.api.setMode("Deployment", "apps", "api-proxy", "slow", { slowMs: 1500 });
   const t = start(w);
   // The tick has patched api-proxy and is waiting for it: a human rolls it back.
-  await until(() => w.image("Deployment", "apps", "api-proxy", "proxy").includes(s.digests.api as string));
-  const undo = await human(
-    w,
-    "PATCH",
-    PROXY_PATH,
-    [{ op: "replace", path: "/spec/template/spec/containers/0/image", value: before }],
-    "application/json-patch+json",
+  await until("api-proxy patched", () =>
+    w.image("Deployment", "apps", "api-proxy", "proxy").includes(s.digests.api as string),
   );
+  const undo = await patch(w.api, PROXY_PATH, "application/json-patch+json", [
+    { op: "replace", path: "/spec/template/spec/containers/0/image", value: before },
+  ]);
   expect(undo.status).toBe(200);
   const r = await t.done;
   const recorded = w.ours()[k("last-refreshed-api-digest")];
@@ -73,7 +53,7 @@ test("a tick's reset does not wipe the count of another tick whose rollout then 
   const w = s.w;
   w.api.setMode("DaemonSet", "agents", "node-agent", "slow", { slowMs: 2500 });
   const a = start(w);
-  await until(() =>
+  await until("node-agent patched by tick A", () =>
     w.image("DaemonSet", "agents", "node-agent", "agent").includes(s.digests["node-agent"] as string),
   );
   // While tick A waits on node-agent, a newer api build is pushed and a manual Job (B) starts;
@@ -100,13 +80,9 @@ test("a container renamed before the first patch: no workload touched, so held, 
   w.api.faults.add({ method: "PATCH", path: STATE_PATH, times: 1, fault: { type: "delay", ms: 800 } });
   const t = start(w);
   await Bun.sleep(450);
-  const h = await human(
-    w,
-    "PATCH",
-    PROXY_PATH,
-    [{ op: "replace", path: "/spec/template/spec/containers/0/name", value: "proxy2" }],
-    "application/json-patch+json",
-  );
+  const h = await patch(w.api, PROXY_PATH, "application/json-patch+json", [
+    { op: "replace", path: "/spec/template/spec/containers/0/name", value: "proxy2" },
+  ]);
   expect(h.status).toBe(200);
   const r = await t.done;
   const accepted = w.api.log.filter(

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { rootSpans, startCollector } from "../../sim/collector.ts";
 import type { World } from "../world.ts";
 import { AGENT_PATH, k, makeScene, outcomeOf, STATE_PATH } from "./scene.ts";
-import { start } from "./spawn.ts";
+import { start, until } from "./spawn.ts";
 
 let world: World | undefined;
 const stops: Array<() => Promise<void>> = [];
@@ -14,14 +14,6 @@ afterEach(async () => {
   world = undefined;
   for (const stop of stops.splice(0)) await stop();
 });
-
-async function until(what: string, cond: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`Cannot see ${what} within ${ms} ms`);
-    await Bun.sleep(10);
-  }
-}
 
 /** node-agent has a new digest and never settles; the wait would last a minute without a signal. */
 async function flapping(): Promise<World> {

@@ -40,3 +40,12 @@ export function start(w: World, args: string[] = ["tick"], env: Record<string, s
 export function run(w: World, args?: string[], env?: Record<string, string>): Promise<RunResult> {
   return start(w, args, env).done;
 }
+
+/** Waits for `cond` while a started tick runs; throws naming `what` after `ms`. */
+export async function until(what: string, cond: () => boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`Cannot see ${what} within ${ms} ms`);
+    await Bun.sleep(10);
+  }
+}
