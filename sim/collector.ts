@@ -133,12 +133,28 @@ export function normalizeMetrics(body: Json): CollectedMetric[] {
   });
 }
 
-async function parseBody(req: Request, signal: "traces" | "metrics"): Promise<Json> {
-  const type = req.headers.get("content-type") ?? "";
-  if (type.startsWith("application/json")) return (await req.json()) as Json;
+/** An OTLP/HTTP request body as JSON, whichever encoding and compression it came in. */
+export function decodeOtlpBody(
+  signal: "traces" | "metrics",
+  headers: { contentType: string; contentEncoding?: string | null },
+  bytes: Uint8Array,
+): Json {
+  const raw = headers.contentEncoding === "gzip" ? Bun.gunzipSync(bytes as Uint8Array<ArrayBuffer>) : bytes;
+  const type = headers.contentType;
+  if (type.startsWith("application/json")) return JSON.parse(new TextDecoder().decode(raw)) as Json;
   if (!type.startsWith("application/x-protobuf")) throw new Error(`unsupported content-type ${type}`);
-  const body = new Uint8Array(await req.arrayBuffer());
-  return signal === "traces" ? decodeTraces(body) : decodeMetrics(body);
+  return signal === "traces" ? decodeTraces(raw) : decodeMetrics(raw);
+}
+
+async function parseBody(req: Request, signal: "traces" | "metrics"): Promise<Json> {
+  return decodeOtlpBody(
+    signal,
+    {
+      contentType: req.headers.get("content-type") ?? "",
+      contentEncoding: req.headers.get("content-encoding"),
+    },
+    new Uint8Array(await req.arrayBuffer()),
+  );
 }
 
 /** Starts a collector on 127.0.0.1 with a free port. */

@@ -4,8 +4,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { createTelemetry } from "../exporter.ts";
 import type { OtlpTarget } from "../lib/telemetry/env.ts";
 import { postOtlp } from "../lib/telemetry/otlp.ts";
-import { normalizeMetrics, normalizeTraces } from "../sim/collector.ts";
-import { decodeMetrics, decodeTraces } from "../sim/collector-proto.ts";
+import { decodeOtlpBody, normalizeMetrics, normalizeTraces } from "../sim/collector.ts";
 
 interface Received {
   path: string;
@@ -17,12 +16,6 @@ interface Received {
 
 type Answer = Response | "hang";
 
-function decode(path: string, type: string, raw: Uint8Array): Record<string, unknown> {
-  if (type.startsWith("application/json")) return JSON.parse(new TextDecoder().decode(raw));
-  if (type !== "application/x-protobuf") throw new Error(`unexpected content-type ${type}`);
-  return path.endsWith("/metrics") ? decodeMetrics(raw) : decodeTraces(raw);
-}
-
 /** A collector answering from `script` in order (the last answer repeats); 200 when empty. */
 function scripted(script: Array<() => Answer> = []) {
   const received: Received[] = [];
@@ -32,11 +25,17 @@ function scripted(script: Array<() => Answer> = []) {
     idleTimeout: 0,
     async fetch(req) {
       const path = new URL(req.url).pathname;
-      let raw = new Uint8Array(await req.arrayBuffer());
+      const raw = new Uint8Array(await req.arrayBuffer());
       let decoded: Received["decoded"];
       try {
-        if (req.headers.get("content-encoding") === "gzip") raw = Bun.gunzipSync(raw);
-        decoded = decode(path, req.headers.get("content-type") ?? "", raw);
+        decoded = decodeOtlpBody(
+          path.endsWith("/metrics") ? "metrics" : "traces",
+          {
+            contentType: req.headers.get("content-type") ?? "",
+            contentEncoding: req.headers.get("content-encoding"),
+          },
+          raw,
+        );
       } catch (err) {
         decoded = (err as Error).message;
       }
