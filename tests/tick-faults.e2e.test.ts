@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateTls } from "../sim/tls.ts";
-import { PREFIX, STATE_PATH, startWorld, type World, writes } from "./world.ts";
+import { PREFIX, recorded, STATE_PATH, startWorld, type World, writes } from "./world.ts";
 
 const k = (name: string) => `${PREFIX}/${name}`;
 
@@ -15,12 +15,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await w.stop();
 });
-
-async function recorded(): Promise<void> {
-  expect((await w.run()).code).toBe(0);
-  w.api.clearLog();
-  w.registry.clearLog();
-}
 
 describe("state object unreadable", () => {
   const cases: Array<[string, object, RegExp]> = [
@@ -47,7 +41,7 @@ describe("state object unreadable", () => {
 
 describe("attempt write fails", () => {
   test("500: held, no workload patch", async () => {
-    await recorded();
+    await recorded(w);
     w.registry.push("myorg/api", "stable");
     w.api.faults.add({ method: "PATCH", path: STATE_PATH, times: 1, fault: { type: "status", code: 500 } });
     const r = await w.run();
@@ -58,7 +52,7 @@ describe("attempt write fails", () => {
   });
 
   test("409 on every try: re-read, decide again, never patch a workload", async () => {
-    await recorded();
+    await recorded(w);
     w.registry.push("myorg/api", "stable");
     w.api.faults.add({
       method: "PATCH",
@@ -73,7 +67,7 @@ describe("attempt write fails", () => {
   });
 
   test("one 409 then success: the refresh goes through on the second round", async () => {
-    await recorded();
+    await recorded(w);
     w.registry.push("myorg/api", "stable");
     w.api.faults.add({
       method: "PATCH",
@@ -89,7 +83,7 @@ describe("attempt write fails", () => {
 
 describe("after the rollout", () => {
   test("reset fails: exit 1 and the digest is not recorded", async () => {
-    await recorded();
+    await recorded(w);
     const before = w.ours()[k("last-refreshed-api-digest")];
     w.registry.push("myorg/api", "stable");
     // The state object is also the first workload: the attempt write and its image patch pass,
@@ -104,7 +98,7 @@ describe("after the rollout", () => {
   });
 
   test("digest record fails: exit 1, the reset already landed", async () => {
-    await recorded();
+    await recorded(w);
     w.registry.push("myorg/api", "stable");
     // attempt write, image patch and reset pass; the digest record fails
     w.api.faults.add({ method: "PATCH", path: STATE_PATH, times: 3, fault: { type: "delay", ms: 0 } });
@@ -124,7 +118,7 @@ describe("registry faults are per image", () => {
   ];
   for (const [name, fault] of cases) {
     test(`${name} on one HEAD: a WARNING, the tick exits 0`, async () => {
-      await recorded();
+      await recorded(w);
       w.registry.faults.add({
         method: "HEAD",
         path: "/v2/myorg/api/manifests/stable",
@@ -138,7 +132,7 @@ describe("registry faults are per image", () => {
   }
 
   test("a 429 ends all requests to the registry for this tick and logs Retry-After", async () => {
-    await recorded();
+    await recorded(w);
     w.registry.faults.add({
       method: "GET",
       path: "/token",
@@ -163,7 +157,7 @@ describe("registry faults are per image", () => {
 
 describe("dry run, bad input, security", () => {
   test("--dry-run writes nothing and logs what it would write", async () => {
-    await recorded();
+    await recorded(w);
     w.registry.push("myorg/api", "stable");
     const r = await w.run(["tick", "--dry-run"]);
     expect(r.code).toBe(0);
@@ -272,7 +266,7 @@ describe("dry run, bad input, security", () => {
   });
 
   test("the token never appears in any output, text or JSON", async () => {
-    await recorded();
+    await recorded(w);
     w.registry.push("myorg/api", "stable");
     w.api.setMode("Deployment", "apps", "api-proxy", "deadline");
     for (const format of ["text", "json"]) {

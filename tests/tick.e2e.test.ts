@@ -1,7 +1,7 @@
 // SPEC "One tick, step by step", rule by rule, against the compiled binary over real HTTPS.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { patch } from "../sim/apiserver/testing.ts";
-import { PREFIX, STATE_PATH, startWorld, type World, writeStory, writes } from "./world.ts";
+import { PREFIX, recorded, STATE_PATH, startWorld, type World, writeStory, writes } from "./world.ts";
 
 const k = (name: string) => `${PREFIX}/${name}`;
 
@@ -12,14 +12,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await w.stop();
 });
-
-/** Runs the first-observation tick so later ticks have digests to compare. */
-async function recorded(): Promise<void> {
-  const r = await w.run();
-  expect(r.code).toBe(0);
-  w.api.clearLog();
-  w.registry.clearLog();
-}
 
 describe("first observation and no-op", () => {
   test("first observation records every digest and touches no workload", async () => {
@@ -34,7 +26,7 @@ describe("first observation and no-op", () => {
   });
 
   test("a healthy unchanged installation makes one API request and writes nothing", async () => {
-    await recorded();
+    await recorded(w);
     const r = await w.run();
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("noop:");
@@ -46,7 +38,7 @@ describe("first observation and no-op", () => {
 
   test("with registry.token configured a no-op tick makes exactly the limit's requests", async () => {
     w.writeConfig((c) => (c.registry.token = { realm: `${w.registry.url}/token`, service: "sim-registry" }));
-    await recorded();
+    await recorded(w);
     const r = await w.run();
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("noop:");
@@ -57,7 +49,7 @@ describe("first observation and no-op", () => {
 
 describe("refresh", () => {
   test("writes in order: attempt, one patch per workload, reset, digest record, Event", async () => {
-    await recorded();
+    await recorded(w);
     const digest = w.registry.push("myorg/api", "stable");
     const r = await w.run();
     expect(r.code).toBe(0);
@@ -95,7 +87,7 @@ describe("refresh", () => {
 
   test("two containers of one workload go in one patch", async () => {
     w.writeConfig((c) => c.images[0].targets.push({ kind: "Deployment", name: "api", container: "sidecar" }));
-    await recorded();
+    await recorded(w);
     const digest = w.registry.push("myorg/api", "stable");
     expect((await w.run()).code).toBe(0);
     expect(writeStory(w.api).filter((x) => x === "image api")).toHaveLength(1);
@@ -103,7 +95,7 @@ describe("refresh", () => {
   });
 
   test("two workloads following one repository cost one HEAD", async () => {
-    await recorded();
+    await recorded(w);
     w.registry.push("myorg/api", "stable");
     expect((await w.run()).code).toBe(0);
     const heads = w.registry.log.filter((e) => e.method === "HEAD").map((e) => e.path);
@@ -112,7 +104,7 @@ describe("refresh", () => {
 
   test("a missing container holds the refresh before any write", async () => {
     w.writeConfig((c) => (c.images[0].targets[1].container = "nope"));
-    await recorded();
+    await recorded(w);
     w.registry.push("myorg/api", "stable");
     const r = await w.run();
     expect(r.code).toBe(1);
@@ -132,7 +124,7 @@ describe("refresh", () => {
       containers: [{ name: "agent", image: "myorg/node-agent:stable" }],
       updateStrategy: "OnDelete",
     });
-    await recorded();
+    await recorded(w);
     w.registry.push("myorg/node-agent", "stable", { multiArch: true });
     const r = await w.run();
     expect(r.code).toBe(1);
@@ -148,7 +140,7 @@ describe("refresh", () => {
     expect(
       (await patch(w.api, proxy, "application/merge-patch+json", { spec: { paused: true } })).status,
     ).toBe(200);
-    await recorded();
+    await recorded(w);
     w.registry.push("myorg/api", "stable");
     const r = await w.run();
     expect(r.code).toBe(1);
@@ -159,7 +151,7 @@ describe("refresh", () => {
 
 describe("flapping workload", () => {
   test("attempts 1, 2, 3, then a lockout that holds until rearm", async () => {
-    await recorded();
+    await recorded(w);
     w.registry.push("myorg/node-agent", "stable", { multiArch: true });
     w.api.setMode("DaemonSet", "agents", "node-agent", "flap");
     for (const n of [1, 2, 3]) {
@@ -193,7 +185,7 @@ describe("flapping workload", () => {
   });
 
   test("success after earlier failures resets the counter", async () => {
-    await recorded();
+    await recorded(w);
     w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt")]: "2" });
     w.registry.push("myorg/api", "stable");
     const r = await w.run();
@@ -207,7 +199,7 @@ describe("flapping workload", () => {
 
   test("ProgressDeadlineExceeded fails fast, well before rolloutTimeout", async () => {
     w.writeConfig((c) => (c.rolloutTimeout = "30s"));
-    await recorded();
+    await recorded(w);
     w.registry.push("myorg/api", "stable");
     w.api.setMode("Deployment", "apps", "api-proxy", "deadline");
     const started = Date.now();
@@ -219,7 +211,7 @@ describe("flapping workload", () => {
   });
 
   test("an untrusted counter holds the tick: exit 1, no rollout", async () => {
-    await recorded();
+    await recorded(w);
     w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt")]: "2abc" });
     w.registry.push("myorg/api", "stable");
     w.api.clearLog();
@@ -233,7 +225,7 @@ describe("flapping workload", () => {
 
 describe("settled guard and skip streak", () => {
   test("below, at and past the ceiling; the freeze names every target and posts one Event", async () => {
-    await recorded();
+    await recorded(w);
     w.api.setMode("Deployment", "apps", "api", "unsettled");
     const first = await w.run();
     expect(first.code).toBe(0);
@@ -252,7 +244,7 @@ describe("settled guard and skip streak", () => {
   });
 
   test("settling clears the streak; a failed clear is a warning and the tick goes on", async () => {
-    await recorded();
+    await recorded(w);
     w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-skip-streak")]: "2" });
     w.api.faults.add({ method: "PATCH", path: STATE_PATH, times: 1, fault: { type: "status", code: 500 } });
     const r = await w.run();
@@ -265,7 +257,7 @@ describe("settled guard and skip streak", () => {
   });
 
   test("a clear that loses a race and then cannot re-read is still only a warning", async () => {
-    await recorded();
+    await recorded(w);
     w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-skip-streak")]: "2" });
     await Bun.sleep(100);
     // The observing GET passes; the clear meets a 409; every later GET of the state fails.

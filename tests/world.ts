@@ -91,6 +91,14 @@ export async function startWorld(): Promise<World> {
 }
 
 /** The writes (non-GET requests) the API server saw, as "METHOD path". */
+/** Runs the first-observation tick so later ticks have digests to compare; clears the logs. */
+export async function recorded(w: World): Promise<void> {
+  const r = await w.run();
+  if (r.code !== 0) throw new Error(`Cannot record the first observation: exit ${r.code}\n${r.stderr}`);
+  w.api.clearLog();
+  w.registry.clearLog();
+}
+
 export function writes(api: SimApiServer): string[] {
   return api.log.filter((e) => e.method !== "GET").map((e) => `${e.method} ${e.path}`);
 }
