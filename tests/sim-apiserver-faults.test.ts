@@ -1,20 +1,10 @@
 // Fault injection and the request log of the simulated API server.
-import { afterAll, beforeEach, describe, expect, test } from "bun:test";
-import { call, objectPath, patch, seedOneOfEachKind, serverPool } from "../sim/apiserver/testing.ts";
+import { describe, expect, test } from "bun:test";
+import { call, objectPath, patch } from "../sim/apiserver/testing.ts";
+import { seededServer } from "./sim-apiserver-harness.ts";
 
-const pool = serverPool();
-const fresh = pool.fresh;
-afterAll(async () => {
-  await pool.stopAll();
-});
-
-const sim = await fresh();
+const { sim } = await seededServer();
 const dep = objectPath("Deployment", "apps", "api");
-seedOneOfEachKind(sim);
-beforeEach(() => {
-  sim.faults.clear();
-  sim.clearLog();
-});
 
 describe("fault injection", () => {
   test("a status fault answers a Status with the code's reason, `times` requests only", async () => {

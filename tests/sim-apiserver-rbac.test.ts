@@ -1,10 +1,11 @@
 // RBAC in the simulated API server: the request attributes kube-apiserver derives from a URL
 // (requestinfo.go), allow/deny as RuleAllows decides, the exact Forbidden Status, and the real
 // kubectl reading those answers as it reads a real server's.
-import { afterAll, beforeEach, describe, expect, test } from "bun:test";
+import { beforeEach, describe, expect, test } from "bun:test";
 import { allowed, forbiddenStatus, type RbacRule, requestAttributes } from "../sim/apiserver/rbac.ts";
-import { call, objectPath, patch, seedOneOfEachKind, serverPool } from "../sim/apiserver/testing.ts";
+import { call, objectPath, patch } from "../sim/apiserver/testing.ts";
 import { kubectlFor } from "./kubectl.ts";
+import { seededServer } from "./sim-apiserver-harness.ts";
 
 const USER = "system:serviceaccount:image-refresh:image-refresh";
 const DEP = "/apis/apps/v1/namespaces/apps/deployments";
@@ -261,15 +262,8 @@ describe("the Forbidden Status", () => {
     });
 });
 
-const pool = serverPool();
-afterAll(() => pool.stopAll());
-const sim = await pool.fresh({ stepMs: 20 });
-seedOneOfEachKind(sim);
-beforeEach(() => {
-  sim.setRbac({ user: USER, rules: RULES });
-  sim.faults.clear();
-  sim.clearLog();
-});
+const { sim } = await seededServer({ stepMs: 20 });
+beforeEach(() => sim.setRbac({ user: USER, rules: RULES }));
 
 describe("over HTTPS", () => {
   const api = objectPath("Deployment", "apps", "api");

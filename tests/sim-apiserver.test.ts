@@ -1,21 +1,11 @@
 // The simulated API server's transport, auth, reads, error shapes, fault injection and log.
-import { afterAll, beforeEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { startApiServer } from "../sim/apiserver/index.ts";
-import { call, objectPath, patch, seedOneOfEachKind, serverPool } from "../sim/apiserver/testing.ts";
+import { call, objectPath, patch } from "../sim/apiserver/testing.ts";
+import { seededServer } from "./sim-apiserver-harness.ts";
 
-const pool = serverPool();
-const fresh = pool.fresh;
-afterAll(async () => {
-  await pool.stopAll();
-});
-
-const sim = await fresh();
+const { sim, fresh } = await seededServer();
 const dep = objectPath("Deployment", "apps", "api");
-seedOneOfEachKind(sim);
-beforeEach(() => {
-  sim.faults.clear();
-  sim.clearLog();
-});
 
 describe("transport and lifecycle", () => {
   test("listens on 127.0.0.1 over HTTPS with the generated CA", async () => {
