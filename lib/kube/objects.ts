@@ -118,12 +118,10 @@ export function parseWorkload(kind: WorkloadKind, raw: unknown): Workload {
 export function containerImages(w: Workload): Map<string, { image: string; path: string }> {
   const spec = w.spec.template.spec;
   const out = new Map<string, { image: string; path: string }>();
-  (spec.initContainers ?? []).forEach((c, i) =>
-    out.set(c.name, { image: c.image, path: `/spec/template/spec/initContainers/${i}` }),
-  );
-  spec.containers.forEach((c, i) =>
-    out.set(c.name, { image: c.image, path: `/spec/template/spec/containers/${i}` }),
-  );
+  for (const [i, c] of (spec.initContainers ?? []).entries())
+    out.set(c.name, { image: c.image, path: `/spec/template/spec/initContainers/${i}` });
+  for (const [i, c] of spec.containers.entries())
+    out.set(c.name, { image: c.image, path: `/spec/template/spec/containers/${i}` });
   return out;
 }
 
