@@ -1,17 +1,32 @@
 // k8s/monitoring must read the series the product really exports: every image_refresh_* name in
-// the rules and the dashboard is checked against the shared METRICS list after the Prometheus
-// translation, and the PrometheusRule must hold exactly the groups promtool checks.
+// the rules and the dashboard is checked against the shared METRICS list (plus the names SPEC
+// adds for per-image state) after the Prometheus translation, the PrometheusRule must hold
+// exactly the groups promtool checks, and promtool must hold every alert to its promises
+// (k8s/monitoring/promises.ts) over the series the Collector really exposes.
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { PROMETHEUS_RULE_PATH, RULES_PATH, toPrometheusRule } from "../k8s/monitoring/generate.ts";
-import { METRICS, prometheusName, prometheusSeriesNames } from "../lib/telemetry/metrics.ts";
+import { counter, exposed } from "../k8s/monitoring/exposition.ts";
+import {
+  PROMETHEUS_RULE_PATH,
+  parseRules,
+  RULE_TESTS,
+  RULES_PATH,
+  toPrometheusRule,
+  toRuleTests,
+} from "../k8s/monitoring/generate.ts";
+import { DAYS, MINUTES } from "../k8s/monitoring/promises.ts";
+import { METRICS, type MetricDef, prometheusName, prometheusSeriesNames } from "../lib/telemetry/metrics.ts";
 import { ROOT_SPAN_NAME } from "../lib/telemetry/tracing.ts";
+import type { MetricName } from "../lib/telemetry.ts";
 
 const DIR = join(import.meta.dir, "..", "k8s", "monitoring");
 const read = (name: string) => readFileSync(join(DIR, name), "utf8");
-type Rule = { alert: string; expr: string };
-const rules = Bun.YAML.parse(read("rules.yaml")) as { groups: Array<{ rules: Rule[] }> };
+const rulesText = read("rules.yaml");
+const rules = Bun.YAML.parse(rulesText) as {
+  groups: Array<{ rules: Array<{ alert: string; expr: string }> }>;
+};
+const alerts = parseRules(rulesText);
 const dashboard = JSON.parse(read("dashboard.json")) as {
   panels: Array<{ title: string; type: string; targets: Array<{ expr?: string; query?: string }> }>;
 };
@@ -19,12 +34,30 @@ const exprs = [
   ...rules.groups.flatMap((g) => g.rules.map((r) => r.expr)),
   ...dashboard.panels.flatMap((p) => p.targets.map((t) => t.expr ?? "")),
 ];
-/** Attribute labels that share the metric prefix (image_refresh.outcome). */
-const LABELS = new Set(["image_refresh_outcome"]);
+/** Attribute labels that share the metric prefix (image_refresh.outcome, image_refresh.image). */
+const LABELS = new Set(["image_refresh_outcome", "image_refresh_image"]);
 const used = (prefix: string) =>
   [...new Set(exprs.flatMap((e) => e.match(new RegExp(`\\b${prefix}[a-z0-9_]+`, "g")) ?? []))].filter(
     (n) => !LABELS.has(n),
   );
+/**
+ * SPEC "Telemetry" names these per-image metrics; issue 11's metric change adds them to METRICS.
+ * Once METRICS has one, its entry here is ignored and can be deleted.
+ */
+const SPEC_ONLY: Array<Pick<MetricDef, "name" | "kind" | "unit">> = (
+  [
+    { name: "image_refresh.reverts", kind: "counter", unit: "{revert}" },
+    { name: "image_refresh.repins", kind: "counter", unit: "{repin}" },
+    { name: "image_refresh.paused", kind: "gauge", unit: "" },
+    { name: "image_refresh.unresolved_streak", kind: "gauge", unit: "{tick}" },
+    { name: "image_refresh.in_sync", kind: "gauge", unit: "" },
+    { name: "image_refresh.last_verified_timestamp", kind: "gauge", unit: "s" },
+  ] as const
+)
+  // Not yet in the MetricName union; prometheusName only reads the string.
+  .map((m) => ({ ...m, name: m.name as MetricName }))
+  .filter((m) => !METRICS.some((d) => d.name === m.name));
+const ALL = [...METRICS, ...SPEC_ONLY];
 
 describe("Prometheus names", () => {
   test.each([
@@ -41,8 +74,8 @@ describe("Prometheus names", () => {
     expect(prometheusName(def)).toBe(prom);
   });
 
-  test("every image_refresh series in the rules and the dashboard is one we export", () => {
-    const known = new Set(prometheusSeriesNames());
+  test("every image_refresh series in the rules and the dashboard is one we export (or SPEC names)", () => {
+    const known = new Set([...prometheusSeriesNames(), ...SPEC_ONLY.map((m) => prometheusName(m))]);
     const names = used("image_refresh_");
     expect(names.length).toBeGreaterThan(8);
     expect(names.filter((n) => !known.has(n))).toEqual([]);
@@ -50,7 +83,7 @@ describe("Prometheus names", () => {
 
   test("the state gauges and counters the SPEC names are all watched somewhere", () => {
     const names = new Set(used("image_refresh_"));
-    for (const m of METRICS) {
+    for (const m of ALL) {
       const base = prometheusName(m);
       const watched = m.kind === "histogram" ? names.has(`${base}_bucket`) : names.has(base);
       expect({ metric: m.name, watched }).toEqual({ metric: m.name, watched: true });
@@ -62,6 +95,7 @@ describe("Prometheus names", () => {
       "kube_job_status_failed",
       "kube_job_status_start_time",
       "kube_cronjob_status_last_successful_time",
+      "kube_cronjob_created",
       "kube_cronjob_status_last_schedule_time",
       "kube_cronjob_spec_suspend",
     ]);
@@ -71,35 +105,76 @@ describe("Prometheus names", () => {
 
 describe("rules", () => {
   test("prometheusrule.yaml is generated from rules.yaml (run: npx bun k8s/monitoring/generate.ts)", () => {
-    const plain = readFileSync(RULES_PATH, "utf8");
     const cr = readFileSync(PROMETHEUS_RULE_PATH, "utf8");
-    expect(cr).toBe(toPrometheusRule(plain));
+    expect(cr).toBe(toPrometheusRule(readFileSync(RULES_PATH, "utf8")));
     const parsed = Bun.YAML.parse(cr) as { kind: string; spec: unknown };
     expect(parsed.kind).toBe("PrometheusRule");
     expect(parsed.spec).toEqual(rules);
   });
 
-  test("per-tick gauges are read through max_over_time, not as instant vectors", () => {
+  test("the promtool test files are generated from promises.ts (run: npx bun k8s/monitoring/generate.ts)", () => {
+    for (const t of RULE_TESTS)
+      expect(readFileSync(t.path, "utf8")).toBe(toRuleTests(t.cases, t.every, rulesText));
+  });
+
+  // A pushed gauge is gone an hour after the last tick (metric_expiration); the state it reported
+  // is still the state. An instant vector or a short max_over_time would resolve the alert then.
+  test("per-tick gauges are read through last_over_time, not as instant vectors", () => {
     for (const name of [
       "image_refresh_locked_out",
       "image_refresh_frozen",
+      "image_refresh_paused",
+      "image_refresh_unresolved_streak",
       "image_refresh_last_success_timestamp_seconds",
+      "image_refresh_last_verified_timestamp_seconds",
     ]) {
-      const uses = exprs.filter((e) => e.includes(name));
-      expect(uses.length).toBeGreaterThan(0);
-      for (const e of uses) expect(e).toMatch(new RegExp(`max_over_time\\(${name}\\[`));
+      const uses = rules.groups.flatMap((g) => g.rules.map((r) => r.expr)).filter((e) => e.includes(name));
+      expect({ name, uses: uses.length > 0 }).toEqual({ name, uses: true });
+      for (const e of uses) expect(e).toMatch(new RegExp(`last_over_time\\(${name}\\[`));
+    }
+  });
+
+  test("every alert says what to run, per image with the image's key", () => {
+    for (const a of alerts) {
+      const text = `${a.annotations?.description ?? ""}`;
+      expect({ alert: a.alert, says: /`(image-refresh|kubectl) [^`]+`/.test(text) }).toEqual({
+        alert: a.alert,
+        says: true,
+      });
+      if (a.expr.includes("image_refresh_image"))
+        expect({ alert: a.alert, text }).toMatchObject({
+          text: expect.stringContaining("`image-refresh status {{ $labels.image_refresh_image }}`"),
+        });
+    }
+    const locked = alerts.find((a) => a.alert === "ImageRefreshLockedOut")?.annotations?.description ?? "";
+    expect(locked).toContain("`image-refresh rearm {{ $labels.image_refresh_image }}`");
+    expect(locked).toContain("`image-refresh reject {{ $labels.image_refresh_image }}`");
+  });
+
+  test("every alert has a promise that it fires and one that it stays silent", () => {
+    const expects = [...MINUTES, ...DAYS].flatMap((c) => c.expect);
+    for (const a of alerts) {
+      const mine = expects.filter((e) => e.alert === a.alert);
+      expect({ alert: a.alert, fires: mine.some((e) => e.firing.length > 0) }).toEqual({
+        alert: a.alert,
+        fires: true,
+      });
+      expect({ alert: a.alert, silent: mine.some((e) => e.firing.length === 0) }).toEqual({
+        alert: a.alert,
+        silent: true,
+      });
     }
   });
 
   // CI installs promtool (Debian package `prometheus`); where it is missing this test fails,
   // as the manifest checks do without kubectl: rules that were not checked are not a pass.
-  test("promtool accepts the rules and their unit tests", () => {
+  test("promtool accepts the rules and holds them to every promise", () => {
     const promtool = Bun.which("promtool");
     if (!promtool)
       throw new Error("Cannot check the rules: promtool is not on PATH (CI installs Debian's prometheus)");
     for (const args of [
       ["check", "rules", "rules.yaml"],
-      ["test", "rules", "rules.test.yaml"],
+      ["test", "rules", ...RULE_TESTS.map((t) => t.path)],
     ]) {
       const run = Bun.spawnSync([promtool, ...args], { cwd: DIR, stdout: "pipe", stderr: "pipe" });
       expect({ args, code: run.exitCode, out: `${run.stdout}${run.stderr}` }).toMatchObject({
@@ -107,6 +182,47 @@ describe("rules", () => {
         code: 0,
       });
     }
+  });
+});
+
+describe("exposition: the series the Collector's prometheus exporter hands to Prometheus", () => {
+  test("the last push repeats every scrape, turns stale at metric_expiration, then is absent", () => {
+    // Pushes at 0 and 5; scraped every minute until 70: 5x 1, 60x 2 (5..64), stale at 65, then gone.
+    expect(
+      exposed(
+        [
+          [5, 2],
+          [0, 1],
+        ],
+        { every: 1, until: 70 },
+      ),
+    ).toBe("1x4 2x59 stale _x5");
+  });
+
+  test("a push after the series expired brings it back", () => {
+    expect(
+      exposed(
+        [
+          [0, 1],
+          [3, 4],
+        ],
+        { every: 1, until: 4, expiry: 2 },
+      ),
+    ).toBe("1x1 stale 4x1");
+  });
+
+  test("nothing before the first push", () => {
+    expect(exposed([[2, 7]], { every: 1, until: 3 })).toBe("_x2 7x1");
+  });
+
+  test("a delta counter accumulates, and restarts once its stream was stale past max_stale", () => {
+    expect(counter([0, 5, 10, 100, 105])).toEqual([
+      [0, 1],
+      [5, 2],
+      [10, 3],
+      [100, 1],
+      [105, 2],
+    ]);
   });
 });
 

@@ -1,0 +1,126 @@
+// The input series of promises.ts, labelled as the pipeline labels them: an installation's
+// state-object labels plus what the Collector's exporter adds, an image's key and repository,
+// kube-state-metrics' CronJob labels.
+import { counter, dense, exposed, type Push, type Scrape } from "./exposition.ts";
+
+export type Labels = Record<string, string>;
+export interface Series {
+  series: string;
+  values: string;
+}
+export interface Expect {
+  at: number;
+  alert: string;
+  firing: Labels[];
+}
+export interface Case {
+  name: string;
+  scrape: Scrape;
+  series: Series[];
+  expect: Expect[];
+}
+
+export interface Installation {
+  labels: Labels;
+  /** Labels the Collector's exporter adds from the resource and scope; `by` must drop them. */
+  exporter: Labels;
+}
+
+export function installation(ns: string, kind: string, name: string): Installation {
+  return {
+    labels: { k8s_namespace_name: ns, [`k8s_${kind}_name`]: name },
+    exporter: { job: "image-refresh", instance: `${ns}/${name}`, otel_scope_name: "image-refresh" },
+  };
+}
+
+function selector(metric: string, labels: Labels): string {
+  const inner = Object.entries(labels)
+    .map(([k, v]) => `${k}="${v}"`)
+    .join(", ");
+  return `${metric}{${inner}}`;
+}
+
+/** The tick counter of one installation, one series per outcome (`ticksByOutcome`: minutes). */
+export function tickCounters(i: Installation, ticksByOutcome: Record<string, number[]>, s: Scrape): Series[] {
+  return Object.entries(ticksByOutcome).map(([outcome, at]) => ({
+    series: selector("image_refresh_ticks_total", {
+      ...i.labels,
+      ...i.exporter,
+      image_refresh_outcome: outcome,
+    }),
+    values: exposed(counter(at), s),
+  }));
+}
+
+export function gauge(metric: string, labels: Labels, pushes: readonly Push[], s: Scrape): Series {
+  return { series: selector(metric, labels), values: exposed(pushes, s) };
+}
+
+/** Per-image gauges a tick pushes; last_verified only on ticks that found the image in sync. */
+export interface ImageState {
+  locked_out?: number;
+  paused?: number;
+  unresolved_streak?: number;
+  in_sync?: number;
+  verified?: boolean;
+}
+
+export function imageKey(key: string, repository: string): Labels {
+  return { image_refresh_image: key, container_image_name: repository };
+}
+
+/** The per-image gauges of one image over `at` ticks, its state at each tick from `state`. */
+export function imageGauges(
+  i: Installation,
+  image: Labels,
+  at: readonly number[],
+  state: (minute: number) => ImageState,
+  s: Scrape,
+): Series[] {
+  const labels = { ...i.labels, ...i.exporter, ...image };
+  const out: Series[] = [];
+  for (const name of ["locked_out", "paused", "unresolved_streak", "in_sync"] as const) {
+    const pushes = at.map((t): Push => [t, state(t)[name] ?? 0]);
+    out.push(gauge(`image_refresh_${name}`, labels, pushes, s));
+  }
+  const verified = at.filter((t) => state(t).verified).map((t): Push => [t, t * 60]);
+  if (verified.length > 0)
+    out.push(gauge("image_refresh_last_verified_timestamp_seconds", labels, verified, s));
+  return out;
+}
+
+/** kube-state-metrics series: scraped every minute, always present while the object exists. */
+export const KSM: Labels = {
+  namespace: "image-refresh",
+  cronjob: "image-refresh",
+  job: "kube-state-metrics",
+  instance: "kube-state-metrics:8080",
+};
+
+export function ksm(metric: string, value: (minute: number) => number | undefined, s: Scrape): Series {
+  return { series: selector(metric, KSM), values: dense(value, s) };
+}
+
+/** The labels of a Job's kube-state-metrics series. */
+export function ksmJob(jobName: string): Labels {
+  return {
+    namespace: "image-refresh",
+    job_name: jobName,
+    job: KSM.job as string,
+    instance: KSM.instance as string,
+  };
+}
+
+export function ksmOf(
+  metric: string,
+  labels: Labels,
+  value: (minute: number) => number | undefined,
+  s: Scrape,
+): Series {
+  return { series: selector(metric, labels), values: dense(value, s) };
+}
+
+/** `firing` at each of `minutes`. */
+export function during(alert: string, minutes: readonly number[], firing: Labels[]): Expect[] {
+  return minutes.map((at) => ({ at, alert, firing }));
+}
