@@ -4,6 +4,10 @@
 // Prometheus marks the series stale when it disappears from the scrape. Times are minutes from
 // the start of a promtool test.
 
+/** otel-collector.yaml's prometheus metric_expiration and delta_to_cumulative max_stale, in minutes. */
+export const METRIC_EXPIRATION_MINUTES = 60;
+export const MAX_STALE_MINUTES = 60;
+
 /** A point a tick pushed: minute, value. */
 export type Push = readonly [minute: number, value: number];
 
@@ -18,7 +22,7 @@ export interface Scrape {
 
 /** One sample per scrape: the last push's value, `stale` once it expired, then nothing. */
 export function exposed(pushes: readonly Push[], s: Scrape): string {
-  const expiry = s.expiry ?? 60;
+  const expiry = s.expiry ?? METRIC_EXPIRATION_MINUTES;
   const ordered = [...pushes].sort((a, b) => a[0] - b[0]);
   const samples: string[] = [];
   let next = 0;
@@ -53,7 +57,7 @@ export function ticks(from: number, to: number, every = 5): number[] {
  * A delta counter (one per tick) after delta_to_cumulative: the running sum, which restarts at 1
  * when the stream was unseen longer than max_stale (otel-collector.yaml: 1h).
  */
-export function counter(tickMinutes: readonly number[], maxStale = 60): Push[] {
+export function counter(tickMinutes: readonly number[], maxStale = MAX_STALE_MINUTES): Push[] {
   const out: Push[] = [];
   let total = 0;
   let prev: number | undefined;
