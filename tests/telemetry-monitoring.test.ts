@@ -4,7 +4,8 @@
 // exactly the groups promtool checks, and promtool must hold every alert to its promises
 // (k8s/monitoring/promises.ts) over the series the Collector really exposes.
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   counter,
@@ -238,12 +239,55 @@ describe("dashboard and collector config", () => {
     expect(traces?.targets[0]?.query).toContain(`name = "${ROOT_SPAN_NAME}"`);
   });
 
-  test("the locked_out timeline is a state timeline per state object", () => {
-    const panel = dashboard.panels.find((p) =>
-      p.targets.some((t) => t.expr?.includes("image_refresh_locked_out")),
+  const panelsOf = (metric: string) =>
+    dashboard.panels.filter((p) => p.targets.some((t) => t.expr?.includes(metric)));
+
+  test("per-image state is shown per image: a state timeline for each on/off gauge", () => {
+    for (const metric of ["image_refresh_locked_out", "image_refresh_paused", "image_refresh_in_sync"]) {
+      const panels = panelsOf(metric);
+      expect({ metric, types: panels.map((p) => p.type) }).toEqual({ metric, types: ["state-timeline"] });
+    }
+  });
+
+  test("every per-image series is grouped by image and installation wherever the dashboard reads it", () => {
+    const perImage = [
+      "image_refresh_locked_out",
+      "image_refresh_paused",
+      "image_refresh_in_sync",
+      "image_refresh_unresolved_streak",
+      "image_refresh_attempt_count",
+      "image_refresh_last_verified_timestamp_seconds",
+      "image_refresh_attempts_total",
+      "image_refresh_reverts_total",
+    ];
+    for (const metric of perImage) {
+      const targets = panelsOf(metric).flatMap((p) => p.targets.filter((t) => t.expr?.includes(metric)));
+      expect({ metric, shown: targets.length > 0 }).toEqual({ metric, shown: true });
+      for (const t of targets) expect(t.expr).toMatch(/by \(k8s_namespace_name, [^)]*image_refresh_image\)/);
+    }
+  });
+
+  test("tick outcomes are shown per installation and outcome", () => {
+    const targets = panelsOf("image_refresh_ticks_total").flatMap((p) => p.targets);
+    expect(
+      targets.some((t) => /by \(k8s_namespace_name, [^)]*image_refresh_outcome\)/.test(t.expr ?? "")),
+    ).toBe(true);
+  });
+
+  // Grafana shows a broken query as an empty panel; promtool parses each as a recording rule.
+  test("promtool parses every dashboard query", () => {
+    const promtool = Bun.which("promtool");
+    if (!promtool)
+      throw new Error(
+        "Cannot check the dashboard: promtool is not on PATH (CI installs Debian's prometheus)",
+      );
+    const records = dashboard.panels.flatMap((p, i) =>
+      p.targets.filter((t) => t.expr).map((t, j) => ({ record: `dashboard:panel_${i}_${j}`, expr: t.expr })),
     );
-    expect(panel?.type).toBe("state-timeline");
-    expect(panel?.targets[0]?.expr).toContain("k8s_namespace_name");
+    const file = join(mkdtempSync(join(tmpdir(), "image-refresh-dashboard-")), "dashboard.rules.yaml");
+    writeFileSync(file, JSON.stringify({ groups: [{ name: "dashboard", rules: records }] }));
+    const run = Bun.spawnSync([promtool, "check", "rules", file], { stdout: "pipe", stderr: "pipe" });
+    expect({ code: run.exitCode, out: `${run.stdout}${run.stderr}` }).toMatchObject({ code: 0 });
   });
 
   const collector = Bun.YAML.parse(read("otel-collector.yaml")) as {
