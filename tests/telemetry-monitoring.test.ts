@@ -327,3 +327,24 @@ describe("dashboard and collector config", () => {
     expect(text).not.toMatch(/add_metric_suffixes|resource_to_telemetry_conversion/);
   });
 });
+
+describe("runbook", () => {
+  const rows = read("RUNBOOK.md")
+    .split("\n")
+    .filter((l) => /^\| ImageRefresh\w+ \|/.test(l))
+    .map((l) => l.split(" | ").map((c) => c.replace(/^\| |\s*\|$/g, "").trim()));
+
+  test("one row per alert in rules.yaml, no row for an alert that does not exist", () => {
+    expect(rows.map((r) => r[0]).sort()).toEqual(alerts.map((a) => a.alert).sort());
+  });
+
+  test("every row says what it means, what to run and which outcome it is", () => {
+    for (const [alert, means, run, outcome] of rows) {
+      expect({ alert, columns: [means, run, outcome].every((c) => (c ?? "").length > 3) }).toEqual({
+        alert,
+        columns: true,
+      });
+      expect({ alert, run: /`(image-refresh|kubectl) [^`]+`/.test(run ?? "") }).toEqual({ alert, run: true });
+    }
+  });
+});
