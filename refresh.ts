@@ -61,6 +61,11 @@ async function clusterCommand(args: CliArgs, argv: readonly string[]): Promise<n
   try {
     code = await runCommand(args, rt);
   } catch (err) {
+    // An unknown IMAGE is found once the config is loaded, before any request: a usage error.
+    if (err instanceof UsageError) {
+      await rt.telemetry.shutdown(FLUSH_BUDGET_MS);
+      return startupError(argv, { headline: err.message, hint: true });
+    }
     rt.log.error(`unexpected error: ${(err as Error).message}`);
     code = 1;
   }
@@ -74,9 +79,11 @@ async function runCommand(
 ) {
   switch (args.command) {
     case "status":
-      return (await import("./lib/commands/status.ts")).statusCommand(rt, args.json);
+      return (await import("./lib/commands/status.ts")).statusCommand(rt, args.json, args.images);
     case "rearm":
-      return (await import("./lib/commands/rearm.ts")).rearmCommand(rt, args.dryRun);
+      return (await import("./lib/commands/rearm.ts")).rearmCommand(rt, args.dryRun, args.images);
+    case "reject":
+      return (await import("./lib/commands/reject.ts")).rejectCommand(rt, args.dryRun, args.images);
     default:
       return (await import("./lib/commands/tick.ts")).tickCommand(rt, args.dryRun);
   }

@@ -1,6 +1,8 @@
 // Command-line parsing by hand: five commands and five flags do not earn a dependency.
 
-export const COMMANDS = ["tick", "status", "rearm", "demo", "version"] as const;
+export const COMMANDS = ["tick", "status", "rearm", "reject", "demo", "version"] as const;
+/** Commands that take image keys after them. */
+const TAKES_IMAGES: ReadonlySet<string> = new Set(["status", "rearm", "reject"]);
 export type Command = (typeof COMMANDS)[number];
 
 export interface CliArgs {
@@ -11,6 +13,8 @@ export interface CliArgs {
   dryRun: boolean;
   json: boolean;
   logFormat?: "text" | "json";
+  /** Image keys named after status, rearm or reject. */
+  images: string[];
 }
 
 export class UsageError extends Error {
@@ -21,7 +25,7 @@ const VALUE_FLAGS = new Set(["--config", "--kubeconfig", "--log-format"]);
 const BOOL_FLAGS = new Set(["--dry-run", "--json", "--help", "-h"]);
 
 export function parseArgs(argv: readonly string[]): CliArgs {
-  const args: CliArgs = { command: "tick", help: false, dryRun: false, json: false };
+  const args: CliArgs = { command: "tick", help: false, dryRun: false, json: false, images: [] };
   let command: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const raw = argv[i] as string;
@@ -40,6 +44,8 @@ export function parseArgs(argv: readonly string[]): CliArgs {
       throw new UsageError(`unknown flag: ${flag}`);
     } else if (command === undefined) {
       command = raw;
+    } else if (TAKES_IMAGES.has(command)) {
+      args.images.push(raw);
     } else {
       throw new UsageError(`unexpected argument: ${raw}`);
     }
@@ -50,6 +56,8 @@ export function parseArgs(argv: readonly string[]): CliArgs {
       throw new UsageError(`unknown command: ${command}`);
     else args.command = command as Command;
   }
+  if (args.command === "reject" && args.images.length !== 1 && !args.help)
+    throw new UsageError("reject needs exactly one IMAGE (an image key from the config)");
   return args;
 }
 
@@ -64,8 +72,9 @@ export const HELP = `image-refresh: keep Kubernetes workloads on the newest buil
 
 Usage:
   image-refresh [tick]   run one tick (the default command)
-  image-refresh status   print the recorded digests, counters and lockout state (--json for scripts)
-  image-refresh rearm    clear a lockout: remove the attempt counter and flap marker
+  image-refresh status [IMAGE...]  per image: recorded, registry and live digests, counters, verdict, what to do
+  image-refresh rearm [IMAGE...]   clear a lockout (all images and the legacy keys when none is named)
+  image-refresh reject IMAGE       "not this build": the tag's current digest is never rolled out; the next build is
   image-refresh demo     run a scripted scenario against the built-in simulated cluster and registry
   image-refresh version  print the version
 
@@ -76,6 +85,8 @@ Flags:
   --log-format text|json default: $LOG_FORMAT, else text
   --json                 (status) print JSON
   -h, --help             show this help
+
+IMAGE is an image's key from the config.
 
 Exit codes: 0 done or deliberately held, 1 a finding that needs attention, 2 usage or configuration error.
 `;

@@ -93,9 +93,13 @@ const ROWS: Row[] = [
   [
     "key with a leading '-'",
     set("images.0.key", "-a"),
-    "images[0].key: must be letters, digits, '-', '_' or '.'",
+    "images[0].key: must be lowercase letters, digits and '-'",
   ],
-  ["key with a trailing '-'", set("images.0.key", "a-"), "images[0].key: must be letters"],
+  ["key with a trailing '-'", set("images.0.key", "a-"), "images[0].key: must be lowercase letters"],
+  ["key with an upper-case letter", set("images.0.key", "Api"), "images[0].key: must be lowercase letters"],
+  ["key with an underscore", set("images.0.key", "my_api"), "images[0].key: must be lowercase letters"],
+  ["key of 32 characters", set("images.0.key", "k".repeat(32)), undefined],
+  ["key of 33 characters", set("images.0.key", "k".repeat(33)), "images[0].key:"],
   [
     "host with a leading space",
     set("registry.host", " docker.io"),
@@ -205,13 +209,21 @@ const ROWS: Row[] = [
     'rolloutTimeout: not a duration: "0s" (use e.g. 500ms, 15s, 10m, 1h)',
   ],
   ["a duration without a unit", set("requestTimeout", "15"), 'requestTimeout: not a duration: "15"'],
-  // The digest annotation name (last-refreshed-<key>-digest) must stay within 63 characters.
-  ["a default key of 41 characters", set("images.0.repository", `myorg/${"k".repeat(41)}`), undefined],
+  // Every annotation name derived from a key (refresh-attempt-traceparent-<key> is the longest) must
+  // stay valid, so a default key derived from the repository is held to the same 32 characters.
+  ["a default key of 32 characters", set("images.0.repository", `myorg/${"k".repeat(32)}`), undefined],
   [
-    "a default key of 42 characters",
-    set("images.0.repository", `myorg/${"k".repeat(42)}`),
-    `images[0].key: annotation name image-refresh.io/last-refreshed-${"k".repeat(42)}-digest is over 63 characters`,
+    "a default key of 33 characters",
+    set("images.0.repository", `myorg/${"k".repeat(33)}`),
+    `images[0].key: "${"k".repeat(33)}" (derived from the repository) must be at most 32`,
   ],
+  [
+    "a default key with an underscore",
+    set("images.0.repository", "myorg/my_api"),
+    `images[0].key: "my_api" (derived from the repository)`,
+  ],
+  ["maxUnresolvedTicks of 1", set("maxUnresolvedTicks", 1), undefined],
+  ["maxUnresolvedTicks of 0", set("maxUnresolvedTicks", 0), "maxUnresolvedTicks:"],
 ];
 
 describe("config fields", () => {

@@ -44,7 +44,10 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const TAG = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
 const REPOSITORY = /^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(\/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$/;
-const IMAGE_KEY = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+// An image key names annotations (`refresh-attempt-<key>`, `last-refreshed-<key>-digest`):
+// at most 32 of these characters keeps every derived name a valid annotation name segment.
+const IMAGE_KEY = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const IMAGE_KEY_MAX = 32;
 
 const duration = map(string(), (s) => {
   const ms = parseDuration(s);
@@ -67,7 +70,9 @@ const target = strictObject({
 });
 const image = strictObject({
   repository: string(pattern(REPOSITORY, "must be a repository path such as myorg/api")),
-  key: optional(string(maxLength(40), pattern(IMAGE_KEY, "must be letters, digits, '-', '_' or '.'"))),
+  key: optional(
+    string(maxLength(IMAGE_KEY_MAX), pattern(IMAGE_KEY, "must be lowercase letters, digits and '-'")),
+  ),
   pinned: flag,
   targets: array(target, minItems(1)),
 });
@@ -102,6 +107,7 @@ const schema = strictObject({
   annotationPrefix,
   maxRefreshAttempts: withDefault(count, 3),
   maxSkipTicks: withDefault(count, 8),
+  maxUnresolvedTicks: withDefault(count, 8),
   rolloutTimeout: withDefault(duration, 600_000),
   requestTimeout: withDefault(duration, 15_000),
   images,
@@ -133,6 +139,7 @@ export interface Config {
   annotationPrefix: string;
   maxRefreshAttempts: number;
   maxSkipTicks: number;
+  maxUnresolvedTicks: number;
   rolloutTimeoutMs: number;
   requestTimeoutMs: number;
   images: ImageConfig[];
@@ -142,6 +149,7 @@ const ENV_OVERRIDES: Array<[string, string, (v: string) => unknown]> = [
   ["IMAGE_TAG", "tag", (v) => v],
   ["MAX_REFRESH_ATTEMPTS", "maxRefreshAttempts", numberOrText],
   ["MAX_SKIP_TICKS", "maxSkipTicks", numberOrText],
+  ["MAX_UNRESOLVED_TICKS", "maxUnresolvedTicks", numberOrText],
   ["ROLLOUT_TIMEOUT", "rolloutTimeout", (v) => v],
   ["REQUEST_TIMEOUT", "requestTimeout", (v) => v],
 ];
@@ -211,6 +219,7 @@ function finish(c: Infer<typeof schema>): Config {
     annotationPrefix: c.annotationPrefix,
     maxRefreshAttempts: c.maxRefreshAttempts,
     maxSkipTicks: c.maxSkipTicks,
+    maxUnresolvedTicks: c.maxUnresolvedTicks,
     rolloutTimeoutMs: c.rolloutTimeout,
     requestTimeoutMs: c.requestTimeout,
     images: normalise(c.images, c.state.namespace),
@@ -244,7 +253,7 @@ function crossFieldProblems(doc: Record<string, unknown>): string[] {
 
 // Checks that span fields: duplicate keys would share one digest annotation, and one container
 // claimed by two images would be re-imaged back and forth on every tick.
-function crossChecks(images: ImageConfig[], prefix: string): string[] {
+function crossChecks(images: ImageConfig[], _prefix: string): string[] {
   const problems: string[] = [];
   const keys = new Map<string, number>();
   const containers = new Map<string, string>();
@@ -253,9 +262,11 @@ function crossChecks(images: ImageConfig[], prefix: string): string[] {
     if (prev !== undefined)
       problems.push(`images[${i}].key: "${img.key}" is already used by images[${prev}]`);
     keys.set(img.key, i);
-    const annotation = `last-refreshed-${img.key}-digest`;
-    if (annotation.length > 63)
-      problems.push(`images[${i}].key: annotation name ${prefix}/${annotation} is over 63 characters`);
+    // A key derived from the repository is held to the same rule as one written out.
+    if (img.key.length > IMAGE_KEY_MAX || !IMAGE_KEY.test(img.key))
+      problems.push(
+        `images[${i}].key: "${img.key}" (derived from the repository) must be at most ${IMAGE_KEY_MAX} lowercase letters, digits and '-'; set key explicitly`,
+      );
     img.targets.forEach((t, j) => {
       const id = `${t.kind}/${t.namespace}/${t.name}/${t.container}`;
       const owner = containers.get(id);

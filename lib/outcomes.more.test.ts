@@ -1,20 +1,57 @@
-// SPEC "Precise rules": every outcome's exit code, as one table; a CronJob's alerting keys on it.
+// SPEC "Outcomes": every outcome's exit code and the severity order, as tables; a CronJob's
+// alerting keys on the exit code, and the tick's outcome is the most severe image verdict.
 import { expect, test } from "bun:test";
-import { EXIT_USAGE, exitCodeFor, OUTCOMES } from "./outcomes.ts";
+import { EXIT_USAGE, exitCodeFor, mostSevere, OUTCOMES } from "./outcomes.ts";
 
 const WANT: Record<(typeof OUTCOMES)[number], 0 | 1> = {
-  noop: 0,
-  recorded: 0,
-  refreshed: 0,
-  skipped: 0,
-  locked_out: 0,
-  frozen: 1,
-  held: 1,
-  failed: 1,
   error: 1,
+  failed: 1,
+  frozen: 1,
+  stale: 1,
+  held: 1,
+  locked_out: 0,
+  paused: 0,
+  pending: 0,
+  drifted: 0,
+  unresolved: 0,
+  skipped: 0,
+  refreshed: 0,
+  recorded: 0,
+  noop: 0,
 };
 
 test("each outcome exits as SPEC says; usage errors exit 2", () => {
   expect(Object.fromEntries(OUTCOMES.map((o) => [o, exitCodeFor(o)]))).toEqual(WANT);
   expect(EXIT_USAGE).toBe(2);
+});
+
+test("the order of severity is SPEC's table, top to bottom", () => {
+  expect([...OUTCOMES]).toEqual([
+    "error",
+    "failed",
+    "frozen",
+    "stale",
+    "held",
+    "locked_out",
+    "paused",
+    "pending",
+    "drifted",
+    "unresolved",
+    "skipped",
+    "refreshed",
+    "recorded",
+    "noop",
+  ]);
+});
+
+test.each([
+  [[], "noop"],
+  [["noop", "recorded"], "recorded"],
+  [["refreshed", "unresolved"], "unresolved"],
+  [["refreshed", "locked_out", "unresolved"], "locked_out"],
+  [["locked_out", "stale"], "stale"],
+  [["held", "failed", "paused"], "failed"],
+  [["noop", "error"], "error"],
+] as const)("most severe of %j is %s", (list, want) => {
+  expect(mostSevere(list)).toBe(want);
 });

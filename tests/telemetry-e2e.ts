@@ -15,14 +15,22 @@ export const COUNTERS = [
   "image_refresh.lockouts",
   "image_refresh.skips",
 ] as const;
+/** Gauges of the state object, one point a tick. */
 export const GAUGES = [
-  "image_refresh.attempt_count",
   "image_refresh.skip_streak",
-  "image_refresh.locked_out",
   "image_refresh.frozen",
   "image_refresh.last_success_timestamp",
 ] as const;
 export type GaugeName = (typeof GAUGES)[number];
+/** Gauges per image, one point per image a tick, each with attribute image_refresh.image. */
+export const IMAGE_GAUGES = [
+  "image_refresh.attempt_count",
+  "image_refresh.locked_out",
+  "image_refresh.paused",
+  "image_refresh.unresolved_streak",
+  "image_refresh.last_verified_timestamp",
+] as const;
+export type ImageGaugeName = (typeof IMAGE_GAUGES)[number];
 
 export const STATE_ATTRS = { "k8s.namespace.name": "apps", "k8s.deployment.name": "api" };
 
@@ -67,6 +75,22 @@ export function gauges(e: Pick<Exported, "metrics">): Record<GaugeName, number |
     if (pts.length > 1) throw new Error(`${name}: ${pts.length} points in one tick`);
     out[name] = pts[0]?.value;
   }
+  return out;
+}
+
+/** Per image key, every per-image gauge's single value; a gauge not emitted is left out. */
+export function imageGauges(
+  e: Pick<Exported, "metrics">,
+): Record<string, Partial<Record<ImageGaugeName, number>>> {
+  const out: Record<string, Partial<Record<ImageGaugeName, number>>> = {};
+  for (const name of IMAGE_GAUGES)
+    for (const p of e.metrics.filter((m) => m.name === name).flatMap((m) => m.points)) {
+      const key = String(p.attributes["image_refresh.image"]);
+      const mine = out[key] ?? {};
+      out[key] = mine;
+      if (mine[name] !== undefined) throw new Error(`${name}: two points for image ${key} in one tick`);
+      mine[name] = p.value;
+    }
   return out;
 }
 

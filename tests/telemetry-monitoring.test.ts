@@ -47,17 +47,16 @@ const used = (prefix: string) =>
     (n) => !LABELS.has(n),
   );
 /**
- * SPEC "Telemetry" names these per-image metrics; issue 11's metric change adds them to METRICS.
- * Once METRICS has one, its entry here is ignored and can be deleted.
+ * SPEC "Telemetry" names these per-image metrics, which the product does not emit yet: reverts
+ * come with `onFailure: revert`, repins and in_sync with reading the targets' live spec on every
+ * tick. The dashboard already shows them. Once METRICS has one, its entry here is ignored and can
+ * be deleted.
  */
 const SPEC_ONLY: Array<Pick<MetricDef, "name" | "kind" | "unit">> = (
   [
     { name: "image_refresh.reverts", kind: "counter", unit: "{revert}" },
     { name: "image_refresh.repins", kind: "counter", unit: "{repin}" },
-    { name: "image_refresh.paused", kind: "gauge", unit: "" },
-    { name: "image_refresh.unresolved_streak", kind: "gauge", unit: "{tick}" },
     { name: "image_refresh.in_sync", kind: "gauge", unit: "" },
-    { name: "image_refresh.last_verified_timestamp", kind: "gauge", unit: "s" },
   ] as const
 )
   // Not yet in the MetricName union; prometheusName only reads the string.

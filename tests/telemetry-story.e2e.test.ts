@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Outcome } from "../lib/outcomes.ts";
 import { type CollectedSpan, type Collector, rootSpan, startCollector, sumOf } from "../sim/collector.ts";
-import { type Exported, gauges, runWith, useRegistryCredentials } from "./telemetry-e2e.ts";
+import { type Exported, gauges, imageGauges, runWith, useRegistryCredentials } from "./telemetry-e2e.ts";
 import { PREFIX, startWorld, type World } from "./world.ts";
 
 const RULES = join(import.meta.dir, "..", "k8s", "monitoring", "rules.yaml");
@@ -72,7 +72,7 @@ beforeAll(async () => {
   for (const step of STEPS) {
     step.before?.(w);
     runs.set(step.name, await runWith(w, c, "http/protobuf", step.args));
-    stored.set(step.name, w.ours()[`${PREFIX}/refresh-attempt-traceparent`]);
+    stored.set(step.name, w.ours()[`${PREFIX}/refresh-attempt-traceparent-node-agent`]);
   }
   ticks = STEPS.filter((s) => s.outcome).map((step) => {
     const e = runs.get(step.name) as Exported;
@@ -132,7 +132,14 @@ test("attempt ticks and the lockout form one chain of span links", () => {
     lockout: ["lockout"],
     "refresh after rearm": ["attempt", "reset"],
   });
-  expect(tick("flap 3").root.events[0]?.attributes).toEqual({ "image_refresh.attempt": 3 });
+  expect(tick("flap 3").root.events[0]?.attributes).toEqual({
+    "image_refresh.image": "node-agent",
+    "image_refresh.attempt": 3,
+  });
+  expect(tick("lockout").root.events[0]?.attributes).toEqual({
+    "image_refresh.image": "node-agent",
+    "image_refresh.attempt": 3,
+  });
 });
 
 test("rearm is one trace: its own root span over its GET and PATCH, linked to the story it ends", () => {
@@ -148,7 +155,10 @@ test("rearm is one trace: its own root span over its GET and PATCH, linked to th
     "k8s.deployment.name": "api",
   });
   expect(root.events).toEqual([
-    { name: "rearm", attributes: { "image_refresh.attempt": 3, "image_refresh.flap_detected": "3" } },
+    {
+      name: "rearm",
+      attributes: { "image_refresh.images": "node-agent", "image_refresh.attempt.node-agent": 3 },
+    },
   ]);
 });
 
@@ -171,13 +181,17 @@ test("counters add up over the story", () => {
   });
 });
 
-test("gauges follow the state tick by tick; last success only on exit-0 ticks", () => {
+test("gauges follow the state tick by tick, per image; last success only on exit-0 ticks", () => {
   const series = (name: string) =>
     ticks.map((t) => gauges(t.e)[`image_refresh.${name}` as "image_refresh.frozen"]);
-  expect(series("attempt_count")).toEqual([0, 0, 1, 2, 3, 3, 3, 0, 0, 0]);
+  const imageSeries = (key: string, name: string) =>
+    ticks.map((t) => imageGauges(t.e)[key]?.[`image_refresh.${name}` as "image_refresh.locked_out"]);
+  expect(imageSeries("node-agent", "attempt_count")).toEqual([0, 0, 1, 2, 3, 3, 3, 0, 0, 0]);
+  expect(imageSeries("api", "attempt_count")).toEqual(ticks.map(() => 0));
   // Lockout is decided by the count alone (SPEC), so the third failure already leaves the
-  // refresh locked out: the gauge says so one tick before the flap marker is written.
-  expect(series("locked_out")).toEqual([0, 0, 0, 0, 1, 1, 1, 0, 0, 0]);
+  // image locked out: the gauge says so one tick before the flap marker is written.
+  expect(imageSeries("node-agent", "locked_out")).toEqual([0, 0, 0, 0, 1, 1, 1, 0, 0, 0]);
+  expect(imageSeries("api", "locked_out")).toEqual(ticks.map(() => 0));
   expect(series("frozen")).toEqual(ticks.map(() => 0));
   expect(series("skip_streak")).toEqual(ticks.map(() => 0));
   const success = series("last_success_timestamp");
@@ -193,15 +207,22 @@ function inputSeries(): Array<{ series: string; values: string }> {
       .map(([k, v]) => `${k.replaceAll(".", "_")}="${v}"`)
       .join(", ");
   const out: Array<{ series: string; values: string }> = [];
-  const gauge = (otlp: string, prom: string, value: (v: number, i: number) => number) => {
-    const pts = ticks.map((t) => t.e.metrics.filter((m) => m.name === otlp).flatMap((m) => m.points)[0]);
+  const gauge = (otlp: string, prom: string, value: (v: number, i: number) => number, image?: string) => {
+    const pts = ticks.map(
+      (t) =>
+        t.e.metrics
+          .filter((m) => m.name === otlp)
+          .flatMap((m) => m.points)
+          .filter((p) => image === undefined || p.attributes["image_refresh.image"] === image)[0],
+    );
     const attrs = pts.find((p) => p)?.attributes ?? {};
     out.push({
       series: `${prom}{${labels(attrs)}}`,
       values: pts.map((p, i) => (p ? value(p.value, i) : "_")).join(" "),
     });
   };
-  gauge("image_refresh.locked_out", "image_refresh_locked_out", (v) => v);
+  gauge("image_refresh.locked_out", "image_refresh_locked_out", (v) => v, "node-agent");
+  gauge("image_refresh.locked_out", "image_refresh_locked_out", (v) => v, "api");
   gauge("image_refresh.frozen", "image_refresh_frozen", (v) => v);
   // Wall-clock seconds moved onto promtool's timeline, where tick i happens at i * 5 minutes.
   gauge(
@@ -230,7 +251,7 @@ function inputSeries(): Array<{ series: string; values: string }> {
 }
 
 test("promtool: the lockout alert fires from the lockout until the tick after rearm reports it clear", () => {
-  const locked = ticks.map((t) => gauges(t.e)["image_refresh.locked_out"] ?? 0);
+  const locked = ticks.map((t) => imageGauges(t.e)["node-agent"]?.["image_refresh.locked_out"] ?? 0);
   // Evaluated a minute after each tick: the rule reads the last value a tick reported.
   const firing = locked.map((v) => v === 1);
   expect(firing.flatMap((f, i) => (f ? [ticks[i]?.step.name] : []))).toEqual([
@@ -243,8 +264,10 @@ test("promtool: the lockout alert fires from the lockout until the tick after re
   };
   const rule = rules.groups.flatMap((g) => g.rules).find((r) => r.alert === "ImageRefreshLockedOut");
   // The alert's labels are the gauge's attributes after translation, less what `by` drops.
-  const point = ticks.flatMap((t) => t.e.metrics.filter((m) => m.name === "image_refresh.locked_out"))[0]
-    ?.points[0];
+  const point = ticks
+    .flatMap((t) => t.e.metrics.filter((m) => m.name === "image_refresh.locked_out"))
+    .flatMap((m) => m.points)
+    .find((p) => p.attributes["image_refresh.image"] === "node-agent");
   const stateLabels: Record<string, string> = Object.fromEntries(
     Object.entries(point?.attributes ?? {}).map(([k, v]) => [k.replaceAll(".", "_"), String(v)]),
   );

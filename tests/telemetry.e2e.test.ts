@@ -9,6 +9,8 @@ import {
   type Exported,
   GAUGES,
   gauges,
+  IMAGE_GAUGES,
+  imageGauges,
   PROTOCOLS,
   runWith,
   STATE_ATTRS,
@@ -28,7 +30,18 @@ interface Scenario {
   code: 0 | 1;
   counters: Partial<Record<(typeof COUNTERS)[number], number>>;
   /** Expected gauges except last_success_timestamp; undefined = must not be emitted. */
-  gauges: { attempt_count?: number; skip_streak?: number; locked_out?: number; frozen?: number };
+  gauges: { skip_streak?: number; frozen?: number };
+  /** Per image: attempt_count, locked_out, paused, unresolved_streak; `verified` = last_verified emitted. */
+  images: Record<
+    string,
+    {
+      attempt_count?: number;
+      locked_out?: number;
+      paused?: number;
+      unresolved_streak?: number;
+      verified: boolean;
+    }
+  >;
   events: string[];
   links: Array<{ traceId: string; spanId: string }>;
   /** One rollout.wait per re-imaged workload: its name and result ("timeout" for the flap). */
@@ -46,7 +59,11 @@ const SCENARIOS: Scenario[] = [
     arrange: async () => {},
     code: 0,
     counters: {},
-    gauges: { attempt_count: 0, skip_streak: 0, locked_out: 0, frozen: 0 },
+    gauges: { skip_streak: 0, frozen: 0 },
+    images: {
+      api: { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: false },
+      "node-agent": { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: false },
+    },
     events: [],
     links: [],
     rollouts: [],
@@ -57,7 +74,11 @@ const SCENARIOS: Scenario[] = [
     arrange: recorded,
     code: 0,
     counters: {},
-    gauges: { attempt_count: 0, skip_streak: 0, locked_out: 0, frozen: 0 },
+    gauges: { skip_streak: 0, frozen: 0 },
+    images: {
+      api: { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
+      "node-agent": { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
+    },
     events: [],
     links: [],
     rollouts: [],
@@ -69,14 +90,18 @@ const SCENARIOS: Scenario[] = [
     arrange: async (w) => {
       await recorded(w);
       w.api.setAnnotations("Deployment", "apps", "api", {
-        [k("refresh-attempt")]: "1",
-        [k("refresh-attempt-traceparent")]: EARLIER_TP,
+        [k("refresh-attempt-api")]: "1",
+        [k("refresh-attempt-traceparent-api")]: EARLIER_TP,
       });
       w.registry.push("myorg/api", "stable");
     },
     code: 0,
     counters: { "image_refresh.attempts": 1, "image_refresh.resets": 1 },
-    gauges: { attempt_count: 0, skip_streak: 0, locked_out: 0, frozen: 0 },
+    gauges: { skip_streak: 0, frozen: 0 },
+    images: {
+      api: { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: false },
+      "node-agent": { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
+    },
     events: ["attempt", "reset"],
     links: [EARLIER],
     rollouts: ["api ok", "api-proxy ok"],
@@ -90,7 +115,8 @@ const SCENARIOS: Scenario[] = [
     },
     code: 0,
     counters: { "image_refresh.skips": 1 },
-    gauges: { attempt_count: 0, skip_streak: 1, locked_out: 0, frozen: 0 },
+    gauges: { skip_streak: 1, frozen: 0 },
+    images: {},
     events: [],
     links: [],
     rollouts: [],
@@ -105,7 +131,8 @@ const SCENARIOS: Scenario[] = [
     },
     code: 1,
     counters: { "image_refresh.skips": 1 },
-    gauges: { attempt_count: 0, skip_streak: 3, locked_out: 0, frozen: 1 },
+    gauges: { skip_streak: 3, frozen: 1 },
+    images: {},
     events: ["freeze"],
     links: [],
     rollouts: [],
@@ -116,14 +143,18 @@ const SCENARIOS: Scenario[] = [
     arrange: async (w) => {
       await recorded(w);
       w.api.setAnnotations("Deployment", "apps", "api", {
-        [k("refresh-attempt")]: "3",
-        [k("refresh-attempt-traceparent")]: EARLIER_TP,
+        [k("refresh-attempt-api")]: "3",
+        [k("refresh-attempt-traceparent-api")]: EARLIER_TP,
       });
       w.registry.push("myorg/api", "stable");
     },
     code: 0,
     counters: { "image_refresh.lockouts": 1 },
-    gauges: { attempt_count: 3, skip_streak: 0, locked_out: 1, frozen: 0 },
+    gauges: { skip_streak: 0, frozen: 0 },
+    images: {
+      api: { attempt_count: 3, locked_out: 1, paused: 0, unresolved_streak: 0, verified: false },
+      "node-agent": { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
+    },
     events: ["lockout"],
     links: [EARLIER],
     rollouts: [],
@@ -134,13 +165,17 @@ const SCENARIOS: Scenario[] = [
     outcome: "held",
     arrange: async (w) => {
       await recorded(w);
-      w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt")]: "2abc" });
+      w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt-api")]: "2abc" });
       w.registry.push("myorg/api", "stable");
     },
     code: 1,
     counters: {},
     // Nor has "locked out": the count that decides it is unknown.
     gauges: { skip_streak: 0, frozen: 0 },
+    images: {
+      api: { paused: 0, unresolved_streak: 0, verified: false },
+      "node-agent": { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
+    },
     events: [],
     links: [],
     rollouts: [],
@@ -155,10 +190,71 @@ const SCENARIOS: Scenario[] = [
     },
     code: 1,
     counters: { "image_refresh.attempts": 1 },
-    gauges: { attempt_count: 1, skip_streak: 0, locked_out: 0, frozen: 0 },
+    gauges: { skip_streak: 0, frozen: 0 },
+    images: {
+      api: { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
+      "node-agent": { attempt_count: 1, locked_out: 0, paused: 0, unresolved_streak: 0, verified: false },
+    },
     events: ["attempt"],
     links: [],
     rollouts: ["node-agent timeout"],
+    registry: true,
+  },
+  {
+    // A repository the registry does not know: never a quiet noop, and its streak is a gauge.
+    outcome: "unresolved",
+    arrange: async (w) => {
+      await recorded(w);
+      w.registry.faults.add({ path: /node-agent\/manifests/, fault: { type: "status", code: 404 } });
+    },
+    code: 0,
+    counters: {},
+    gauges: { skip_streak: 0, frozen: 0 },
+    images: {
+      api: { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
+      "node-agent": { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 1, verified: false },
+    },
+    events: [],
+    links: [],
+    rollouts: [],
+    registry: true,
+  },
+  {
+    outcome: "stale",
+    arrange: async (w) => {
+      await recorded(w);
+      w.api.setAnnotations("Deployment", "apps", "api", { [k("unresolved-streak-node-agent")]: "7" });
+      w.registry.faults.add({ path: /node-agent\/manifests/, fault: { type: "status", code: 404 } });
+    },
+    code: 1,
+    counters: {},
+    gauges: { skip_streak: 0, frozen: 0 },
+    images: {
+      api: { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
+      "node-agent": { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 8, verified: false },
+    },
+    events: ["stale"],
+    links: [],
+    rollouts: [],
+    registry: true,
+  },
+  {
+    outcome: "paused",
+    arrange: async (w) => {
+      await recorded(w);
+      const bad = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
+      w.api.setAnnotations("Deployment", "apps", "api", { [k("rejected-node-agent-digest")]: bad });
+    },
+    code: 0,
+    counters: {},
+    gauges: { skip_streak: 0, frozen: 0 },
+    images: {
+      api: { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
+      "node-agent": { attempt_count: 0, locked_out: 0, paused: 1, unresolved_streak: 0, verified: false },
+    },
+    events: ["pause"],
+    links: [],
+    rollouts: [],
     registry: true,
   },
   {
@@ -170,6 +266,7 @@ const SCENARIOS: Scenario[] = [
     counters: {},
     // The state is unknown: no gauge claims it is fine (a 0 would resolve a lockout alert).
     gauges: {},
+    images: {},
     events: [],
     links: [],
     rollouts: [],
@@ -206,11 +303,24 @@ function expectTickMetrics(e: Exported, s: Scenario) {
   const g = gauges(e);
   const { "image_refresh.last_success_timestamp": success, ...state } = g;
   expect(state).toEqual({
-    "image_refresh.attempt_count": s.gauges.attempt_count,
     "image_refresh.skip_streak": s.gauges.skip_streak,
-    "image_refresh.locked_out": s.gauges.locked_out,
     "image_refresh.frozen": s.gauges.frozen,
   });
+  const perImage = imageGauges(e);
+  const want = Object.fromEntries(
+    Object.entries(s.images).map(([key, v]) => {
+      const { verified, ...rest } = v;
+      const named = Object.fromEntries(Object.entries(rest).map(([n, x]) => [`image_refresh.${n}`, x]));
+      const ts = perImage[key]?.["image_refresh.last_verified_timestamp"];
+      if (verified) expect(ts).toBeGreaterThanOrEqual(e.startedS);
+      else expect(ts).toBeUndefined();
+      return [key, verified ? { ...named, "image_refresh.last_verified_timestamp": ts } : named];
+    }),
+  );
+  expect(perImage).toEqual(want);
+  // Per-image series carry the image's key and repository.
+  for (const m of e.metrics.filter((m) => (IMAGE_GAUGES as readonly string[]).includes(m.name)))
+    for (const p of m.points) expect(String(p.attributes["container.image.name"])).toStartWith("myorg/");
   // Only ticks that exit 0 count as a success for the "no recent success" alert.
   if (s.code === 0) {
     expect(success).toBeGreaterThanOrEqual(e.startedS);
@@ -219,7 +329,7 @@ function expectTickMetrics(e: Exported, s: Scenario) {
   // A tick that read its state reports it, zeros included; one that could not reports none.
   const reported = GAUGES.filter((n) => g[n] !== undefined).length;
   if (s.outcome === "error") expect(reported).toBe(0);
-  else expect(reported).toBeGreaterThanOrEqual(2);
+  else expect(reported).toBeGreaterThanOrEqual(1);
 }
 
 function expectSpans(e: Exported, s: Scenario, leaked: string[]) {
@@ -286,17 +396,21 @@ test("status is one trace: a root span named for the command over every read, wi
   const roots = e.spans.filter((s) => s.parentSpanId === "");
   expect(roots.map((s) => s.name)).toEqual(["image-refresh status"]);
   const root = roots[0] as (typeof roots)[number];
-  expect(root.attributes).toMatchObject({ ...STATE_ATTRS, "image_refresh.status.verdict": "healthy" });
+  expect(root.attributes).toMatchObject({
+    ...STATE_ATTRS,
+    "image_refresh.status.verdicts": "api=noop,node-agent=noop",
+  });
   const reads = e.spans.filter((s) => s.parentSpanId === root.spanId);
   expect(reads.length).toBeGreaterThan(1);
-  expect(new Set(reads.map((s) => s.name))).toEqual(new Set(["GET"]));
+  // It reads the cluster and asks the registry for the digest now; it writes nothing.
+  expect(new Set(reads.map((s) => s.name))).toEqual(new Set(["GET", "HEAD"]));
   // status counts nothing: the tick metrics belong to ticks.
   expect(e.metrics).toEqual([]);
 });
 
 test("a dry run exports its spans, marked as a dry run, and no metrics", async () => {
   await recorded(w);
-  w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt")]: "1" });
+  w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt-api")]: "1" });
   w.registry.push("myorg/api", "stable");
   w.api.clearLog();
   const e = await runWith(w, c, "http/protobuf", ["tick", "--dry-run"]);

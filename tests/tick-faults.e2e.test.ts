@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateTls } from "../sim/tls.ts";
-import { PREFIX, recorded, STATE_PATH, startWorld, type World, writes } from "./world.ts";
+import { PREFIX, recorded, STATE_PATH, startWorld, type World, writeStory, writes } from "./world.ts";
 
 const k = (name: string) => `${PREFIX}/${name}`;
 
@@ -92,9 +92,10 @@ describe("after the rollout", () => {
     w.api.faults.add({ method: "PATCH", path: STATE_PATH, fault: { type: "status", code: 500 } });
     const r = await w.run();
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("cannot reset the attempt counter");
+    expect(r.stderr).toContain("its attempt counter on Deployment apps/api cannot be reset");
+    expect(r.stderr).toContain("outcome=failed reason=reset_failed");
     expect(w.ours()[k("last-refreshed-api-digest")]).toBe(before);
-    expect(w.ours()[k("refresh-attempt")]).toBe("1");
+    expect(w.ours()[k("refresh-attempt-api")]).toBe("1");
   });
 
   test("digest record fails: exit 1, the reset already landed", async () => {
@@ -105,8 +106,9 @@ describe("after the rollout", () => {
     w.api.faults.add({ method: "PATCH", path: STATE_PATH, fault: { type: "status", code: 500 } });
     const r = await w.run();
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("cannot record digests");
-    expect(w.ours()[k("refresh-attempt")]).toBeUndefined();
+    expect(r.stderr).toContain("cannot record the digest");
+    expect(r.stderr).toContain("outcome=failed reason=record_failed");
+    expect(w.ours()[k("refresh-attempt-api")]).toBeUndefined();
   });
 });
 
@@ -117,7 +119,7 @@ describe("registry faults are per image", () => {
     ["hang", { type: "hang" }],
   ];
   for (const [name, fault] of cases) {
-    test(`${name} on one HEAD: a WARNING, the tick exits 0`, async () => {
+    test(`${name} on one HEAD: a WARNING, that image unresolved (never noop), its streak counted`, async () => {
       await recorded(w);
       w.registry.faults.add({
         method: "HEAD",
@@ -127,7 +129,9 @@ describe("registry faults are per image", () => {
       const r = await w.run();
       expect(r.code).toBe(0);
       expect(r.stderr).toContain("WARNING");
-      expect(writes(w.api)).toEqual([]);
+      expect(r.stderr).toContain("unresolved: api: unresolved 1/8");
+      expect(r.stderr).not.toContain("noop:");
+      expect(writeStory(w.api)).toEqual(["unresolved api=1"]);
     });
   }
 
@@ -143,7 +147,7 @@ describe("registry faults are per image", () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("42");
     expect(w.registry.counts()).toMatchObject({ token: 1, head: 0 });
-    expect(writes(w.api)).toEqual([]);
+    expect(writeStory(w.api)).toEqual(["unresolved api=1, unresolved node-agent=1"]);
   });
 
   test("a pinned image is never resolved nor touched", async () => {
@@ -300,9 +304,17 @@ describe("dry run, bad input, security", () => {
     expect(r.code).toBe(0);
     const a = w.annotations();
     expect(a["tracebloc.io/last-refreshed-api-digest"]).not.toBe(old);
+    // The legacy count carried over: this refresh is each image's attempt 2, and the first
+    // counter write removed the legacy key in the same patch.
     expect(a["tracebloc.io/refresh-attempt"]).toBeUndefined();
-    expect(w.api.log.find((e) => e.method === "PATCH" && e.path === STATE_PATH)?.body).toContain(
-      '"tracebloc.io/refresh-attempt":"2"',
+    expect(a["tracebloc.io/refresh-attempt-api"]).toBeUndefined();
+    const first = JSON.parse(
+      w.api.log.find((e) => e.method === "PATCH" && e.path === STATE_PATH)?.body ?? "{}",
     );
+    expect(first.metadata.annotations).toMatchObject({
+      "tracebloc.io/refresh-attempt": null,
+      "tracebloc.io/refresh-attempt-api": "2",
+      "tracebloc.io/refresh-attempt-node-agent": "2",
+    });
   });
 });

@@ -55,33 +55,33 @@ describe("refresh", () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("refreshed:");
     expect(writeStory(w.api)).toEqual([
-      "attempt 1",
+      "attempt api=1",
       "image api",
       "image api-proxy",
-      "reset",
+      "reset api",
       "record api",
       "event Refreshed",
     ]);
     const patches = w.api.log.filter((e) => e.method === "PATCH" && e.path === STATE_PATH && e.status < 300);
     const bodies = patches.map((e) => JSON.parse(e.body ?? "{}"));
-    expect(bodies[0].metadata.annotations[k("refresh-attempt")]).toBe("1");
-    expect(bodies[0].metadata.annotations[k("refresh-attempt-traceparent")]).toMatch(
+    expect(bodies[0].metadata.annotations[k("refresh-attempt-api")]).toBe("1");
+    expect(bodies[0].metadata.annotations[k("refresh-attempt-traceparent-api")]).toMatch(
       /^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/,
     );
     expect(bodies[0].metadata.resourceVersion).toBeString();
     // bodies[1] is the image patch of api itself; the reset tests the count it removes
     const esc = (key: string) => `/metadata/annotations/${k(key).replace("/", "~1")}`;
     expect(bodies[2]).toEqual([
-      { op: "test", path: esc("refresh-attempt"), value: "1" },
-      { op: "remove", path: esc("refresh-attempt") },
-      { op: "remove", path: esc("refresh-attempt-traceparent") },
+      { op: "test", path: esc("refresh-attempt-api"), value: "1" },
+      { op: "remove", path: esc("refresh-attempt-api") },
+      { op: "remove", path: esc("refresh-attempt-traceparent-api") },
     ]);
     expect(bodies[3].metadata.annotations).toEqual({ [k("last-refreshed-api-digest")]: digest });
     const pinned = `${w.registry.host}/myorg/api@${digest}`;
     expect(w.image("Deployment", "apps", "api", "api")).toBe(pinned);
     expect(w.image("Deployment", "apps", "api-proxy", "proxy")).toBe(pinned);
     expect(w.image("Deployment", "apps", "api", "sidecar")).toBe("envoy:1");
-    expect(w.ours()[k("refresh-attempt")]).toBeUndefined();
+    expect(w.ours()[k("refresh-attempt-api")]).toBeUndefined();
     expect(w.api.events.at(-1)).toMatchObject({ type: "Normal", reason: "Refreshed" });
   });
 
@@ -157,14 +157,14 @@ describe("flapping workload", () => {
     for (const n of [1, 2, 3]) {
       const r = await w.run();
       expect(r.code).toBe(1);
-      expect(w.ours()[k("refresh-attempt")]).toBe(String(n));
+      expect(w.ours()[k("refresh-attempt-node-agent")]).toBe(String(n));
     }
     w.api.clearLog();
     const lock = await w.run();
     expect(lock.code).toBe(0);
     expect(lock.stderr).toContain("locked_out:");
-    expect(lock.stderr).toContain("image-refresh rearm");
-    expect(w.ours()[k("refresh-flap-detected")]).toBe("3");
+    expect(lock.stderr).toContain("image-refresh rearm node-agent");
+    expect(w.ours()[k("refresh-flap-detected-node-agent")]).toBe("3");
     expect(writes(w.api)).toEqual([
       `PATCH ${STATE_PATH}`,
       "POST /apis/events.k8s.io/v1/namespaces/apps/events",
@@ -176,8 +176,8 @@ describe("flapping workload", () => {
     expect(writes(w.api)).toEqual([]);
     const rearm = await w.run(["rearm"]);
     expect(rearm.code).toBe(0);
-    expect(w.ours()[k("refresh-attempt")]).toBeUndefined();
-    expect(w.ours()[k("refresh-flap-detected")]).toBeUndefined();
+    expect(w.ours()[k("refresh-attempt-node-agent")]).toBeUndefined();
+    expect(w.ours()[k("refresh-flap-detected-node-agent")]).toBeUndefined();
     w.api.setMode("DaemonSet", "agents", "node-agent", "healthy");
     const again = await w.run();
     expect(again.code).toBe(0);
@@ -186,15 +186,15 @@ describe("flapping workload", () => {
 
   test("success after earlier failures resets the counter", async () => {
     await recorded(w);
-    w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt")]: "2" });
+    w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt-api")]: "2" });
     w.registry.push("myorg/api", "stable");
     const r = await w.run();
     expect(r.code).toBe(0);
     const body = JSON.parse(
       w.api.log.filter((e) => e.method === "PATCH" && e.path === STATE_PATH)[0]?.body ?? "{}",
     );
-    expect(body.metadata.annotations[k("refresh-attempt")]).toBe("3");
-    expect(w.ours()[k("refresh-attempt")]).toBeUndefined();
+    expect(body.metadata.annotations[k("refresh-attempt-api")]).toBe("3");
+    expect(w.ours()[k("refresh-attempt-api")]).toBeUndefined();
   });
 
   test("ProgressDeadlineExceeded fails fast, well before rolloutTimeout", async () => {
@@ -207,12 +207,12 @@ describe("flapping workload", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("exceeded its progress deadline");
     expect(Date.now() - started).toBeLessThan(15_000);
-    expect(w.ours()[k("refresh-attempt")]).toBe("1");
+    expect(w.ours()[k("refresh-attempt-api")]).toBe("1");
   });
 
   test("an untrusted counter holds the tick: exit 1, no rollout", async () => {
     await recorded(w);
-    w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt")]: "2abc" });
+    w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt-api")]: "2abc" });
     w.registry.push("myorg/api", "stable");
     w.api.clearLog();
     const r = await w.run();

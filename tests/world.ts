@@ -107,7 +107,8 @@ export const STATE_PATH = "/apis/apps/v1/namespaces/apps/deployments/api";
 
 /**
  * The successful writes of a tick, named by what they did: the story SPEC prescribes, without
- * the noise of a retried conflict.
+ * the noise of a retried conflict. A state write that carries several things names each:
+ * `attempt api=1`, `flap marker node-agent`, `unresolved node-agent=2`, `record api`.
  */
 export function writeStory(api: SimApiServer, prefix = PREFIX): string[] {
   return api.log
@@ -116,19 +117,48 @@ export function writeStory(api: SimApiServer, prefix = PREFIX): string[] {
       if (e.method === "POST") return `event ${JSON.parse(e.body ?? "{}").reason}`;
       if (e.contentType?.startsWith("application/json-patch+json")) {
         const ops: Array<{ op: string; path: string }> = JSON.parse(e.body ?? "[]");
-        if (ops.some((o) => o.op === "remove" && o.path.includes("refresh-attempt"))) return "reset";
+        const reset = ops.filter(
+          (o) =>
+            o.op === "remove" && /~1refresh-attempt-[^~]*$/.test(o.path) && !o.path.includes("traceparent"),
+        );
+        if (reset.length)
+          return `reset ${reset.map((o) => o.path.replace(/.*~1refresh-attempt-/, "")).join(",")}`;
         return `image ${e.path.split("/").pop()}`;
       }
-      const a = JSON.parse(e.body ?? "{}").metadata?.annotations ?? {};
-      if (a[`${prefix}/refresh-attempt`] === null) return "reset";
-      if (a[`${prefix}/refresh-attempt`]) return `attempt ${a[`${prefix}/refresh-attempt`]}`;
-      if (a[`${prefix}/refresh-flap-detected`]) return "flap marker";
-      if (`${prefix}/refresh-skip-streak` in a)
-        return a[`${prefix}/refresh-skip-streak`] === null
-          ? "clear streak"
-          : `streak ${a[`${prefix}/refresh-skip-streak`]}`;
-      return `record ${Object.keys(a)
-        .map((k) => k.replace(`${prefix}/last-refreshed-`, "").replace(/-digest$/, ""))
-        .join(",")}`;
+      return describeAnnotations(JSON.parse(e.body ?? "{}").metadata?.annotations ?? {}, prefix);
     });
+}
+
+function describeAnnotations(a: Record<string, string | null>, prefix: string): string {
+  const parts: string[] = [];
+  const each = (re: RegExp, say: (key: string, v: string | null) => string | undefined) => {
+    for (const [k, v] of Object.entries(a)) {
+      const m = re.exec(k.slice(prefix.length + 1));
+      if (k.startsWith(`${prefix}/`) && m) {
+        const said = say(m[1] as string, v);
+        if (said) parts.push(said);
+      }
+    }
+  };
+  if (`${prefix}/refresh-skip-streak` in a)
+    parts.push(
+      a[`${prefix}/refresh-skip-streak`] === null
+        ? "clear streak"
+        : `streak ${a[`${prefix}/refresh-skip-streak`]}`,
+    );
+  each(/^refresh-attempt-(?!traceparent-)(.+)$/, (k, v) =>
+    v === null ? `clear attempt ${k}` : `attempt ${k}=${v}`,
+  );
+  each(/^refresh-flap-detected-(.+)$/, (k, v) =>
+    v === null ? `clear flap marker ${k}` : `flap marker ${k}`,
+  );
+  each(/^unresolved-streak-(.+)$/, (k, v) => (v === null ? `clear unresolved ${k}` : `unresolved ${k}=${v}`));
+  each(/^rejected-(.+)-digest$/, (k, v) => (v === null ? `clear rejected ${k}` : `rejected ${k}`));
+  if (Object.keys(a).some((k) => /\/refresh-(attempt|flap-detected|attempt-traceparent)$/.test(k)))
+    parts.push("migrate legacy");
+  const digests = Object.keys(a)
+    .filter((k) => k.startsWith(`${prefix}/last-refreshed-`))
+    .map((k) => k.replace(`${prefix}/last-refreshed-`, "").replace(/-digest$/, ""));
+  if (digests.length) parts.push(`record ${digests.join(",")}`);
+  return parts.join(", ") || `annotations ${Object.keys(a).join(",")}`;
 }

@@ -1,6 +1,8 @@
 // `image-refresh demo`: the real tick, in-process, against the built-in simulated cluster and
-// registry. It tells the story a user needs to trust the tool: first observation, a refresh,
-// a flapping workload locked out after three attempts, a human re-arm, a healthy refresh.
+// registry. It tells the per-image story a user needs to trust the tool: first observation, a
+// refresh, a flapping DaemonSet image locked out after three attempts while the other image still
+// refreshes beside it, a human rejecting the bad build, the next build rolling out, and an image
+// the registry cannot resolve turning stale (a loud failure) instead of a quiet no-op.
 // The demo is loaded only by `image-refresh demo` (a chunk of its own), so the simulators it
 // imports cost a tick nothing.
 import { type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
@@ -12,11 +14,16 @@ import { createLogger } from "../log.ts";
 import { writeStdout } from "../output.ts";
 import { noopTelemetry } from "../telemetry.ts";
 import { runTick } from "../tick/run.ts";
-import { rearmCommand } from "./rearm.ts";
+import { rejectCommand } from "./reject.ts";
 import { createRuntime } from "./runtime.ts";
 
 // Short rollout timeouts so that the flapping agent's three attempts take seconds, not minutes.
-const DEMO_SETTINGS = { maxSkipTicks: 4, rolloutTimeout: "1500ms", requestTimeout: "5s" };
+const DEMO_SETTINGS = {
+  maxSkipTicks: 4,
+  maxUnresolvedTicks: 2,
+  rolloutTimeout: "1500ms",
+  requestTimeout: "5s",
+};
 
 const out = (line: string) => writeStdout(`${line}\n`);
 
@@ -49,6 +56,7 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
     json: false,
     config: "/demo/config.json",
     kubeconfig: "/demo/kubeconfig",
+    images: [],
   };
   const log = createLogger({ format: "text", write: (l) => writeStdout(`    ${l}`) });
   const runtime = () =>
@@ -57,7 +65,7 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
   const tick = async (title: string) => {
     out(`\n── tick ${++n}: ${title}`);
     const r = await runTick((await runtime()).tickContext(false));
-    out(`  outcome: ${r.outcome} (${r.reason})`);
+    out(`  outcome: ${r.outcome} (${r.reason}): ${r.message}`);
     const a = api.getObject("Deployment", "apps", "api").metadata.annotations ?? {};
     for (const [k, v] of Object.entries(a)) if (k.startsWith("image-refresh.io/")) out(`  ${k}: ${v}`);
     return r.outcome;
@@ -73,12 +81,23 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
     outcomes.push(
       await tick(`myorg/node-agent was rebuilt, but its new pods never become available (attempt ${i})`),
     );
-  outcomes.push(await tick("three failed rollouts in a row: locked out until a human re-arms"));
+  registry.push("myorg/api", "stable");
+  outcomes.push(
+    await tick("node-agent is locked out, and a new api build arrives: api still refreshes beside it"),
+  );
   outcomes.push(await tick("still locked out: no rollout, no new write"));
-  out("\n── a human fixes the agent and runs `image-refresh rearm`");
+  out("\n── a human looks at the agent's build and runs `image-refresh reject node-agent`: not this build");
+  await rejectCommand(await runtime(), false, ["node-agent"]);
+  outcomes.push(await tick("the rejected build is never rolled out: node-agent is paused"));
   api.setMode("DaemonSet", "agents", "node-agent", "healthy");
-  await rearmCommand(await runtime(), false);
-  outcomes.push(await tick("re-armed: the refresh goes through"));
+  registry.push("myorg/node-agent", "stable", { multiArch: true });
+  outcomes.push(await tick("a fixed node-agent build is pushed: it rolls out"));
+  out("\n── the registry stops answering for myorg/api (a deleted repository, a refused pull secret)");
+  registry.faults.add({ path: /\/v2\/myorg\/api\/manifests\//, fault: { type: "status", code: 404 } });
+  outcomes.push(await tick("api cannot be resolved: unresolved, never a quiet noop"));
+  outcomes.push(await tick("still unresolved: the image is stale, the tick fails loudly (exit 1)"));
+  registry.faults.clear();
+  outcomes.push(await tick("the registry answers again: the streak is removed"));
   const want = [
     "recorded",
     "noop",
@@ -88,7 +107,11 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
     "failed",
     "locked_out",
     "locked_out",
+    "paused",
     "refreshed",
+    "unresolved",
+    "stale",
+    "noop",
   ];
   const ok = want.every((w, i) => outcomes[i] === w);
   out(

@@ -1,12 +1,19 @@
-// `image-refresh status`: what an operator paged at 3 a.m. needs on one screen. Read-only: the
-// state object, each target's live image against the recorded digest, counters and a verdict.
-import { annotationKeys, readCounter } from "../annotations.ts";
+// `image-refresh status [IMAGE...]`: what an operator paged at 3 a.m. needs on one screen. Reads,
+// never writes: the state object, the registry's digest now, each target's live image, the
+// counters, and per image the verdict the next tick would reach (the tick's own plan, fed what
+// status read) with the one command that helps.
+import { annotationKeys, imageCounters, readCounter } from "../annotations.ts";
 import type { Config } from "../config.ts";
 import { containerImages, nameAttribute } from "../kube/objects.ts";
 import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
-import type { KubeClient, Workload } from "../kube/workloads.ts";
+import type { Workload } from "../kube/workloads.ts";
 import { writeStdout } from "../output.ts";
+import type { DigestResult } from "../registry/client.ts";
+import type { ImageVerdict, Observed, ObservedWorkload } from "../tick/model.ts";
+import { describeWorkload, workloadId } from "../tick/model.ts";
 import { stateRef } from "../tick/observe.ts";
+import { plan } from "../tick/plan.ts";
+import { checkImageKeys } from "./rearm.ts";
 import type { Runtime } from "./runtime.ts";
 
 export interface TargetStatus {
@@ -20,85 +27,201 @@ export interface TargetStatus {
   blocked?: string;
 }
 
-export interface StatusReport {
-  state: { workload: string; settled: boolean; message: string };
-  verdict: "healthy" | "refreshing" | "locked out" | "frozen" | "attention";
+export interface ImageStatus {
+  key: string;
+  repository: string;
+  pinned: boolean;
+  recordedDigest: string | null;
+  registryDigest: string | null;
+  registryError?: string;
   attemptCount: string | null;
   maxRefreshAttempts: number;
   flapDetected: string | null;
-  skipStreak: string | null;
-  maxSkipTicks: number;
-  images: Array<{
-    key: string;
-    repository: string;
-    pinned: boolean;
-    recordedDigest: string | null;
-    targets: TargetStatus[];
-  }>;
+  unresolvedStreak: string | null;
+  maxUnresolvedTicks: number;
+  rejectedDigest: string | null;
+  /** The verdict the next tick would reach, with its reason and sentence. */
+  verdict: { outcome: string; reason: string; message: string };
+  /** The one command (or step) that helps. */
+  next: string;
+  targets: TargetStatus[];
 }
 
-export async function statusCommand(rt: Runtime, json: boolean): Promise<number> {
+export interface StatusReport {
+  state: { workload: string; settled: boolean; message: string };
+  skipStreak: string | null;
+  maxSkipTicks: number;
+  /** Legacy single-counter keys still present (they count for every image). */
+  legacy: Record<string, string>;
+  images: ImageStatus[];
+}
+
+export async function statusCommand(
+  rt: Runtime,
+  json: boolean,
+  named: readonly string[] = [],
+): Promise<number> {
+  checkImageKeys(rt.config, named);
   const s = rt.config.state;
   const attrs = { "k8s.namespace.name": s.namespace, [nameAttribute(s.kind)]: s.name };
   return rt.telemetry.command("image-refresh status", attrs, async (root) => {
     let report: StatusReport;
     try {
-      report = await buildReport(rt.config, rt.kube);
+      report = await buildReport(rt, named);
     } catch (err) {
       rt.log.error(`cannot read the state object: ${(err as Error).message}`);
       root.setError("state_unreadable");
       return 1;
     }
-    root.setAttributes({ "image_refresh.status.verdict": report.verdict });
+    root.setAttributes({
+      "image_refresh.status.verdicts": report.images.map((i) => `${i.key}=${i.verdict.outcome}`).join(","),
+    });
     writeStdout(json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
     return 0;
   });
 }
 
-export async function buildReport(c: Config, kube: KubeClient): Promise<StatusReport> {
-  const keys = annotationKeys(c.annotationPrefix);
-  const state = await kube.get(stateRef(c));
+export async function buildReport(rt: Runtime, named: readonly string[] = []): Promise<StatusReport> {
+  const c = rt.config;
+  const state = await rt.kube.get(stateRef(c));
   const a = state.metadata.annotations;
   const rollout = rolloutStatus(state);
-  const live = new Map<string, Workload | Error>();
-  const images = [];
-  for (const img of c.images) {
+  const wanted = c.images.filter((i) => named.length === 0 || named.includes(i.key));
+  const live = await readTargets(rt, wanted, state);
+  const repos = [...new Set(wanted.filter((i) => !i.pinned).map((i) => i.repository))];
+  const digests: Map<string, DigestResult> = repos.length
+    ? await rt.tickContext(true).resolve(repos)
+    : new Map();
+  const observed = observedFor(c, state, rollout.done, digests, live);
+  const verdicts = new Map(plan(observed, c).images.map((v) => [v.key, v]));
+  const keys = annotationKeys(c.annotationPrefix);
+  const images = wanted.map((img): ImageStatus => {
+    const counters = imageCounters(a, c.annotationPrefix, img.key);
+    const r = digests.get(img.repository);
     const recorded = a[keys.digest(img.key)] ?? null;
-    const targets: TargetStatus[] = [];
-    for (const t of img.targets) {
-      const id = `${t.kind}/${t.namespace}/${t.name}`;
-      if (!live.has(id)) live.set(id, await kube.get(t).catch((e: Error) => e));
-      targets.push(
-        targetStatus(
-          live.get(id) as Workload | Error,
-          `${t.kind} ${t.namespace}/${t.name}`,
-          t.container,
-          recorded,
-        ),
-      );
-    }
-    images.push({
+    const v = verdicts.get(img.key);
+    return {
       key: img.key,
       repository: img.repository,
       pinned: img.pinned,
       recordedDigest: recorded,
-      targets,
-    });
-  }
-  const report: Omit<StatusReport, "verdict"> = {
+      registryDigest: r?.ok ? r.digest : null,
+      registryError: r && !r.ok ? `${r.reason}: ${r.message}` : undefined,
+      attemptCount: counters.attemptFrom ? (a[counters.attemptFrom] ?? null) : null,
+      maxRefreshAttempts: c.maxRefreshAttempts,
+      flapDetected: counters.flap ?? null,
+      unresolvedStreak: a[keys.image(img.key).unresolved] ?? null,
+      maxUnresolvedTicks: c.maxUnresolvedTicks,
+      rejectedDigest: counters.rejected ?? null,
+      verdict: verdictOf(v, rollout.done, c),
+      next: nextStep(img.key, v, rollout.done, c),
+      targets: img.targets.map((t) =>
+        targetStatus(live.get(workloadId(t)) as Workload | Error, describeWorkload(t), t.container, recorded),
+      ),
+    };
+  });
+  return {
     state: {
-      workload: `${c.state.kind} ${c.state.namespace}/${c.state.name}`,
+      workload: describeWorkload(c.state),
       settled: rollout.done,
       message: rollout.error ?? rollout.message,
     },
-    attemptCount: a[keys.attempt] ?? null,
-    maxRefreshAttempts: c.maxRefreshAttempts,
-    flapDetected: a[keys.flap] ?? null,
     skipStreak: a[keys.skipStreak] ?? null,
     maxSkipTicks: c.maxSkipTicks,
+    legacy: Object.fromEntries(
+      Object.entries(keys.legacy).flatMap(([, k]) => (a[k] !== undefined ? [[k, a[k]]] : [])),
+    ),
     images,
   };
-  return { ...report, verdict: verdict(report) };
+}
+
+/** Each distinct target workload once, concurrently; the state object is not read again. */
+async function readTargets(rt: Runtime, images: Config["images"], state: Workload) {
+  const refs = new Map<string, Config["images"][number]["targets"][number]>();
+  for (const img of images) for (const t of img.targets) refs.set(workloadId(t), t);
+  const stateId = workloadId(stateRef(rt.config));
+  const reads = await Promise.all(
+    [...refs].map(
+      async ([id, t]) => [id, id === stateId ? state : await rt.kube.get(t).catch((e: Error) => e)] as const,
+    ),
+  );
+  return new Map<string, Workload | Error>(reads);
+}
+
+function observedFor(
+  c: Config,
+  state: Workload,
+  settled: boolean,
+  digests: Map<string, DigestResult>,
+  live: Map<string, Workload | Error>,
+): Observed {
+  const workloads: Record<string, ObservedWorkload> = {};
+  for (const [id, w] of live) {
+    if (w instanceof Error) workloads[id] = { found: false, message: w.message };
+    else {
+      const blocked = rolloutBlocked(w);
+      workloads[id] = blocked
+        ? { found: false, message: blocked }
+        : { found: true, images: Object.fromEntries([...containerImages(w)].map(([n, x]) => [n, x.image])) };
+    }
+  }
+  const out: Observed["digests"] = {};
+  for (const img of c.images) {
+    const r = digests.get(img.repository);
+    if (r)
+      out[img.key] = r.ok
+        ? { ok: true, digest: r.digest }
+        : { ok: false, failure: r.reason, message: r.message };
+  }
+  return {
+    state: { annotations: state.metadata.annotations, settled, settleMessage: "" },
+    digests: out,
+    workloads,
+  };
+}
+
+function verdictOf(v: ImageVerdict | undefined, settled: boolean, c: Config): ImageStatus["verdict"] {
+  if (!settled)
+    return {
+      outcome: "skipped",
+      reason: "not_settled",
+      message: `${describeWorkload(c.state)} is not settled; the next tick skips`,
+    };
+  if (!v) return { outcome: "noop", reason: "unchanged", message: "" };
+  return { outcome: v.outcome, reason: v.reason, message: v.message };
+}
+
+/** The one command that helps, by what the next tick would do. */
+function nextStep(key: string, v: ImageVerdict | undefined, settled: boolean, c: Config): string {
+  if (!settled) return `wait for ${describeWorkload(c.state)} to settle (kubectl rollout status)`;
+  if (!v) return "nothing to do";
+  // In sync but locked out: the next build will be held, so say now how to re-arm.
+  if (v.lockedOut && v.reason === "unchanged")
+    return `locked out: check the workloads, then \`image-refresh rearm ${key}\` before the next build arrives`;
+  const prefix = c.annotationPrefix;
+  switch (v.reason) {
+    case "flap_lockout":
+      return `check the workloads, then \`image-refresh rearm ${key}\` to retry this build or \`image-refresh reject ${key}\` to wait for the next`;
+    case "attempt_untrusted":
+      return `check the workloads, then \`image-refresh rearm ${key}\``;
+    case "build_rejected":
+      return `nothing: the next build of :${c.tag} rolls out (to allow this one again: kubectl annotate ${c.state.kind.toLowerCase()} -n ${c.state.namespace} ${c.state.name} ${prefix}/rejected-${key}-digest-)`;
+    case "unresolved":
+    case "unresolved_ceiling":
+      return "check the repository and tag, the registry's CA and the pull secret";
+    case "unresolved_streak_untrusted":
+      return `remove ${prefix}/unresolved-streak-${key} from the state object`;
+    case "target_unavailable":
+      return "make the target workload readable and rollable, or fix its entry in the config";
+    case "shared_workload":
+      return `deal with the image it waits for (\`image-refresh status\`)`;
+    case "digest_changed":
+      return "nothing: the next tick rolls it out";
+    case "first_observation":
+      return "nothing: the next tick records it";
+    default:
+      return "nothing to do";
+  }
 }
 
 function targetStatus(
@@ -122,40 +245,42 @@ function targetStatus(
   };
 }
 
-function verdict(r: Omit<StatusReport, "verdict">): StatusReport["verdict"] {
-  const attempt = readCounter(r.attemptCount ?? undefined);
-  const streak = readCounter(r.skipStreak ?? undefined);
-  if (attempt.kind === "untrusted" || streak.kind === "untrusted") return "attention";
-  if (streak.kind === "trusted" && streak.value >= r.maxSkipTicks) return "frozen";
-  if (attempt.kind === "trusted" && attempt.value >= r.maxRefreshAttempts) return "locked out";
-  if (attempt.kind === "trusted" && attempt.value > 0) return "refreshing";
-  return "healthy";
-}
-
 /**
  * The lockout is decided by the count alone (SPEC): a flap marker left behind after
- * maxRefreshAttempts was raised above the count is stale, and the next tick clears it.
+ * maxRefreshAttempts was raised above the count is stale, and the next refresh goes ahead.
  */
-function lockoutNote(r: StatusReport): string {
-  if (r.verdict === "locked out")
-    return ` — LOCKED OUT${r.flapDetected !== null ? ` (flap detected at ${r.flapDetected})` : ""}; run image-refresh rearm after checking the workloads`;
-  if (r.flapDetected !== null)
-    return ` — the flap marker (${r.flapDetected}) is stale: the count is below the maximum, so the next refresh goes ahead`;
+function lockoutNote(i: ImageStatus): string {
+  const n = readCounter(i.attemptCount ?? undefined);
+  if (n.kind === "trusted" && n.value >= i.maxRefreshAttempts)
+    return ` — LOCKED OUT${i.flapDetected !== null ? ` (flap detected at ${i.flapDetected})` : ""}`;
+  if (i.flapDetected !== null)
+    return ` — the flap marker (${i.flapDetected}) is stale: the count is below the maximum, so the next refresh goes ahead`;
   return "";
 }
 
 export function formatReport(r: StatusReport): string {
   const lines = [
-    `verdict: ${r.verdict}`,
     `state object: ${r.state.workload} (${r.state.settled ? "settled" : "not settled"}: ${r.state.message})`,
-    `refresh attempts: ${r.attemptCount ?? 0}/${r.maxRefreshAttempts}${lockoutNote(r)}`,
     `skip streak: ${r.skipStreak ?? 0}/${r.maxSkipTicks}`,
   ];
-  for (const img of r.images) {
+  const legacy = Object.entries(r.legacy);
+  if (legacy.length)
     lines.push(
-      `image ${img.key} (${img.repository})${img.pinned ? " [pinned: never refreshed]" : ""}: recorded ${img.recordedDigest ?? "(none yet)"}`,
+      `legacy keys (count for every image until the next counter write): ${legacy.map(([k, v]) => `${k}=${v}`).join(" ")}`,
     );
-    for (const t of img.targets) {
+  for (const i of r.images) {
+    lines.push("");
+    lines.push(
+      `image ${i.key} (${i.repository})${i.pinned ? " [pinned: never refreshed]" : ""}: ${i.verdict.outcome.toUpperCase()} (${i.verdict.reason})`,
+    );
+    if (i.verdict.message) lines.push(`  ${i.verdict.message}`);
+    lines.push(`  recorded: ${i.recordedDigest ?? "(none yet)"}`);
+    if (!i.pinned)
+      lines.push(`  registry: ${i.registryDigest ?? `(cannot resolve: ${i.registryError ?? "not asked"})`}`);
+    lines.push(`  refresh attempts: ${i.attemptCount ?? 0}/${i.maxRefreshAttempts}${lockoutNote(i)}`);
+    lines.push(`  unresolved streak: ${i.unresolvedStreak ?? 0}/${i.maxUnresolvedTicks}`);
+    if (i.rejectedDigest) lines.push(`  rejected build: ${i.rejectedDigest}`);
+    for (const t of i.targets) {
       const state = t.error
         ? `ERROR ${t.error}`
         : t.matchesRecorded
@@ -166,6 +291,7 @@ export function formatReport(r: StatusReport): string {
       const blocked = t.blocked ? `; a refresh is held here: ${t.blocked}` : "";
       lines.push(`  ${t.workload} container ${t.container}: ${t.image ?? "-"} (${state}${blocked})`);
     }
+    lines.push(`  next: ${i.next}`);
   }
   return `${lines.join("\n")}\n`;
 }

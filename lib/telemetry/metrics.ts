@@ -20,7 +20,7 @@ export const METRICS = [
     name: "image_refresh.attempts",
     kind: "counter",
     unit: "{attempt}",
-    description: "Rollout attempts started",
+    description: "Rollout attempts started, by image",
   },
   {
     name: "image_refresh.resets",
@@ -32,7 +32,7 @@ export const METRICS = [
     name: "image_refresh.lockouts",
     kind: "counter",
     unit: "{tick}",
-    description: "Ticks that held a refresh back because of a lockout",
+    description: "Ticks that held a refresh of an image back because of its lockout",
   },
   {
     name: "image_refresh.skips",
@@ -50,7 +50,7 @@ export const METRICS = [
     name: "image_refresh.attempt_count",
     kind: "gauge",
     unit: "{attempt}",
-    description: "Consecutive failed rollout attempts recorded",
+    description: "Consecutive failed rollout attempts of the image",
   },
   {
     name: "image_refresh.skip_streak",
@@ -63,7 +63,25 @@ export const METRICS = [
     name: "image_refresh.locked_out",
     kind: "gauge",
     unit: "",
-    description: "1 while the refresh is locked out",
+    description: "1 while the image is locked out",
+  },
+  {
+    name: "image_refresh.paused",
+    kind: "gauge",
+    unit: "",
+    description: "1 while a human paused the image (a pin of their own, or a rejected build)",
+  },
+  {
+    name: "image_refresh.unresolved_streak",
+    kind: "gauge",
+    unit: "{tick}",
+    description: "Consecutive settled ticks in which the image's digest could not be resolved",
+  },
+  {
+    name: "image_refresh.last_verified_timestamp",
+    kind: "gauge",
+    unit: "s",
+    description: "Unix time of the last tick that found the image in sync with its registry",
   },
   {
     name: "image_refresh.frozen",

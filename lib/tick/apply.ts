@@ -1,45 +1,64 @@
 // Apply: carries out a plan's actions in order. Each action has its own failure policy, taken
-// from SPEC: an uncounted skip or an unpersisted attempt stops the tick before any rollout; a
-// failed streak clear or Event is only a warning; the reset never depends on the digest write.
-import { type AnnotationKeys, annotationKeys, readCounter } from "../annotations.ts";
+// from SPEC: an uncounted streak or an unpersisted attempt stops the tick before any rollout; a
+// failed streak clear or Event is only a warning; a failed rollout fails its group of images and
+// the others go on; the reset never depends on the digest write.
+import { annotationKeys, counterValue, readCounter } from "../annotations.ts";
 import { ApiError } from "../kube/errors.ts";
 import { buildEvent } from "../kube/events.ts";
-import { waitForRollout } from "../kube/rollout.ts";
 import type { Workload } from "../kube/workloads.ts";
 import type { Outcome } from "../outcomes.ts";
+import { mostSevere } from "../outcomes.ts";
 import type { SpanHandle } from "../telemetry.ts";
+import { summarise } from "./combine.ts";
 import type { TickContext } from "./context.ts";
-import type { Action, Decision, Reason } from "./model.ts";
-import { workloadId } from "./model.ts";
-import { type Observation, stateRef } from "./observe.ts";
+import type { Action, Decision, ImageVerdict, Reason, StateWrite } from "./model.ts";
+import type { Observation } from "./observe.ts";
+import { stateRef } from "./observe.ts";
+import { rolloutGroup } from "./rollouts.ts";
 
 export interface Applied {
   outcome: Outcome;
   reason: Reason;
   message: string;
+  /** Every image's verdict as the tick ends (empty when the settled guard stopped it). */
+  images: ImageVerdict[];
   /** A compare-and-swap lost to a concurrent write before anything irreversible: observe and plan again. */
   conflict?: boolean;
-  /** Counters as the tick left them (undefined: untrusted and untouched), for the gauges. */
-  attemptCount?: number;
   skipStreak?: number;
 }
 
-/** Thrown inside apply to end it with a given outcome. */
-class Stop extends Error {
-  constructor(readonly applied: Applied) {
-    super(applied.message);
+export interface Failure {
+  outcome: Outcome;
+  reason: Reason;
+  message: string;
+}
+
+/** Thrown inside apply to end the tick with a failure that concerns it as a whole. */
+export class Stop extends Error {
+  constructor(
+    readonly failure: Failure,
+    readonly conflict = false,
+  ) {
+    super(failure.message);
   }
 }
 
-interface Run {
+export interface Run {
   ctx: TickContext;
   obs: Observation;
   root: SpanHandle;
   rv: string;
   /** The state object's annotations as of the last response we saw. */
   annotations: Record<string, string>;
+  /** Verdicts by image key, amended as writes and rollouts fail. */
+  verdicts: Map<string, ImageVerdict>;
+  groups: Record<number, string[]>;
+  /** Groups whose rollout failed, with why. */
+  failed: Map<number, Failure>;
+  /** Groups that have patched a workload: a refused patch after that is a failure, not a hold. */
+  started: Set<number>;
+  /** Some workload was patched: a lost compare-and-swap can no longer send the tick back. */
   rolledOut: boolean;
-  attemptCount?: number;
   skipStreak?: number;
 }
 
@@ -49,71 +68,63 @@ export async function apply(
   ctx: TickContext,
   root: SpanHandle,
 ): Promise<Applied> {
-  const keys = annotationKeys(ctx.config.annotationPrefix);
-  const annotations = obs.state.metadata.annotations;
   const run: Run = {
     ctx,
     obs,
     root,
     rv: obs.state.metadata.resourceVersion,
-    annotations,
+    annotations: obs.state.metadata.annotations,
+    verdicts: new Map(d.images.map((v) => [v.key, { ...v }])),
+    groups: d.groups,
+    failed: new Map(),
+    started: new Set(),
     rolledOut: false,
-    attemptCount: counterValue(annotations[keys.attempt]),
-    skipStreak: counterValue(annotations[keys.skipStreak]),
+    skipStreak: counterValue(
+      readCounter(obs.state.metadata.annotations[annotationKeys(ctx.config.annotationPrefix).skipStreak]),
+    ),
   };
-  const counters = () => ({ attemptCount: run.attemptCount, skipStreak: run.skipStreak });
+  let stopped: Failure | undefined;
   try {
     for (const action of d.actions) await step(run, action);
   } catch (err) {
-    if (err instanceof Stop) return { ...err.applied, ...counters() };
-    throw err;
+    if (!(err instanceof Stop)) throw err;
+    if (err.conflict) return { ...err.failure, images: [], conflict: true };
+    stopped = err.failure;
   }
-  return { outcome: d.outcome, reason: d.reason, message: d.message, ...counters() };
+  return result(d, run, stopped);
 }
 
-function counterValue(raw: string | undefined): number | undefined {
-  const c = readCounter(raw);
-  return c.kind === "absent" ? 0 : c.kind === "trusted" ? c.value : undefined;
+function result(d: Decision, run: Run, stopped: Failure | undefined): Applied {
+  const images = d.images.map((v) => run.verdicts.get(v.key) as ImageVerdict);
+  const skipStreak = run.skipStreak;
+  if (images.length === 0) return { ...(stopped ?? d), images, skipStreak };
+  const summary = summarise(images);
+  if (!stopped) return { ...summary, images, skipStreak };
+  const outcome = mostSevere([stopped.outcome, summary.outcome]);
+  const reason = outcome === stopped.outcome ? stopped.reason : summary.reason;
+  return { outcome, reason, message: `${stopped.message}; ${summary.message}`, images, skipStreak };
 }
 
 async function step(run: Run, a: Action): Promise<void> {
   const keys = annotationKeys(run.ctx.config.annotationPrefix);
   switch (a.type) {
     case "write-streak":
-      await guarded(
-        run,
-        { [keys.skipStreak]: String(a.value) },
-        { outcome: "error", reason: "streak_not_counted", what: `skip streak ${a.value}` },
-      );
+      await guarded(run, { [keys.skipStreak]: String(a.value) }, () => ({
+        outcome: "error",
+        reason: "streak_not_counted",
+        what: `skip streak ${a.value}`,
+      }));
       // The skip_streak gauge reports the streak as this tick left it, like attempt_count.
       run.skipStreak = a.value;
       return;
     case "clear-streak":
       return clearStreak(run, keys.skipStreak);
-    case "mark-flap":
-      return guarded(
-        run,
-        { [keys.flap]: String(a.count) },
-        { outcome: "error", reason: "flap_marker_not_written", what: "flap marker" },
-      );
-    case "persist-attempt":
-      await guarded(
-        run,
-        {
-          [keys.attempt]: String(a.count),
-          [keys.traceparent]: run.ctx.telemetry.rootTraceparent(),
-          ...digestAnnotations(keys, a.firstSeen ?? {}),
-        },
-        { outcome: "held", reason: "attempt_not_persisted", what: `refresh attempt ${a.count}` },
-      );
-      run.attemptCount = a.count;
-      run.root.addEvent("attempt", { "image_refresh.attempt": a.count });
-      run.ctx.telemetry.counter("image_refresh.attempts", 1, baseAttrs(run));
-      return;
+    case "write-state":
+      return writeState(run, a);
     case "rollout":
-      return rollout(run, a);
+      return rolloutGroup(run, a);
     case "reset":
-      return reset(run, [keys.attempt, keys.flap, keys.traceparent]);
+      return reset(run, a.counts);
     case "record-digests":
       return recordDigests(run, a.digests);
     case "event":
@@ -121,12 +132,19 @@ async function step(run: Run, a: Action): Promise<void> {
   }
 }
 
-export function baseAttrs(run: { ctx: TickContext }): Record<string, string> {
+/** Per-image metric attributes; the state object's alone when no image is named. */
+export function baseAttrs(run: { ctx: TickContext }, image?: string): Record<string, string> {
   const s = run.ctx.config.state;
-  return { "k8s.namespace.name": s.namespace, [`k8s.${s.kind.toLowerCase()}.name`]: s.name };
+  const attrs: Record<string, string> = {
+    "k8s.namespace.name": s.namespace,
+    [`k8s.${s.kind.toLowerCase()}.name`]: s.name,
+  };
+  if (image === undefined) return attrs;
+  const repo = run.ctx.config.images.find((i) => i.key === image)?.repository ?? image;
+  return { ...attrs, "image_refresh.image": image, "container.image.name": repo };
 }
 
-function describeState(run: Run): string {
+export function describeState(run: Run): string {
   const s = run.ctx.config.state;
   return `${s.kind} ${s.namespace}/${s.name}`;
 }
@@ -148,25 +166,101 @@ async function patchState(
 
 const isConflict = (err: unknown) => err instanceof ApiError && err.code === 409;
 
-/** A counter write guarded by resourceVersion; a lost race sends the tick back to observe. */
+/** A write guarded by resourceVersion; a lost race before any rollout sends the tick back to observe. */
 async function guarded(
   run: Run,
-  annotations: Record<string, string>,
-  fail: { outcome: Outcome; reason: Reason; what: string },
+  annotations: Record<string, string | null>,
+  fail: () => { outcome: Outcome; reason: Reason; what: string },
 ) {
   try {
     await patchState(run, annotations, true);
   } catch (err) {
-    if (isConflict(err) && !run.rolledOut) {
-      throw new Stop({
-        outcome: fail.outcome,
-        reason: fail.reason,
-        message: `${fail.what}: state changed concurrently`,
-        conflict: true,
-      });
+    const f = fail();
+    if (isConflict(err) && !run.rolledOut)
+      throw new Stop({ ...f, message: `${f.what}: state changed concurrently` }, true);
+    const message = `cannot write ${f.what} to ${describeState(run)}: ${(err as Error).message}`;
+    throw new Stop({ outcome: f.outcome, reason: f.reason, message });
+  }
+}
+
+/**
+ * The one write before any workload is touched: every due image's count + 1 with this tick's
+ * traceparent, unresolved streaks, flap markers, the legacy keys' migration and first
+ * observations. One compare-and-swap, so a concurrent tick's count is never overwritten.
+ */
+async function writeState(run: Run, w: StateWrite): Promise<void> {
+  const { ctx } = run;
+  const keys = annotationKeys(ctx.config.annotationPrefix);
+  const annotations: Record<string, string | null> = { ...w.annotations };
+  const traceparent = ctx.telemetry.rootTraceparent();
+  for (const [key, n] of Object.entries(w.attempts)) {
+    annotations[keys.image(key).attempt] = String(n);
+    annotations[keys.image(key).traceparent] = traceparent;
+  }
+  const removalsOnly =
+    Object.keys(w.attempts).length + w.streaks.length + w.flaps.length + w.firstSeen.length === 0;
+  try {
+    await guarded(run, annotations, () => writeFailure(w));
+  } catch (err) {
+    // Only removed streaks (images that resolved again): a leftover streak makes a later stale
+    // verdict come early, while stopping here would stop every refresh.
+    if (!(err instanceof Stop) || err.conflict || !removalsOnly) {
+      if (err instanceof Stop && !err.conflict) holdDue(run, w, err.failure);
+      throw err;
     }
-    const message = `cannot write ${fail.what} to ${describeState(run)}: ${(err as Error).message}`;
-    throw new Stop({ outcome: fail.outcome, reason: fail.reason, message });
+    ctx.log.warn(`cannot remove unresolved streaks on ${describeState(run)}; going on`, {
+      error: err.failure.message,
+    });
+    return;
+  }
+  for (const [key, n] of Object.entries(w.attempts)) {
+    // The count stands until the reset removes it: a failed rollout leaves it, and so must the gauge.
+    const v = run.verdicts.get(key) as ImageVerdict;
+    v.attemptCount = n;
+    v.lockedOut = n >= ctx.config.maxRefreshAttempts;
+    run.root.addEvent("attempt", { "image_refresh.image": key, "image_refresh.attempt": n });
+    ctx.telemetry.counter("image_refresh.attempts", 1, baseAttrs(run, key));
+    ctx.log.info(`refresh attempt ${n}/${ctx.config.maxRefreshAttempts} of ${key}`, {
+      image: key,
+      attempt: n,
+    });
+  }
+}
+
+/** Why the write before the rollouts failed, naming the most serious thing it carried. */
+function writeFailure(w: StateWrite): { outcome: Outcome; reason: Reason; what: string } {
+  if (w.streaks.length)
+    return {
+      outcome: "error",
+      reason: "streak_not_counted",
+      what: `the unresolved streak of ${w.streaks.join(", ")}`,
+    };
+  if (w.flaps.length)
+    return {
+      outcome: "error",
+      reason: "flap_marker_not_written",
+      what: `the flap marker of ${w.flaps.join(", ")}`,
+    };
+  const due = Object.keys(w.attempts);
+  if (due.length)
+    return {
+      outcome: "held",
+      reason: "attempt_not_persisted",
+      what: `the refresh attempt of ${due.join(", ")}`,
+    };
+  return { outcome: "error", reason: "record_failed", what: `the first digest of ${w.firstSeen.join(", ")}` };
+}
+
+/** A count that could not be persisted means no rollout: every due image is held. */
+function holdDue(run: Run, w: StateWrite, f: Failure): void {
+  for (const key of Object.keys(w.attempts)) {
+    const v = run.verdicts.get(key) as ImageVerdict;
+    Object.assign(v, {
+      outcome: "held",
+      reason: "attempt_not_persisted",
+      message: `no rollout of ${key}: ${f.message}`,
+      short: "(attempt not persisted)",
+    });
   }
 }
 
@@ -189,100 +283,48 @@ async function clearStreak(run: Run, key: string): Promise<void> {
   }
 }
 
-async function refreshVersion(run: Run): Promise<void> {
+export async function refreshVersion(run: Run): Promise<void> {
   if (run.ctx.dryRun) return;
   remember(run, await run.ctx.kube.get(stateRef(run.ctx.config)));
 }
 
-async function rollout(run: Run, a: Extract<Action, { type: "rollout" }>): Promise<void> {
-  const { ctx } = run;
-  const id = workloadId(a.workload);
-  const what = `${a.workload.kind} ${a.workload.namespace}/${a.workload.name}`;
-  const paths = run.obs.paths[id] ?? {};
-  // test-then-replace by index: a renamed or reordered container fails the patch instead of
-  // getting the image of another container (a strategic merge would append a new container).
-  const ops = a.containers.flatMap((c) => [
-    { op: "test", path: `${paths[c.name]}/name`, value: c.name },
-    { op: "replace", path: `${paths[c.name]}/image`, value: c.image },
-  ]);
-  const summary = a.containers.map((c) => `${c.name}=${c.image}`).join(" ");
-  if (ctx.dryRun) {
-    ctx.log.info(`dry run: would PATCH ${what} ${summary} and wait for its rollout`);
-    return;
-  }
-  const started = ctx.now();
-  let generation: number;
-  try {
-    const updated = await ctx.kube.jsonPatch(a.workload, ops);
-    generation = updated.metadata.generation;
-    if (id === workloadId(stateRef(ctx.config))) remember(run, updated);
-  } catch (err) {
-    // Refused before any workload was touched (e.g. a container renamed since it was read, so
-    // the patch's `test` failed): nothing started, so held, not failed. The count stays.
-    const untouched = !run.rolledOut && err instanceof ApiError && err.code === 422;
-    throw new Stop({
-      outcome: untouched ? "held" : "failed",
-      reason: untouched ? "target_unavailable" : "rollout_failed",
-      message: `cannot re-image ${what}: ${(err as Error).message}`,
-    });
-  }
-  run.rolledOut = true;
-  ctx.log.info(`patched ${what}: ${summary}; waiting for the rollout`);
-  const r = await waitForRollout(ctx.kube, a.workload, {
-    afterGeneration: generation,
-    expectImages: Object.fromEntries(a.containers.map((c) => [c.name, c.image])),
-    timeoutMs: ctx.config.rolloutTimeoutMs,
-    signal: ctx.signal,
-    telemetry: ctx.telemetry,
-    log: ctx.log,
-  });
-  const seconds = (ctx.now() - started) / 1000;
-  for (const key of a.images) {
-    const repo = ctx.config.images.find((i) => i.key === key)?.repository ?? key;
-    ctx.telemetry.histogram("image_refresh.rollout.duration", seconds, {
-      ...baseAttrs(run),
-      "container.image.name": repo,
-      "image_refresh.rollout.ok": r.ok,
-    });
-  }
-  if (!r.ok) {
-    // Say why the wait was cut short (SIGTERM, the tick's deadline): an operator reading the
-    // Job's log must not mistake a drained node for a flapping workload.
-    const cut = ctx.signal.aborted
-      ? `; the tick was stopped: ${(ctx.signal.reason as Error)?.message ?? "aborted"}`
-      : "";
-    throw new Stop({
-      outcome: "failed",
-      reason: "rollout_failed",
-      message: `rollout of ${what} did not settle (${r.reason}): ${r.message}${cut}`,
-    });
-  }
-  ctx.log.info(`${what} rolled out: ${r.message}`);
+/** The images still on course for a refresh: due, and their group has not failed. */
+export function stillRefreshing(run: Run, keys: readonly string[]): string[] {
+  return keys.filter((k) => run.verdicts.get(k)?.outcome === "refreshed");
 }
 
 /**
  * The reset is its own request so that a failed digest write can never strand a lockout. Its
- * precondition is a JSON-patch `test` on the count this tick wrote rather than the
+ * precondition is a JSON-patch `test` on each count this tick wrote rather than the
  * resourceVersion: the state object may be the workload that just rolled out, and every status
- * write of its controller moves the resourceVersion without touching the counter.
+ * write of its controller moves the resourceVersion without touching the counters.
  */
-async function reset(run: Run, keys: string[]): Promise<void> {
-  const [attemptKey] = keys as [string];
-  const ours = run.annotations[attemptKey];
+async function reset(run: Run, counts: Record<string, number>): Promise<void> {
+  const keys = annotationKeys(run.ctx.config.annotationPrefix);
+  const settled = stillRefreshing(run, Object.keys(counts));
+  if (settled.length === 0) return;
+  let done: string[] = [];
   for (let attempt = 1; ; attempt++) {
     const ops: object[] = [];
-    const current = run.annotations[attemptKey];
-    // Another tick (a manual Job) wrote a count of its own since ours: that count belongs to its
-    // rollout, which may still fail. Removing it would lose that failure; a rearm (absent) is fine.
-    if (current !== undefined && current !== ours) {
-      run.ctx.log.warn(
-        `not resetting ${attemptKey} on ${describeState(run)}: it is ${current} now, written by another tick after this one wrote ${ours}`,
-      );
-      return;
+    done = [];
+    for (const key of settled) {
+      const k = keys.image(key);
+      const current = run.annotations[k.attempt];
+      const ours = String(counts[key]);
+      // Another tick (a manual Job) wrote a count of its own since ours: that count belongs to its
+      // rollout, which may still fail. Removing it would lose that failure; a rearm (absent) is fine.
+      if (!run.ctx.dryRun && current !== undefined && current !== ours) {
+        run.ctx.log.warn(
+          `not resetting ${k.attempt} on ${describeState(run)}: it is ${current} now, written by another tick after this one wrote ${ours}`,
+          { image: key },
+        );
+        continue;
+      }
+      if (current !== undefined) ops.push({ op: "test", path: annotationPointer(k.attempt), value: current });
+      for (const name of [k.attempt, k.flap, k.traceparent])
+        if (run.annotations[name] !== undefined) ops.push({ op: "remove", path: annotationPointer(name) });
+      done.push(key);
     }
-    if (current !== undefined) ops.push({ op: "test", path: annotationPointer(attemptKey), value: current });
-    for (const k of keys)
-      if (run.annotations[k] !== undefined) ops.push({ op: "remove", path: annotationPointer(k) });
     try {
       if (ops.length > 0) await jsonPatchState(run, ops);
       break;
@@ -292,16 +334,28 @@ async function reset(run: Run, keys: string[]): Promise<void> {
         await refreshVersion(run).catch(() => {});
         continue;
       }
-      throw new Stop({
-        outcome: "failed",
-        reason: "reset_failed",
-        message: `rolled out, but cannot reset the attempt counter on ${describeState(run)}: ${(err as Error).message}`,
-      });
+      for (const key of settled)
+        failImage(run, key, {
+          outcome: "failed",
+          reason: "reset_failed",
+          message: `${key} rolled out, but its attempt counter on ${describeState(run)} cannot be reset: ${(err as Error).message}`,
+        });
+      return;
     }
   }
-  run.attemptCount = 0;
-  run.root.addEvent("reset");
-  run.ctx.telemetry.counter("image_refresh.resets", 1, baseAttrs(run));
+  for (const key of done) {
+    const v = run.verdicts.get(key) as ImageVerdict;
+    v.attemptCount = 0;
+    v.lockedOut = false;
+    run.root.addEvent("reset", { "image_refresh.image": key });
+    run.ctx.telemetry.counter("image_refresh.resets", 1, baseAttrs(run, key));
+  }
+}
+
+export function failImage(run: Run, key: string, f: Failure): void {
+  const v = run.verdicts.get(key);
+  if (!v) return;
+  Object.assign(v, { outcome: f.outcome, reason: f.reason, message: f.message, short: undefined });
 }
 
 /** JSON pointer to an annotation; RFC 6901 escapes "~" and "/", and every key of ours has a "/". */
@@ -317,48 +371,65 @@ async function jsonPatchState(run: Run, ops: object[]): Promise<void> {
   remember(run, await run.ctx.kube.jsonPatch(stateRef(run.ctx.config), ops));
 }
 
-function remember(run: Run, updated: Workload): void {
+export function remember(run: Run, updated: Workload): void {
   run.rv = updated.metadata.resourceVersion;
   run.annotations = updated.metadata.annotations;
 }
 
-/** `<prefix>/last-refreshed-<key>-digest` for each image key. */
-function digestAnnotations(keys: AnnotationKeys, digests: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(digests).map(([k, d]) => [keys.digest(k), d]));
-}
-
+/**
+ * Records the digests of the images that settled (and first observations not yet written).
+ * Digests are facts, not counters: no precondition, so a controller's status write cannot fail it.
+ */
 async function recordDigests(run: Run, digests: Record<string, string>): Promise<void> {
   const keys = annotationKeys(run.ctx.config.annotationPrefix);
-  const annotations = digestAnnotations(keys, digests);
+  const entries = Object.entries(digests).filter(([key]) => {
+    const v = run.verdicts.get(key);
+    return v?.outcome === "refreshed" || v?.outcome === "recorded";
+  });
+  if (entries.length === 0) return refreshedEvent(run, digests);
+  const annotations: Record<string, string | null> = {};
+  for (const [key, d] of entries) {
+    annotations[keys.digest(key)] = d;
+    // A rejected build is history once another build of the image is recorded.
+    if (run.annotations[keys.image(key).rejected] !== undefined) annotations[keys.image(key).rejected] = null;
+  }
   try {
-    // Digests are facts, not counters: no precondition, so a controller's status write cannot fail it.
     await patchState(run, annotations, false);
   } catch (err) {
-    const outcome: Outcome = run.rolledOut ? "failed" : "error";
-    throw new Stop({
-      outcome,
-      reason: "record_failed",
-      message: `cannot record digests on ${describeState(run)}: ${(err as Error).message}`,
-    });
+    const message = `cannot record the digest on ${describeState(run)}: ${(err as Error).message}`;
+    for (const [key] of entries) {
+      const refreshed = run.verdicts.get(key)?.outcome === "refreshed";
+      failImage(run, key, { outcome: refreshed ? "failed" : "error", reason: "record_failed", message });
+    }
+    return;
   }
-  run.ctx.log.info(
-    `recorded ${Object.entries(digests)
-      .map(([k, d]) => `${k}=${d}`)
-      .join(" ")}`,
-  );
+  for (const [key, d] of entries) run.ctx.log.info(`recorded ${key}=${d}`, { image: key, digest: d });
+  await refreshedEvent(run, digests);
 }
 
-async function postEvent(run: Run, a: Extract<Action, { type: "event" }>): Promise<void> {
+/** One Normal Event for the images that refreshed and were recorded. */
+async function refreshedEvent(run: Run, digests: Record<string, string>): Promise<void> {
+  const done = stillRefreshing(run, Object.keys(digests));
+  if (done.length === 0) return;
+  const repo = (key: string) => run.ctx.config.images.find((i) => i.key === key)?.repository ?? key;
+  const note = `refreshed ${done.map((k) => `${repo(k)} → ${digests[k]}`).join(", ")}`;
+  await postEvent(run, { type: "event", eventType: "Normal", reason: "Refreshed", note });
+}
+
+export async function postEvent(
+  run: Run,
+  a: Extract<Action, { type: "event" }>,
+  regarding: Pick<Workload, "kind" | "metadata"> = run.obs.state,
+): Promise<void> {
   const { ctx } = run;
   if (ctx.dryRun) {
     ctx.log.info(`dry run: would post a ${a.eventType} Event ${a.reason}`, { note: a.note });
     return;
   }
   try {
-    const s = ctx.config.state;
     const event = buildEvent(
       {
-        regarding: run.obs.state,
+        regarding,
         type: a.eventType,
         reason: a.reason,
         action: "Refresh",
@@ -367,7 +438,7 @@ async function postEvent(run: Run, a: Extract<Action, { type: "event" }>): Promi
       },
       { now: () => new Date(ctx.now()) },
     );
-    await ctx.kube.createEvent(s.namespace, event);
+    await ctx.kube.createEvent(regarding.metadata.namespace ?? ctx.config.state.namespace, event);
   } catch (err) {
     ctx.log.warn(`cannot post the ${a.reason} Event; going on`, { error: (err as Error).message });
   }

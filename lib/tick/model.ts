@@ -2,9 +2,10 @@
 import type { WorkloadKind } from "../config.ts";
 import type { Outcome } from "../outcomes.ts";
 
-/** Why a tick decided what it did: a closed set, shared by logs, spans, Events and tests. */
+/** Why an image (or the tick) ended as it did: a closed set, shared by logs, spans, Events and tests. */
 export const REASONS = [
   "unchanged",
+  "pinned",
   "first_observation",
   "digest_changed",
   "not_settled",
@@ -13,6 +14,11 @@ export const REASONS = [
   "flap_lockout",
   "attempt_untrusted",
   "target_unavailable",
+  "shared_workload",
+  "unresolved",
+  "unresolved_ceiling",
+  "unresolved_streak_untrusted",
+  "build_rejected",
   // Reasons only apply can reach, when a planned write or wait does not go through.
   "streak_not_counted",
   "attempt_not_persisted",
@@ -37,7 +43,14 @@ export function workloadId(w: WorkloadRef): string {
   return `${w.kind}/${w.namespace}/${w.name}`;
 }
 
-export type ObservedDigest = { ok: true; digest: string } | { ok: false; message: string };
+export function describeWorkload(w: WorkloadRef): string {
+  return `${w.kind} ${w.namespace}/${w.name}`;
+}
+
+export type ObservedDigest =
+  | { ok: true; digest: string }
+  /** `failure` is the registry client's reason (not_found, unauthorized, rate_limited, ...). */
+  | { ok: false; failure: string; message: string };
 export type ObservedWorkload =
   | { found: true; images: Record<string, string> }
   | { found: false; message: string };
@@ -46,38 +59,69 @@ export interface Observed {
   state: { annotations: Record<string, string>; settled: boolean; settleMessage: string };
   /** By image key; absent when the settled guard stopped the tick before the registry. */
   digests?: Record<string, ObservedDigest>;
-  /** Live container images (containers and init containers) by workloadId; only read when a refresh is due. */
+  /** Live container images (containers and init containers) by workloadId; read for due images. */
   workloads?: Record<string, ObservedWorkload>;
+  /** Images whose attempt count another tick raised while this one was deciding: that tick owns them. */
+  claimed?: string[];
+}
+
+/** One image's verdict for this tick, as planned; apply amends it when a write or rollout fails. */
+export interface ImageVerdict {
+  key: string;
+  repository: string;
+  outcome: Outcome;
+  reason: Reason;
+  /** One sentence for the log: what happened to this image and what to do. */
+  message: string;
+  /** The short form in the tick's last line, after the outcome: "3/3", "2/8 (not_found)". */
+  short?: string;
+  /** The digest this tick rolls out (a refresh) or records. */
+  digest?: string;
+  /** Counters as the tick leaves them when every write succeeds; undefined: no honest value. */
+  attemptCount?: number;
+  unresolvedStreak?: number;
+  lockedOut?: boolean;
+  paused: boolean;
+  /** The registry's digest equals the recorded one this tick. */
+  verified: boolean;
+}
+
+/** The one compare-and-swap write before any workload is touched (SPEC step 7 and the streaks). */
+export interface StateWrite {
+  /** Annotations to set (a string) or remove (null), except the attempt keys below. */
+  annotations: Record<string, string | null>;
+  /** Each due image's new count; apply adds the count and this tick's traceparent per image. */
+  attempts: Record<string, number>;
+  /** Images whose unresolved streak goes up: the write must land, or the tick fails. */
+  streaks: string[];
+  /** Images whose flap marker is written. */
+  flaps: string[];
+  /** First-observation digests that ride with this write. */
+  firstSeen: string[];
+}
+
+export interface Rollout {
+  workload: WorkloadRef;
+  containers: Array<{ name: string; image: string }>;
+  /** Image keys with a container in this patch. */
+  images: string[];
+  /** The images that move together with this rollout (those sharing workloads with it). */
+  group: number;
 }
 
 export type Action =
   | { type: "write-streak"; value: number }
   | { type: "clear-streak" }
-  | { type: "mark-flap"; count: number }
-  | {
-      type: "persist-attempt";
-      count: number;
-      /**
-       * First-observation digests of other images, written with the count: the refresh's own
-       * record comes only after every rollout settled, and a failed rollout must not lose them.
-       */
-      firstSeen?: Record<string, string>;
-    }
-  | {
-      type: "rollout";
-      workload: WorkloadRef;
-      containers: Array<{ name: string; image: string }>;
-      images: string[];
-    }
-  | { type: "reset" }
+  | ({ type: "write-state" } & StateWrite)
+  | ({ type: "rollout" } & Rollout)
+  /** Resets the counters of the images that settled; the value is the count this tick wrote. */
+  | { type: "reset"; counts: Record<string, number> }
   | { type: "record-digests"; digests: Record<string, string> }
-  | { type: "event"; eventType: "Normal" | "Warning"; reason: string; note: string };
+  | { type: "event"; eventType: "Normal" | "Warning"; reason: string; note: string; image?: string };
 
-/** State as the tick leaves it when every action succeeds; reported as gauges. */
+/** State-object gauges as the tick leaves it when every action succeeds. */
 export interface After {
-  attemptCount?: number;
   skipStreak?: number;
-  lockedOut: boolean;
   frozen: boolean;
 }
 
@@ -85,8 +129,10 @@ export interface Decision {
   outcome: Outcome;
   reason: Reason;
   message: string;
+  /** Every configured image in config order; empty when the settled guard stopped the tick. */
+  images: ImageVerdict[];
+  /** Image groups that move together, by Rollout.group. */
+  groups: Record<number, string[]>;
   actions: Action[];
   after: After;
-  /** Image keys whose digest moved, for logs and metric attributes. */
-  changed: string[];
 }

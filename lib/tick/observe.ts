@@ -13,7 +13,7 @@ import {
   type WorkloadRef,
   workloadId,
 } from "./model.ts";
-import { needsTargets, targetsToRead } from "./plan.ts";
+import { targetsToRead } from "./plan.ts";
 
 export interface Observation {
   observed: Observed;
@@ -73,16 +73,21 @@ export async function observe(ctx: TickContext): Promise<Observation> {
   const paths: Record<string, Record<string, string>> = {};
   if (!status.done) return { observed, state, paths };
   observed.digests = await resolveImages(ctx);
-  if (needsTargets(observed, ctx.config)) {
-    observed.workloads = {};
+  const refs = targetsToRead(observed, ctx.config);
+  if (refs.length > 0) {
+    const workloads: Record<string, ObservedWorkload> = {};
     const stateId = workloadId(stateRef(ctx.config));
-    for (const ref of targetsToRead(observed, ctx.config)) {
-      const id = workloadId(ref);
-      // The state object is often a target too: it was read a moment ago, so read it once.
-      const read = await readTarget(ctx.kube, ref, id === stateId ? state : undefined);
-      observed.workloads[id] = read.observed;
-      paths[id] = read.paths;
-    }
+    // Each distinct workload once, concurrently; the state object is often a target too and was
+    // read a moment ago, so it is not read again.
+    const reads = await Promise.all(
+      refs.map((ref) => readTarget(ctx.kube, ref, workloadId(ref) === stateId ? state : undefined)),
+    );
+    refs.forEach((ref, i) => {
+      const read = reads[i] as Awaited<ReturnType<typeof readTarget>>;
+      workloads[workloadId(ref)] = read.observed;
+      paths[workloadId(ref)] = read.paths;
+    });
+    observed.workloads = workloads;
   }
   return { observed, state, paths };
 }
@@ -96,12 +101,12 @@ async function resolveImages(ctx: TickContext): Promise<Record<string, ObservedD
     const r = results.get(img.repository);
     if (r?.ok) out[img.key] = { ok: true, digest: r.digest };
     else {
-      const message = r ? `${r.reason}: ${r.message}` : "not resolved";
-      ctx.log.warn(
-        `cannot resolve ${img.repository}:${ctx.config.tag}; skipping image ${img.key} this tick`,
-        { reason: r?.reason, detail: r?.message },
-      );
-      out[img.key] = { ok: false, message };
+      // The registry client has warned with what to check; the verdict counts the streak.
+      out[img.key] = {
+        ok: false,
+        failure: r?.reason ?? "not_resolved",
+        message: r?.message ?? "not resolved",
+      };
     }
   }
   return out;

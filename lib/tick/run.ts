@@ -1,14 +1,14 @@
 // One tick: observe → plan → apply inside the root span, then the tick's metrics and its
 // outcome line. A lost compare-and-swap sends it back to observe (the registry is not asked again).
 
-import { annotationKeys, readCounter } from "../annotations.ts";
+import { imageCounters } from "../annotations.ts";
 import type { Outcome } from "../outcomes.ts";
 import { exitCodeFor } from "../outcomes.ts";
 import type { SpanHandle, Telemetry } from "../telemetry.ts";
 import { parseTraceparent } from "../telemetry.ts";
 import { type Applied, apply, baseAttrs } from "./apply.ts";
 import type { TickContext } from "./context.ts";
-import type { Decision, Reason } from "./model.ts";
+import type { Decision, ImageVerdict, Reason } from "./model.ts";
 import { type Observation, observe, StateUnreadable } from "./observe.ts";
 import { plan } from "./plan.ts";
 
@@ -43,11 +43,10 @@ export async function runTick(ctx: TickContext): Promise<TickResult> {
   });
 }
 
-type Round = Applied & { decision?: Decision; obs?: Observation };
+type Round = Omit<Applied, "images"> & { images?: Applied["images"]; decision?: Decision; obs?: Observation };
 
 async function decideAndApply(ctx: TickContext, root: SpanHandle): Promise<Round> {
-  const attemptKey = annotationKeys(ctx.config.annotationPrefix).attempt;
-  let firstAttempt = 0;
+  let first: Record<string, number> | undefined;
   for (let round = 1; round <= MAX_ROUNDS; round++) {
     let obs: Observation;
     try {
@@ -74,19 +73,17 @@ async function decideAndApply(ctx: TickContext, root: SpanHandle): Promise<Round
         obs,
       };
     }
-    const attempt = countOf(obs.state.metadata.annotations[attemptKey]);
-    if (round === 1) {
+    const counts = attemptCounts(ctx, obs);
+    if (first === undefined) {
       linkStory(ctx, obs);
-      firstAttempt = attempt;
+      first = counts;
     }
+    // An image whose count went up since the first read was claimed by another tick (a manual
+    // Job beside the scheduled one): that tick owns its refresh. Counting a second attempt and
+    // re-sending its patches would make one rollout count twice towards the lockout.
+    const claimed = Object.keys(counts).filter((k) => (counts[k] ?? 0) > (first?.[k] ?? 0));
+    if (claimed.length) obs.observed.claimed = claimed;
     const decision = plan(obs.observed, ctx.config);
-    // Our attempt write lost to another tick's (a manual Job beside the scheduled one): that tick
-    // owns this refresh. Counting a second attempt and re-sending its patches would make one
-    // rollout count twice towards the lockout, so stand down without touching a workload.
-    if (attempt > firstAttempt && decision.actions.some((a) => a.type === "persist-attempt")) {
-      const message = `another tick wrote refresh attempt ${attempt} while this one was deciding; it owns this refresh, so this tick touches no workload`;
-      return { outcome: "held", reason: "attempt_claimed", message, decision, obs, attemptCount: attempt };
-    }
     ctx.log.debug(`plan: ${decision.outcome} (${decision.reason})`, {
       actions: decision.actions.map((a) => a.type),
     });
@@ -99,41 +96,42 @@ async function decideAndApply(ctx: TickContext, root: SpanHandle): Promise<Round
   throw new Error("unreachable");
 }
 
-/** A trusted count, else 0: only a count that went up means another tick claimed the refresh. */
-function countOf(raw: string | undefined): number {
-  const c = readCounter(raw);
-  return c.kind === "trusted" ? c.value : 0;
+/** Each image's trusted count (own or legacy), else 0: only a count that went up means a claim. */
+function attemptCounts(ctx: TickContext, obs: Observation): Record<string, number> {
+  const a = obs.state.metadata.annotations;
+  const out: Record<string, number> = {};
+  for (const img of ctx.config.images) {
+    const c = imageCounters(a, ctx.config.annotationPrefix, img.key).attempt;
+    out[img.key] = c.kind === "trusted" ? c.value : 0;
+  }
+  return out;
 }
 
-/** Links this tick to the tick that wrote the current attempt, so attempts and lockout form one chain. */
+/** Links this tick to the ticks that wrote the images' current attempts, so each story is one chain. */
 function linkStory(ctx: TickContext, obs: Observation): void {
-  const keys = annotationKeys(ctx.config.annotationPrefix);
-  const stored = obs.state.metadata.annotations[keys.traceparent];
-  if (parseTraceparent(stored)) ctx.telemetry.linkRoot([stored as string]);
+  const a = obs.state.metadata.annotations;
+  const stories = new Set<string>();
+  for (const img of ctx.config.images) {
+    const stored = imageCounters(a, ctx.config.annotationPrefix, img.key).traceparent;
+    if (stored !== undefined && parseTraceparent(stored)) stories.add(stored);
+  }
+  if (stories.size) ctx.telemetry.linkRoot([...stories]);
 }
 
 function report(ctx: TickContext, root: SpanHandle, r: Round, seconds: number): void {
-  const { telemetry, log, config } = ctx;
+  const { telemetry, log } = ctx;
   const attrs = baseAttrs({ ctx });
   const code = exitCodeFor(r.outcome);
   root.setAttributes({ "image_refresh.outcome": r.outcome, "image_refresh.reason": r.reason });
   if (code !== 0) root.setError(r.reason, r.message);
   const settled = r.obs?.observed.state.settled;
   if (settled === false) telemetry.counter("image_refresh.skips", 1, attrs);
-  if (r.outcome === "locked_out") {
-    root.addEvent("lockout", { "image_refresh.attempt": r.attemptCount ?? -1 });
-    telemetry.counter("image_refresh.lockouts", 1, attrs);
-  }
   if (r.outcome === "frozen") root.addEvent("freeze", { "image_refresh.skip_streak": r.skipStreak ?? -1 });
+  for (const v of r.images ?? []) reportImage(ctx, root, v);
   telemetry.counter("image_refresh.ticks", 1, { ...attrs, "image_refresh.outcome": r.outcome });
-  // Gauges every tick, zeros included: each process starts from nothing, so "locked out now"
-  // must be a value, not a difference of counters. An untrusted counter has no honest value.
-  if (r.attemptCount !== undefined) telemetry.gauge("image_refresh.attempt_count", r.attemptCount, attrs);
+  // Gauges every tick, zeros included: each process starts from nothing, so "frozen now" must be
+  // a value, not a difference of counters. Without a read of the state there is no honest value.
   if (r.skipStreak !== undefined) telemetry.gauge("image_refresh.skip_streak", r.skipStreak, attrs);
-  // Nor has "locked out" without a trusted count, or "frozen" without a read of the state: a 0
-  // there would tell a dashboard that an installation it cannot see is fine.
-  if (r.attemptCount !== undefined)
-    telemetry.gauge("image_refresh.locked_out", r.attemptCount >= config.maxRefreshAttempts ? 1 : 0, attrs);
   if (r.obs !== undefined) telemetry.gauge("image_refresh.frozen", r.outcome === "frozen" ? 1 : 0, attrs);
   if (code === 0)
     telemetry.gauge("image_refresh.last_success_timestamp", Math.floor(ctx.now() / 1000), attrs);
@@ -144,8 +142,46 @@ function report(ctx: TickContext, root: SpanHandle, r: Round, seconds: number): 
   const line = `${r.outcome}: ${r.message}`;
   const fields = { outcome: r.outcome, reason: r.reason, dry_run: ctx.dryRun || undefined };
   if (code !== 0) log.error(line, fields);
-  else if (r.outcome === "locked_out") log.warn(line, fields);
-  else log.info(line, fields);
+  else if (QUIET.has(r.outcome)) log.info(line, fields);
+  else log.warn(line, fields);
+}
+
+/** Outcomes that need nobody's attention: their lines are info, the rest at least a WARNING. */
+const QUIET: ReadonlySet<Outcome> = new Set(["noop", "recorded", "refreshed", "skipped"]);
+
+/** One image's verdict: its log line, its span events and counters, and its gauges. */
+function reportImage(ctx: TickContext, root: SpanHandle, v: ImageVerdict): void {
+  const { telemetry, log, config } = ctx;
+  const attrs = baseAttrs({ ctx }, v.key);
+  const image = { "image_refresh.image": v.key };
+  if (v.outcome === "locked_out") {
+    root.addEvent("lockout", { ...image, "image_refresh.attempt": v.attemptCount ?? -1 });
+    telemetry.counter("image_refresh.lockouts", 1, attrs);
+  }
+  if (v.outcome === "stale")
+    root.addEvent("stale", { ...image, "image_refresh.unresolved_streak": v.unresolvedStreak ?? -1 });
+  if (v.outcome === "paused") root.addEvent("pause", { ...image, "image_refresh.reason": v.reason });
+  // An untrusted counter has no honest value: a 0 there would tell a dashboard all is well.
+  if (v.attemptCount !== undefined) {
+    telemetry.gauge("image_refresh.attempt_count", v.attemptCount, attrs);
+    telemetry.gauge("image_refresh.locked_out", v.attemptCount >= config.maxRefreshAttempts ? 1 : 0, attrs);
+  }
+  if (v.unresolvedStreak !== undefined)
+    telemetry.gauge("image_refresh.unresolved_streak", v.unresolvedStreak, attrs);
+  telemetry.gauge("image_refresh.paused", v.paused ? 1 : 0, attrs);
+  if (v.verified)
+    telemetry.gauge("image_refresh.last_verified_timestamp", Math.floor(ctx.now() / 1000), attrs);
+  const fields = {
+    image: v.key,
+    outcome: v.outcome,
+    reason: v.reason,
+    digest: v.digest,
+    attempt: v.attemptCount,
+  };
+  if (v.reason === "unchanged" || v.reason === "pinned") log.debug(v.message, fields);
+  else if (exitCodeFor(v.outcome) !== 0) log.error(v.message, fields);
+  else if (QUIET.has(v.outcome)) log.info(v.message, fields);
+  else log.warn(v.message, fields);
 }
 
 function memoise(resolve: TickContext["resolve"]): TickContext["resolve"] {

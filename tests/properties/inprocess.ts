@@ -18,6 +18,7 @@ import { generateTls } from "../../sim/tls.ts";
 export const PREFIX = "image-refresh.io";
 export const MAX_ATTEMPTS = 2;
 export const MAX_SKIPS = 3;
+export const MAX_UNRESOLVED = 2;
 export const STATE_PATH = "/apis/apps/v1/namespaces/apps/deployments/api";
 
 export const WORKLOADS = [
@@ -27,24 +28,31 @@ export const WORKLOADS = [
 ] as const;
 export type WorkloadSpec = (typeof WORKLOADS)[number];
 
-/** Image key → its target workloads and containers, as the config below says. */
+/**
+ * Image key → its target workloads and containers, as the config below says. api and sidecar
+ * share Deployment apps/api, so they move together; node-agent shares nothing with them.
+ */
 export const TARGETS: Record<string, Array<{ w: WorkloadSpec; container: string }>> = {
   api: [
     { w: WORKLOADS[0], container: "api" },
     { w: WORKLOADS[1], container: "proxy" },
   ],
   "node-agent": [{ w: WORKLOADS[2], container: "agent" }],
+  sidecar: [{ w: WORKLOADS[0], container: "sidecar" }],
 };
+export const IMAGE_KEYS = Object.keys(TARGETS);
 
-const config = (registryHost: string) =>
-  JSON.stringify(
-    scenarioConfig(registryHost, {
-      maxRefreshAttempts: MAX_ATTEMPTS,
-      maxSkipTicks: MAX_SKIPS,
-      rolloutTimeout: "400ms",
-      requestTimeout: "300ms",
-    }),
-  );
+const config = (registryHost: string) => {
+  const c = scenarioConfig(registryHost, {
+    maxRefreshAttempts: MAX_ATTEMPTS,
+    maxSkipTicks: MAX_SKIPS,
+    maxUnresolvedTicks: MAX_UNRESOLVED,
+    rolloutTimeout: "400ms",
+    requestTimeout: "300ms",
+  });
+  const sidecar = { kind: "Deployment", name: "api", container: "sidecar" };
+  return JSON.stringify({ ...c, images: [...c.images, { repository: "myorg/sidecar", targets: [sidecar] }] });
+};
 
 const ARGS: CliArgs = {
   command: "tick",
@@ -53,6 +61,7 @@ const ARGS: CliArgs = {
   json: false,
   config: "/virtual/config.json",
   kubeconfig: "/virtual/kubeconfig",
+  images: [],
 };
 
 export interface InProcessWorld {
@@ -66,7 +75,8 @@ export interface InProcessWorld {
   tick(
     adjust?: (ctx: TickContext) => TickContext,
   ): Promise<{ result: TickResult; ms: number; budgetMs: number }>;
-  rearm(): Promise<number>;
+  /** `image-refresh rearm [IMAGE...]`; its exit code. */
+  rearm(images?: string[]): Promise<number>;
   annotations(): Record<string, string>;
   stop(): Promise<void>;
 }
@@ -109,6 +119,7 @@ export async function startInProcessWorld(): Promise<InProcessWorld> {
       }
       current.api = registry.push("myorg/api", "stable");
       current["node-agent"] = registry.push("myorg/node-agent", "stable", { multiArch: true });
+      current.sidecar = registry.push("myorg/sidecar", "stable");
       api.clearLog();
       registry.clearLog();
       lines.length = 0;
@@ -126,8 +137,8 @@ export async function startInProcessWorld(): Promise<InProcessWorld> {
         clearTimeout(timer);
       }
     },
-    async rearm() {
-      return rearmCommand(await runtime(), false);
+    async rearm(images: string[] = []) {
+      return rearmCommand(await runtime(), false, images);
     },
     annotations() {
       return api.getObject("Deployment", "apps", "api")?.metadata.annotations ?? {};

@@ -1,11 +1,24 @@
 // Bad API objects end to end, against the compiled binary: a truncated body, a huge or
-// garbled annotation. Each must end the tick with its exit code and one clear line naming the
-// object, never a stack trace, and never a write it could not justify.
+// garbled annotation. Each must end the tick with its exit code, a last line giving every
+// image's verdict and one clear line naming the object, never a stack trace, and never a write
+// it could not justify.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { parseWorkload } from "../../lib/kube/objects.ts";
+import { rolloutStatus } from "../../lib/kube/settled.ts";
 import { PREFIX, STATE_PATH, startWorld, type World, writes } from "../world.ts";
 
 const k = (name: string) => `${PREFIX}/${name}`;
 const PROXY_PATH = "/apis/apps/v1/namespaces/apps/deployments/api-proxy";
+const NODE_AGENT_MANIFEST = "/v2/myorg/node-agent/manifests/stable";
+
+/** Waits (bounded) until the state object is settled by kubectl's rules. */
+async function settled(w: World): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (rolloutStatus(parseWorkload("Deployment", w.api.getObject("Deployment", "apps", "api"))).done) return;
+    await Bun.sleep(10);
+  }
+  throw new Error("the state object did not settle within 2 s");
+}
 const STACK = /\n\s+at .*(:\d+:\d+|\(native\))/;
 
 let w: World;
@@ -19,11 +32,14 @@ afterAll(async () => {
 
 interface Case {
   name: string;
-  setup(w: World): void;
+  setup(w: World): void | Promise<void>;
   undo(w: World): void;
   code: number;
-  says: RegExp;
+  /** Every pattern must match stderr: the image's own line and the tick's last line. */
+  says: RegExp[];
   writesNothing: boolean;
+  /** Annotations no write of the tick may touch. */
+  untouched?: string[];
 }
 
 const HUGE = 200_000;
@@ -33,7 +49,7 @@ const cases: Case[] = [
     setup: (w) => w.api.faults.add({ method: "GET", path: STATE_PATH, fault: { type: "malformed" } }),
     undo: (w) => w.api.faults.clear(),
     code: 1,
-    says: /error: .*deployment apps\/api/i,
+    says: [/error: .*deployment apps\/api/i],
     writesNothing: true,
   },
   {
@@ -44,17 +60,20 @@ const cases: Case[] = [
     },
     undo: (w) => w.api.faults.clear(),
     code: 1,
-    says: /held: .*api-proxy/,
+    says: [
+      /ERROR: refresh of api is due but cannot start safely: .*apps\/api-proxy/,
+      /held: api: held; node-agent: noop/,
+    ],
     writesNothing: true,
   },
   {
-    // the push of the case above is still due: it was held
-    name: "a huge attempt counter while a refresh is due",
+    // the push of the case above is still due: it was held. The legacy counter counts for every image.
+    name: "a huge (legacy) attempt counter while a refresh is due",
     setup: (w) =>
       w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt")]: "9".repeat(HUGE) }),
     undo: (w) => w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt")]: null }),
     code: 1,
-    says: /held: .*not a count.*rearm/,
+    says: [/refresh-attempt is .*not a count.*rearm api/, /held: api: held; node-agent: noop/],
     writesNothing: true,
   },
   {
@@ -70,25 +89,51 @@ const cases: Case[] = [
       w.api.setMode("Deployment", "apps", "api", "healthy");
     },
     code: 1,
-    says: /error: .*refresh-skip-streak.*not a count/,
+    says: [/error: .*refresh-skip-streak.*not a count/],
     writesNothing: true,
+  },
+  {
+    // api's push is still due: an untrusted streak of another image holds back only that image
+    name: "a huge unresolved streak on an image the registry cannot resolve, beside a due refresh",
+    setup: async (w) => {
+      await settled(w); // the case above left the state object rolling out
+      w.registry.faults.add({
+        method: "HEAD",
+        path: NODE_AGENT_MANIFEST,
+        fault: { type: "status", code: 404 },
+      });
+      w.api.setAnnotations("Deployment", "apps", "api", {
+        [k("unresolved-streak-node-agent")]: `x${"7".repeat(HUGE)}`,
+      });
+    },
+    undo: (w) => {
+      w.registry.faults.clear();
+      w.api.setAnnotations("Deployment", "apps", "api", { [k("unresolved-streak-node-agent")]: null });
+    },
+    code: 1,
+    says: [/unresolved-streak-node-agent is .*not a count/, /error: api: refreshed; node-agent: error/],
+    writesNothing: false,
+    untouched: [k("unresolved-streak-node-agent")],
   },
 ];
 
 describe("malformed API objects end to end", () => {
   for (const tc of cases) {
     test(tc.name, async () => {
-      tc.setup(w);
+      await tc.setup(w);
       w.api.clearLog();
       try {
         const r = await w.run();
         if (process.env.SHOW_STDERR) console.log(r.stderr);
         expect(r.code).toBe(tc.code);
-        expect(r.stderr).toMatch(tc.says);
+        for (const says of tc.says) expect(r.stderr).toMatch(says);
         expect(r.stderr).not.toMatch(STACK);
         // The bad value is quoted at most in part: a log line stays readable.
         for (const line of r.stderr.split("\n")) expect(line.length).toBeLessThan(2_000);
         if (tc.writesNothing) expect(writes(w.api)).toEqual([]);
+        for (const name of tc.untouched ?? [])
+          for (const e of w.api.log.filter((x) => x.method !== "GET"))
+            expect(e.body ?? "").not.toContain(name);
       } finally {
         tc.undo(w);
       }

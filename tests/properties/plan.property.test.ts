@@ -3,12 +3,23 @@
 // fast (no I/O), so the mutation run includes it. fast-check prints the seed of a failure.
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { readCounter } from "../../lib/annotations.ts";
 import type { Config } from "../../lib/config.ts";
-import { exitCodeFor, OUTCOMES } from "../../lib/outcomes.ts";
+import { exitCodeFor, mostSevere, OUTCOMES, severity } from "../../lib/outcomes.ts";
 import { type Action, type Decision, type Observed, REASONS } from "../../lib/tick/model.ts";
 import { plan } from "../../lib/tick/plan.ts";
 import { caseArb, PREFIX } from "./arbitraries.ts";
+import {
+  attemptOf,
+  countBlocks,
+  countOf,
+  digestChanged,
+  expectedRollouts,
+  flapOf,
+  LEGACY,
+  legacyNames,
+  numberOf,
+  workloadsOf,
+} from "./oracle.ts";
 
 const RUNS = Number(process.env.PLAN_PROPERTY_RUNS ?? 2000);
 const k = (name: string) => `${PREFIX}/${name}`;
@@ -16,9 +27,26 @@ const types = (d: Decision) => d.actions.map((a) => a.type);
 const of = <T extends Action["type"]>(d: Decision, t: T) =>
   d.actions.filter((a): a is Extract<Action, { type: T }> => a.type === t);
 
-function attemptOf(o: Observed) {
-  return readCounter(o.state.annotations[k("refresh-attempt")]);
-}
+const rolled = (d: Decision) => new Set(of(d, "rollout").flatMap((r) => r.images));
+const writes = (d: Decision) => of(d, "write-state");
+const verdict = (d: Decision, key: string) => d.images.find((v) => v.key === key);
+const rolledWorkloads = (d: Decision) =>
+  new Set(of(d, "rollout").map((r) => `${r.workload.kind}/${r.workload.namespace}/${r.workload.name}`));
+const attempt = (c: Config, o: Observed, key: string) =>
+  attemptOf(o.state.annotations, c.annotationPrefix, key);
+const unresolvedImages = (c: Config, o: Observed) =>
+  c.images.filter((i) => !i.pinned && o.digests !== undefined && o.digests[i.key]?.ok !== true);
+/** Every annotation a decision sets or removes, in order: the write-state's and the digest records. */
+const written = (c: Config, d: Decision): Array<[string, string | null]> =>
+  d.actions.flatMap((a): Array<[string, string | null]> => {
+    if (a.type === "write-state") return Object.entries(a.annotations);
+    if (a.type === "record-digests")
+      return Object.entries(a.digests).map(([key, v]) => [
+        `${c.annotationPrefix}/last-refreshed-${key}-digest`,
+        v,
+      ]);
+    return [];
+  });
 
 /** Each property gets the config, the observation and the decision; it throws on a violation. */
 const PROPERTIES: Array<[string, (c: Config, o: Observed, d: Decision) => void]> = [
@@ -31,36 +59,205 @@ const PROPERTIES: Array<[string, (c: Config, o: Observed, d: Decision) => void]>
     },
   ],
   [
-    "a rollout is always preceded by exactly one persist-attempt",
-    (_c, _o, d) => {
-      const t = types(d);
-      const firstRollout = t.indexOf("rollout");
-      if (firstRollout === -1) return;
-      expect(t.filter((x) => x === "persist-attempt")).toHaveLength(1);
-      expect(t.indexOf("persist-attempt")).toBeLessThan(firstRollout);
+    "the tick's outcome is its most severe image verdict, with that image's reason; every image has one",
+    (c, o, d) => {
+      if (!o.state.settled) return;
+      expect(d.images.map((v) => v.key)).toEqual(c.images.map((i) => i.key));
+      const worst = mostSevere(d.images.map((v) => v.outcome));
+      expect(d.outcome).toBe(worst);
+      for (const v of d.images) expect(severity(v.outcome)).toBeGreaterThanOrEqual(severity(d.outcome));
+      expect(d.images.filter((v) => v.outcome === worst).map((v) => v.reason)).toContain(d.reason);
+      for (const v of d.images) expect(d.message).toContain(`${v.key}: ${v.outcome}`);
     },
   ],
   [
-    "persist-attempt only when the count is trusted (or absent) and below the maximum; it writes count+1",
+    "no image is rolled out without its own count+1 in the one write-state before the first rollout",
     (c, o, d) => {
-      const a = attemptOf(o);
-      for (const p of of(d, "persist-attempt")) {
-        expect(a.kind).not.toBe("untrusted");
-        const count = a.kind === "trusted" ? a.value : 0;
-        expect(count).toBeLessThan(c.maxRefreshAttempts);
-        expect(p.count).toBe(count + 1);
+      const t = types(d);
+      const first = t.indexOf("rollout");
+      const w = writes(d);
+      expect(w.length).toBeLessThanOrEqual(1);
+      if (first === -1) {
+        for (const x of w) expect(x.attempts).toEqual({});
+        return;
+      }
+      expect(w).toHaveLength(1);
+      expect(t.indexOf("write-state")).toBeLessThan(first);
+      const attempts = (w[0] as StateWriteAction).attempts;
+      expect(Object.keys(attempts).sort()).toEqual([...rolled(d)].sort());
+      for (const key of rolled(d)) {
+        const n = attempt(c, o, key);
+        expect(n.kind).not.toBe("untrusted");
+        expect(numberOf(n)).toBeLessThan(c.maxRefreshAttempts);
+        expect(attempts[key]).toBe(numberOf(n) + 1);
       }
     },
   ],
   [
-    "an untrusted counter never produces a rollout",
-    (_c, o, d) => {
-      if (attemptOf(o).kind === "untrusted") expect(types(d)).not.toContain("rollout");
+    "an untrusted count (own or legacy) never rolls that image nor a workload it is in; due, it is held",
+    (c, o, d) => {
+      for (const img of c.images) {
+        if (attempt(c, o, img.key).kind !== "untrusted") continue;
+        expect(rolled(d).has(img.key)).toBe(false);
+        for (const id of workloadsOf(c, img.key)) expect(rolledWorkloads(d).has(id)).toBe(false);
+        if (digestChanged(c, o, img.key))
+          expect(verdict(d, img.key)).toMatchObject({ outcome: "held", reason: "attempt_untrusted" });
+      }
     },
   ],
   [
-    "reset comes after every rollout and before the digest record; the record names what rolled out",
-    (_c, _o, d) => {
+    "lockout: count >= max never rolls that image nor its workloads; the marker is written only when absent (own or legacy)",
+    (c, o, d) => {
+      const flaps = writes(d).flatMap((w) => w.flaps);
+      const marks = written(c, d).filter(([k]) => /\/refresh-flap-detected-/.test(k));
+      for (const img of c.images) {
+        const n = attempt(c, o, img.key);
+        const locked = n.kind === "trusted" && n.value >= c.maxRefreshAttempts;
+        const flapKey = `${c.annotationPrefix}/refresh-flap-detected-${img.key}`;
+        // decided by the count alone, also when another tick's claim brought it to the maximum
+        const ownLockout = locked && digestChanged(c, o, img.key);
+        if (locked) {
+          expect(rolled(d).has(img.key)).toBe(false);
+          for (const id of workloadsOf(c, img.key)) expect(rolledWorkloads(d).has(id)).toBe(false);
+        }
+        const v = verdict(d, img.key);
+        expect(v?.outcome === "locked_out" && v.reason === "flap_lockout").toBe(ownLockout);
+        const marked = ownLockout && flapOf(o.state.annotations, c.annotationPrefix, img.key) === undefined;
+        expect(flaps.includes(img.key)).toBe(marked);
+        const events = of(d, "event").filter((e) => e.image === img.key && e.reason === "RefreshLockedOut");
+        expect(events).toHaveLength(marked ? 1 : 0);
+        if (marked) expect(marks).toContainEqual([flapKey, String(numberOf(n))]);
+        else if (flapOf(o.state.annotations, c.annotationPrefix, img.key) === undefined)
+          expect(marks.map(([k]) => k)).not.toContain(flapKey);
+      }
+      for (const [, v] of marks) expect(v).not.toBeNull();
+    },
+  ],
+  [
+    "isolation: exactly the images SPEC lets roll are rolled, whatever happens to the images they share nothing with",
+    (c, o, d) => {
+      if (!o.state.settled) return;
+      const expected = expectedRollouts(c, o);
+      expect([...rolled(d)].sort()).toEqual([...expected].sort());
+      for (const v of d.images) expect(v.outcome === "refreshed").toBe(expected.has(v.key));
+    },
+  ],
+  [
+    "a workload carrying a locked-out, untrusted, held or paused image is never patched",
+    (c, o, d) => {
+      const ids = rolledWorkloads(d);
+      for (const img of c.images) {
+        const v = verdict(d, img.key);
+        const blocks =
+          countBlocks(c, o, img.key) || ["held", "locked_out", "paused"].includes(v?.outcome ?? "");
+        if (!blocks) continue;
+        for (const id of workloadsOf(c, img.key)) expect(ids.has(id)).toBe(false);
+      }
+    },
+  ],
+  [
+    "images sharing a workload move together: one group, every target of each in the rollouts",
+    (c, _o, d) => {
+      const rolls = of(d, "rollout");
+      const groupOf = new Map<string, number>();
+      for (const r of rolls) for (const key of r.images) groupOf.set(key, r.group);
+      for (const key of rolled(d)) {
+        for (const r of rolls) if (r.images.includes(key)) expect(r.group).toBe(groupOf.get(key) as number);
+        for (const t of c.images.find((i) => i.key === key)?.targets ?? []) {
+          const r = rolls.find((x) => x.workload.kind === t.kind && x.workload.name === t.name);
+          expect(r?.containers.map((x) => x.name)).toContain(t.container);
+        }
+        for (const other of rolled(d)) {
+          const together = [...workloadsOf(c, key)].some((w) => workloadsOf(c, other).has(w));
+          if (together) expect(groupOf.get(other)).toBe(groupOf.get(key) as number);
+        }
+      }
+      for (const [g, members] of Object.entries(d.groups))
+        expect([...members].sort()).toEqual(
+          [...groupOf]
+            .filter(([, x]) => x === Number(g))
+            .map(([k]) => k)
+            .sort(),
+        );
+    },
+  ],
+  [
+    "a tick with an unresolved image is never noop: at least unresolved, the image unresolved, stale or error",
+    (c, o, d) => {
+      const un = unresolvedImages(c, o);
+      if (!o.state.settled || un.length === 0) return;
+      expect(d.outcome).not.toBe("noop");
+      expect(severity(d.outcome)).toBeLessThanOrEqual(severity("unresolved"));
+      for (const img of un)
+        expect(["unresolved", "stale", "error"]).toContain(verdict(d, img.key)?.outcome as string);
+    },
+  ],
+  [
+    "unresolved streak: +1 per unresolved settled tick, stale exactly at the ceiling with one Event, removed when resolved",
+    (c, o, d) => {
+      if (!o.state.settled) return;
+      const w = writes(d)[0];
+      for (const img of c.images) {
+        const key = `${c.annotationPrefix}/unresolved-streak-${img.key}`;
+        const was = o.state.annotations[key];
+        const v = verdict(d, img.key);
+        const events = of(d, "event").filter((e) => e.image === img.key && e.reason === "ImageStale");
+        if (img.pinned || o.digests?.[img.key]?.ok) {
+          if (img.pinned || was === undefined) expect(w?.annotations[key]).toBeUndefined();
+          else expect(w?.annotations[key]).toBeNull();
+          expect(events).toEqual([]);
+          continue;
+        }
+        const n = countOf(was);
+        if (n.kind === "untrusted") {
+          expect(v).toMatchObject({ outcome: "error", reason: "unresolved_streak_untrusted" });
+          expect(w?.annotations[key]).toBeUndefined();
+          expect(events).toEqual([]);
+          continue;
+        }
+        const next = numberOf(n) + 1;
+        expect(w?.annotations[key]).toBe(String(next));
+        expect(w?.streaks).toContain(img.key);
+        expect(v?.outcome).toBe(next >= c.maxUnresolvedTicks ? "stale" : "unresolved");
+        const failure = o.digests?.[img.key];
+        if (failure && !failure.ok) expect(v?.short).toContain(failure.failure);
+        expect(events).toHaveLength(next === c.maxUnresolvedTicks ? 1 : 0);
+      }
+    },
+  ],
+  [
+    "legacy keys migrate in the first counter write, onto every image's own keys, and are never written back",
+    (c, o, d) => {
+      const a = o.state.annotations;
+      const legacy = legacyNames(a, c.annotationPrefix);
+      for (const [k, v] of written(c, d))
+        if ((LEGACY as readonly string[]).includes(k.slice(k.lastIndexOf("/") + 1))) expect(v).toBeNull();
+      const w = writes(d)[0];
+      const counterWrite = w !== undefined && (Object.keys(w.attempts).length > 0 || w.flaps.length > 0);
+      if (!counterWrite) {
+        // no counter write, no migration: the legacy keys stay and go on counting
+        for (const name of Object.values(legacy)) expect(w?.annotations[name]).toBeUndefined();
+        return;
+      }
+      // every legacy key, under any prefix: one left behind would count again after the reset
+      for (const name of Object.keys(a))
+        if ((LEGACY as readonly string[]).includes(name.slice(name.lastIndexOf("/") + 1)))
+          expect(w.annotations[name]).toBeNull();
+      for (const img of c.images)
+        for (const [local, name] of Object.entries(legacy)) {
+          const own = `${c.annotationPrefix}/${local}-${img.key}`;
+          const mine = w.annotations[own];
+          if (a[own] !== undefined) expect(mine).toBeUndefined();
+          else if (local === "refresh-attempt" || local === "refresh-attempt-traceparent")
+            // a due image's count and traceparent are this tick's own, which apply writes
+            expect(mine).toBe(img.key in w.attempts ? undefined : (a[name] as string));
+          else if (!w.flaps.includes(img.key)) expect(mine).toBe(a[name] as string);
+        }
+    },
+  ],
+  [
+    "reset comes after every rollout and before the digest record; it and the record name what rolled out",
+    (_c, o, d) => {
       const t = types(d);
       if (!t.includes("rollout")) {
         expect(t).not.toContain("reset");
@@ -69,38 +266,26 @@ const PROPERTIES: Array<[string, (c: Config, o: Observed, d: Decision) => void]>
       const reset = t.indexOf("reset");
       expect(reset).toBeGreaterThan(t.lastIndexOf("rollout"));
       expect(t.lastIndexOf("record-digests")).toBeGreaterThan(reset);
+      expect(of(d, "reset")[0]?.counts).toEqual(writes(d)[0]?.attempts ?? {});
       const recorded = of(d, "record-digests").at(-1)?.digests ?? {};
-      for (const r of of(d, "rollout"))
-        for (const key of r.images) expect(Object.keys(recorded)).toContain(key);
-      expect(d.outcome).toBe("refreshed");
-    },
-  ],
-  [
-    "lockout: count >= max patches no workload; the marker is written only when absent",
-    (c, o, d) => {
-      const a = attemptOf(o);
-      const locked = a.kind === "trusted" && a.value >= c.maxRefreshAttempts;
-      if (locked) expect(types(d)).not.toContain("rollout");
-      if (d.outcome === "locked_out") {
-        expect(locked).toBe(true);
-        const marks = of(d, "mark-flap");
-        if (o.state.annotations[k("refresh-flap-detected")] === undefined)
-          expect(marks).toEqual([{ type: "mark-flap", count: a.kind === "trusted" ? a.value : -1 }]);
-        else expect(marks).toEqual([]);
-      } else expect(types(d)).not.toContain("mark-flap");
+      for (const key of rolled(d)) {
+        const seen = o.digests?.[key];
+        expect(seen?.ok ? recorded[key] : "unresolved").toBe(seen?.ok ? seen.digest : "resolved");
+      }
     },
   ],
   [
     "an unsettled tick writes only the streak (+ an Event) and consults no digest",
     (c, o, d) => {
       if (o.state.settled) return;
-      const streak = readCounter(o.state.annotations[k("refresh-skip-streak")]);
+      expect(d.images).toEqual([]);
+      const streak = countOf(o.state.annotations[k("refresh-skip-streak")]);
       if (streak.kind === "untrusted") {
         expect(d.actions).toEqual([]);
         expect(exitCodeFor(d.outcome)).toBe(1);
         return;
       }
-      const next = (streak.kind === "trusted" ? streak.value : 0) + 1;
+      const next = numberOf(streak) + 1;
       expect(d.actions[0]).toEqual({ type: "write-streak", value: next });
       expect(
         types(d)
@@ -125,14 +310,19 @@ const PROPERTIES: Array<[string, (c: Config, o: Observed, d: Decision) => void]>
     },
   ],
   [
-    "digests recorded are only ones the registry returned for non-pinned images",
+    "digests recorded are only ones the registry returned for non-pinned images, first seen or rolled out",
     (c, o, d) => {
-      for (const r of of(d, "record-digests"))
-        for (const [key, digest] of Object.entries(r.digests)) {
-          const img = c.images.find((i) => i.key === key);
-          expect(img?.pinned).toBe(false);
-          expect(o.digests?.[key]).toEqual({ ok: true, digest });
-        }
+      const prefix = `${c.annotationPrefix}/last-refreshed-`;
+      for (const [name, digest] of written(c, d)) {
+        if (!name.startsWith(prefix)) continue;
+        const key = name.slice(prefix.length, -"-digest".length);
+        const img = c.images.find((i) => i.key === key);
+        expect(img?.pinned).toBe(false);
+        expect(o.digests?.[key]).toEqual({ ok: true, digest: digest as string });
+        const first = o.state.annotations[name] === undefined;
+        expect(first || rolled(d).has(key)).toBe(true);
+        if (first) expect(verdict(d, key)?.outcome).toBe("recorded");
+      }
     },
   ],
   [
@@ -158,7 +348,7 @@ const PROPERTIES: Array<[string, (c: Config, o: Observed, d: Decision) => void]>
     },
   ],
   [
-    "a healthy, unchanged installation writes nothing",
+    "a healthy, unchanged installation writes nothing; noop writes at most removals",
     (c, o, d) => {
       const a = o.state.annotations;
       const unchanged =
@@ -166,28 +356,39 @@ const PROPERTIES: Array<[string, (c: Config, o: Observed, d: Decision) => void]>
         a[k("refresh-skip-streak")] === undefined &&
         c.images.every((i) => {
           const seen = o.digests?.[i.key];
-          return i.pinned || !seen?.ok || a[k(`last-refreshed-${i.key}-digest`)] === seen.digest;
+          if (i.pinned) return true;
+          return (
+            seen?.ok === true &&
+            a[k(`last-refreshed-${i.key}-digest`)] === seen.digest &&
+            a[k(`rejected-${i.key}-digest`)] !== seen.digest &&
+            a[k(`unresolved-streak-${i.key}`)] === undefined
+          );
         });
       if (unchanged) {
         expect(d.actions).toEqual([]);
         expect(d.outcome).toBe("noop");
       }
-      if (d.outcome === "noop") expect(types(d).filter((t) => t !== "clear-streak")).toEqual([]);
+      if (d.outcome === "noop") {
+        expect(types(d).filter((t) => t !== "clear-streak" && t !== "write-state")).toEqual([]);
+        for (const w of writes(d)) for (const v of Object.values(w.annotations)) expect(v).toBeNull();
+      }
     },
   ],
   [
-    "held and error decisions never touch a workload or a counter; they record only first observations",
+    "an image that is not rolled out gets no count and no digest record beyond its first observation",
     (c, o, d) => {
-      if (d.outcome !== "held" && d.outcome !== "error") return;
-      expect(types(d).filter((t) => t !== "clear-streak" && t !== "record-digests")).toEqual([]);
-      const prefix = `${c.annotationPrefix}/last-refreshed-`;
-      for (const a of d.actions)
-        if (a.type === "record-digests")
-          for (const key of Object.keys(a.digests))
-            expect(o.state.annotations[`${prefix}${key}-digest`]).toBeUndefined();
+      for (const img of c.images) {
+        if (rolled(d).has(img.key)) continue;
+        for (const w of writes(d)) expect(w.attempts[img.key]).toBeUndefined();
+        for (const [name] of written(c, d))
+          if (name === k(`last-refreshed-${img.key}-digest`))
+            expect(o.state.annotations[name]).toBeUndefined();
+      }
     },
   ],
 ];
+
+type StateWriteAction = Extract<Action, { type: "write-state" }>;
 
 describe("plan() properties", () => {
   for (const [name, check] of PROPERTIES) {
@@ -219,7 +420,9 @@ describe("plan() properties", () => {
       }),
       { numRuns: RUNS * 2 },
     );
-    // failed is apply's outcome alone; the rest all come from plan
-    expect([...seen].sort()).toEqual(OUTCOMES.filter((x) => x !== "failed").sort());
+    // failed is apply's outcome alone; pending (minimumAge) and drifted (reconcile: report)
+    // belong to features lib/tick does not have yet, so nothing can reach them; the rest all come from plan
+    const unreachable = ["failed", "pending", "drifted"];
+    expect([...seen].sort()).toEqual(OUTCOMES.filter((x) => !unreachable.includes(x)).sort());
   }, 30_000);
 });

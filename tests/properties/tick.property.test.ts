@@ -1,15 +1,24 @@
 // SPEC invariants of the tick under random histories: digest pushes, rollout outcomes per
-// workload, one API and one registry fault per tick on a random request, and human re-arms.
-// The real tick runs in-process against the simulators over HTTPS; after every tick the API
-// request log and the state object are checked against the rules in checks.ts.
+// workload, one API and one registry fault per tick on a random request, an image its registry
+// cannot resolve, human re-arms and hand-edited counters, and a story that may begin with the
+// legacy single counter. The real tick runs in-process against the simulators over HTTPS;
+// after every tick the request logs and the state object are checked against checks.ts.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import fc from "fast-check";
 import { parseWorkload } from "../../lib/kube/objects.ts";
 import { rolloutStatus } from "../../lib/kube/settled.ts";
 import type { ControllerMode } from "../../sim/apiserver/index.ts";
 import type { Fault } from "../../sim/faults.ts";
+import { untrustedCounter } from "./arbitraries.ts";
 import { type Before, checkTick, type Story } from "./checks.ts";
-import { type InProcessWorld, nthRequestFault, startInProcessWorld, WORKLOADS } from "./inprocess.ts";
+import {
+  IMAGE_KEYS,
+  type InProcessWorld,
+  nthRequestFault,
+  PREFIX,
+  startInProcessWorld,
+  WORKLOADS,
+} from "./inprocess.ts";
 
 const RUNS = Number(process.env.TICK_PROPERTY_RUNS ?? 30);
 const seen = new Set<string>();
@@ -34,8 +43,12 @@ const modeArb: fc.Arbitrary<ControllerMode> = fc.oneof(
   // on the state object: the settled guard; on a target: a rollout that never completes
   { weight: 1, arbitrary: fc.constant("unsettled" as const) },
 );
+const countArb = fc.oneof(
+  { weight: 4, arbitrary: fc.integer({ min: 0, max: 3 }).map(String) },
+  { weight: 1, arbitrary: untrustedCounter },
+);
 const stepArb = fc.record({
-  push: fc.constantFrom(undefined, undefined, "api", "node-agent"),
+  push: fc.constantFrom(undefined, undefined, "api", "node-agent", "sidecar"),
   modes: fc.tuple(...WORKLOADS.map(() => modeArb)),
   apiFault: fc.option(
     fc.record({
@@ -52,52 +65,123 @@ const stepArb = fc.record({
     }),
     { freq: 6 },
   ),
-  rearm: fc.integer({ min: 0, max: 7 }).map((n) => n === 0),
+  // the registry answers 404 for one repository all tick: that image is unresolved
+  unresolve: fc.oneof(
+    { weight: 4, arbitrary: fc.constant(null) },
+    { weight: 1, arbitrary: fc.constantFrom(...IMAGE_KEYS) },
+  ),
+  // a human writes an image's counter by hand
+  scribble: fc.oneof(
+    { weight: 5, arbitrary: fc.constant(null) },
+    { weight: 1, arbitrary: fc.record({ key: fc.constantFrom(...IMAGE_KEYS), value: countArb }) },
+  ),
+  rearm: fc.oneof(
+    { weight: 7, arbitrary: fc.constant(undefined) },
+    { weight: 1, arbitrary: fc.constant([] as string[]) },
+    { weight: 1, arbitrary: fc.constantFrom(...IMAGE_KEYS).map((key) => [key]) },
+  ),
 });
+/** The story may begin where the earlier single-counter version left off. */
+const legacyArb = fc.oneof(
+  { weight: 2, arbitrary: fc.constant(undefined) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      prefix: fc.constantFrom(PREFIX, "tracebloc.io"),
+      // an installation that changed its prefix: the counter under both
+      both: fc.boolean(),
+      attempt: countArb,
+      flap: fc.option(fc.constant("2"), { nil: undefined }),
+    }),
+  },
+);
 
-function snapshot(stateMode: ControllerMode): Before {
+function snapshot(modes: readonly ControllerMode[]): Before {
   const state = parseWorkload("Deployment", w.api.getObject("Deployment", "apps", "api"));
   return {
     annotations: { ...w.annotations() },
     current: { ...w.current },
-    stateSettled: stateMode === "healthy" && rolloutStatus(state).done,
+    stateSettled: (modes[0] ?? "healthy") === "healthy" && rolloutStatus(state).done,
+    modes: Object.fromEntries(WORKLOADS.map((x, i) => [x.name, modes[i] ?? "healthy"])),
   };
+}
+
+type ValueOf<A> = A extends fc.Arbitrary<infer T> ? T : never;
+const k = (name: string) => `${PREFIX}/${name}`;
+function startStory(legacy: ValueOf<typeof legacyArb>): void {
+  w.reset();
+  if (!legacy) return;
+  const p = legacy.prefix;
+  w.api.setAnnotations("Deployment", "apps", "api", {
+    [`${p}/refresh-attempt`]: legacy.attempt,
+    [`${p}/refresh-flap-detected`]: legacy.flap ?? null,
+  });
+  if (legacy.both)
+    w.api.setAnnotations("Deployment", "apps", "api", {
+      [`${p === PREFIX ? "tracebloc.io" : PREFIX}/refresh-attempt`]: "1",
+    });
 }
 
 test("every tick of a random history keeps SPEC's invariants", async () => {
   await fc.assert(
-    fc.asyncProperty(fc.array(stepArb, { minLength: 3, maxLength: 7 }), async (steps) => {
-      w.reset();
-      const story: Story = { rolloutTicks: 0 };
-      // The first tick records the digests, so later pushes are changes.
-      await w.tick();
-      for (const s of steps) {
-        w.api.faults.clear();
-        w.registry.faults.clear();
-        if (s.rearm && (await w.rearm()) === 0) story.rolloutTicks = 0;
-        if (s.push === "api") w.current.api = w.registry.push("myorg/api", "stable");
-        if (s.push === "node-agent")
-          w.current["node-agent"] = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
-        WORKLOADS.forEach((x, i) => {
-          w.api.setMode(x.kind, x.namespace, x.name, s.modes[i] ?? "healthy");
-        });
-        if (s.apiFault)
-          w.api.faults.add(nthRequestFault(s.apiFault.method, s.apiFault.nth, s.apiFault.fault));
-        if (s.registryFault)
-          w.registry.faults.add(nthRequestFault(undefined, s.registryFault.nth, s.registryFault.fault));
-        const before = snapshot(s.modes[0] ?? "healthy");
-        w.api.clearLog();
-        w.lines.length = 0;
-        const tick = await w.tick();
-        checkTick(w, { before, tick, story, faulted: Boolean(s.apiFault || s.registryFault) });
-        seen.add(tick.result.outcome);
-      }
+    fc.asyncProperty(legacyArb, fc.array(stepArb, { minLength: 3, maxLength: 7 }), async (legacy, steps) => {
+      startStory(legacy);
+      const story: Story = { migrated: false };
+      // The first tick records the digests, so later pushes are changes; it is checked too.
+      const first = snapshot([]);
+      const tick0 = await w.tick();
+      checkTick(w, {
+        before: first,
+        tick: tick0,
+        story,
+        faults: { api: false, registry: false, unresolved: false },
+      });
+      for (const s of steps) await step(s, story);
     }),
     { numRuns: RUNS, endOnFailure: true },
   );
   // Not vacuous: the histories reach the outcomes the invariants are about.
-  for (const o of ["refreshed", "failed", "skipped", "noop"]) expect(seen).toContain(o);
-}, 120_000);
+  for (const o of ["refreshed", "failed", "skipped", "noop", "locked_out", "unresolved", "stale", "held"])
+    expect(seen).toContain(o);
+}, 240_000);
+
+async function step(s: ValueOf<typeof stepArb>, story: Story): Promise<void> {
+  w.api.faults.clear();
+  w.registry.faults.clear();
+  if (s.rearm) await w.rearm(s.rearm);
+  if (s.scribble)
+    w.api.setAnnotations("Deployment", "apps", "api", {
+      [k(`refresh-attempt-${s.scribble.key}`)]: s.scribble.value,
+    });
+  if (s.push === "api") w.current.api = w.registry.push("myorg/api", "stable");
+  if (s.push === "sidecar") w.current.sidecar = w.registry.push("myorg/sidecar", "stable");
+  if (s.push === "node-agent")
+    w.current["node-agent"] = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
+  WORKLOADS.forEach((x, i) => {
+    w.api.setMode(x.kind, x.namespace, x.name, s.modes[i] ?? "healthy");
+  });
+  if (s.apiFault) w.api.faults.add(nthRequestFault(s.apiFault.method, s.apiFault.nth, s.apiFault.fault));
+  if (s.registryFault)
+    w.registry.faults.add(nthRequestFault(undefined, s.registryFault.nth, s.registryFault.fault));
+  if (s.unresolve)
+    w.registry.faults.add({
+      method: "HEAD",
+      path: `/v2/myorg/${s.unresolve}/manifests/stable`,
+      fault: { type: "status", code: 404 },
+    });
+  const before = snapshot(s.modes);
+  w.api.clearLog();
+  w.registry.clearLog();
+  w.lines.length = 0;
+  const tick = await w.tick();
+  const faults = {
+    api: Boolean(s.apiFault),
+    registry: Boolean(s.registryFault),
+    unresolved: Boolean(s.unresolve),
+  };
+  checkTick(w, { before, tick, story, faults });
+  seen.add(tick.result.outcome);
+}
 
 test("a healthy, unchanged installation writes nothing, tick after tick", async () => {
   w.reset();
@@ -114,3 +198,79 @@ test("a healthy, unchanged installation writes nothing, tick after tick", async 
     ]);
   }
 });
+
+/** One tick under the checks of checks.ts, with no fault injected. */
+async function checkedTick(story: Story, modes: ControllerMode[] = []): Promise<string> {
+  WORKLOADS.forEach((x, i) => {
+    w.api.setMode(x.kind, x.namespace, x.name, modes[i] ?? "healthy");
+  });
+  const before = snapshot(modes);
+  w.api.clearLog();
+  w.registry.clearLog();
+  w.lines.length = 0;
+  const tick = await w.tick();
+  checkTick(w, { before, tick, story, faults: { api: false, registry: false, unresolved: false } });
+  return w.lines.at(-1) ?? "";
+}
+
+test("a flapping workload beside a healthy one: the healthy image is refreshed, reset and recorded, tick after tick", async () => {
+  w.reset();
+  const story: Story = { migrated: false };
+  await checkedTick(story);
+  const flapProxy: ControllerMode[] = ["healthy", "flap", "healthy"];
+  for (let attempt = 1; attempt <= 2; attempt++) {
+    w.current.api = w.registry.push("myorg/api", "stable");
+    w.current["node-agent"] = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
+    const line = await checkedTick(story, flapProxy);
+    expect(line).toContain("failed: ");
+    expect(line).toContain("api: failed");
+    expect(line).toContain("node-agent: refreshed");
+    const a = w.annotations();
+    expect(a[k("refresh-attempt-api")]).toBe(String(attempt));
+    expect(a[k("refresh-attempt-node-agent")]).toBeUndefined();
+    expect(a[k("last-refreshed-node-agent-digest")]).toBe(w.current["node-agent"] as string);
+    expect(a[k("last-refreshed-api-digest")]).not.toBe(w.current.api as string);
+  }
+  // api is locked out now; its lockout stops neither node-agent's refresh nor its record.
+  w.current["node-agent"] = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
+  const line = await checkedTick(story, flapProxy);
+  expect(line).toContain("locked_out: ");
+  expect(line).toContain("api: locked_out 2/2");
+  expect(line).toContain("sidecar: noop");
+  expect(line).toContain("node-agent: refreshed");
+  expect(w.annotations()[k("refresh-flap-detected-api")]).toBe("2");
+  expect(w.annotations()[k("last-refreshed-node-agent-digest")]).toBe(w.current["node-agent"] as string);
+}, 30_000);
+
+test("a legacy lockout counts for every image until a counter write migrates it, and never comes back", async () => {
+  startStory({ prefix: "tracebloc.io", both: false, attempt: "2", flap: "2" });
+  const story: Story = { migrated: false };
+  await checkedTick(story);
+  w.current["node-agent"] = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
+  expect(await checkedTick(story)).toContain("node-agent: locked_out 2/2");
+  // rearm node-agent migrates first: api and sidecar keep the legacy count as their own
+  expect(await w.rearm(["node-agent"])).toBe(0);
+  const a = w.annotations();
+  expect(Object.keys(a).filter((name) => name.startsWith("tracebloc.io/"))).toEqual([]);
+  expect(a[k("refresh-attempt-api")]).toBe("2");
+  expect(a[k("refresh-attempt-sidecar")]).toBe("2");
+  expect(a[k("refresh-attempt-node-agent")]).toBeUndefined();
+  expect(await checkedTick(story)).toContain("node-agent: refreshed");
+  w.current.sidecar = w.registry.push("myorg/sidecar", "stable");
+  expect(await checkedTick(story)).toContain("sidecar: locked_out 2/2");
+  expect(Object.keys(w.annotations()).filter((name) => name.endsWith("/refresh-attempt"))).toEqual([]);
+}, 30_000);
+
+test("legacy keys under two prefixes all go in the migration: none is left to count again", async () => {
+  // the configured prefix's legacy count wins; the other one must go all the same
+  startStory({ prefix: "tracebloc.io", both: true, attempt: "2", flap: undefined });
+  const story: Story = { migrated: false };
+  await checkedTick(story);
+  expect(w.annotations()[k("refresh-attempt")]).toBe("1");
+  for (let i = 0; i < 2; i++) {
+    w.current["node-agent"] = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
+    expect(await checkedTick(story)).toContain("node-agent: refreshed");
+    expect(Object.keys(w.annotations()).filter((name) => name.endsWith("/refresh-attempt"))).toEqual([]);
+  }
+  expect(w.annotations()[k("refresh-attempt-api")]).toBe("1");
+}, 30_000);

@@ -26,13 +26,25 @@ async function race(w: World, ms: number): Promise<RunResult[]> {
   return Promise.all([run(w), run(w)]);
 }
 
-/** The attempt values each attempt write tried to store, with the answer it got. */
-function attemptWrites(w: World): Array<{ value: string; status: number }> {
+/** The values each attempt write tried to store for `key`'s count, with the answer it got. */
+function attemptWrites(w: World, key: string): Array<{ value: string; status: number }> {
   return w.api.log.flatMap((e) => {
     if (e.method !== "PATCH" || e.path !== STATE_PATH || e.contentType?.includes("json-patch")) return [];
-    const value = JSON.parse(e.body ?? "{}").metadata?.annotations?.[k("refresh-attempt")];
+    const value = JSON.parse(e.body ?? "{}").metadata?.annotations?.[k(`refresh-attempt-${key}`)];
     return typeof value === "string" ? [{ value, status: e.status }] : [];
   });
+}
+
+/** Successful attempt writes per image: each one counts a rollout towards that image's lockout. */
+function storedPer(w: World): Record<string, string[]> {
+  return Object.fromEntries(
+    ["api", "node-agent"].map((key) => [
+      key,
+      attemptWrites(w, key)
+        .filter((x) => x.status === 200)
+        .map((x) => x.value),
+    ]),
+  );
 }
 
 /** Image patches per workload name: each one is a rollout started (or re-sent). */
@@ -58,18 +70,17 @@ describe("two ticks, one new digest", () => {
       // The loser re-reads after its 409, sees the attempt the winner claimed, and stands down.
       expect(outcomes, detail).toEqual(["held", "refreshed"]);
       expect(patchesPer(s.w), detail).toEqual({ api: 1, "api-proxy": 1, "node-agent": 1 });
-      const writes = attemptWrites(s.w);
+      // Per image: exactly one counted attempt each, though both ticks wanted both images.
+      expect(storedPer(s.w), detail).toEqual({ api: ["1"], "node-agent": ["1"] });
       expect(
-        writes.filter((x) => x.status === 200).map((x) => x.value),
-        detail,
-      ).toEqual(["1"]);
-      expect(
-        writes.some((x) => x.status === 409),
+        [...attemptWrites(s.w, "api"), ...attemptWrites(s.w, "node-agent")].some((x) => x.status === 409),
         detail,
       ).toBe(true);
       const a = s.w.ours();
-      expect(a[k("refresh-attempt")]).toBeUndefined();
-      expect(a[k("refresh-flap-detected")]).toBeUndefined();
+      for (const key of ["api", "node-agent"]) {
+        expect(a[k(`refresh-attempt-${key}`)], key).toBeUndefined();
+        expect(a[k(`refresh-flap-detected-${key}`)], key).toBeUndefined();
+      }
       expect(a[k("last-refreshed-api-digest")]).toBe(s.digests.api);
       expect(a[k("last-refreshed-node-agent-digest")]).toBe(s.digests["node-agent"]);
       expect(a[k("refresh-skip-streak")]).toBeUndefined();
@@ -95,20 +106,20 @@ describe("two ticks while flapping", () => {
       const loser = round + 1 >= 3 ? "locked_out" : "held";
       expect(results.map(outcomeOf).sort(), detail).toEqual(["failed", loser]);
       // One attempt per race: the loser stands down rather than count the winner's rollout again.
-      const stored = attemptWrites(w).filter((x) => x.status === 200);
-      expect(
-        stored.map((x) => x.value),
-        detail,
-      ).toEqual([String(round + 1)]);
-      expect(w.ours()[k("refresh-attempt")]).toBe(String(round + 1));
+      // api is in sync: no tick counts anything for it.
+      expect(storedPer(w), detail).toEqual({ api: [], "node-agent": [String(round + 1)] });
+      expect(w.ours()[k("refresh-attempt-node-agent")]).toBe(String(round + 1));
+      expect(w.ours()[k("refresh-attempt-api")]).toBeUndefined();
       expect(patchesPer(w)["node-agent"], detail).toBe(1);
     }
     w.api.clearLog();
     const results = await race(w, 500);
     expect(results.map(outcomeOf)).toEqual(["locked_out", "locked_out"]);
     expect(results.map((r) => r.code)).toEqual([0, 0]);
-    expect(w.ours()[k("refresh-flap-detected")]).toBe("3");
-    expect(w.ours()[k("refresh-attempt")]).toBe("3");
+    expect(w.ours()[k("refresh-flap-detected-node-agent")]).toBe("3");
+    expect(w.ours()[k("refresh-attempt-node-agent")]).toBe("3");
+    // The lockout is node-agent's alone.
+    expect(w.ours()[k("refresh-flap-detected-api")]).toBeUndefined();
     // The marker is a transition: one Event, whoever wrote it.
     expect(w.api.events.filter((e) => e.reason === "RefreshLockedOut")).toHaveLength(1);
     expect(w.api.log.filter((e) => e.method !== "GET")).toEqual([]);

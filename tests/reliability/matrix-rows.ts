@@ -21,8 +21,14 @@ export const FAULT_NAMES = Object.keys(FAULTS) as FaultName[];
 
 export interface Expect {
   outcome: string;
-  /** refresh-attempt after the tick; null = absent; undefined = not checked. */
-  attempt?: string | null;
+  /** Each image's verdict in the closing line; an image left out is not checked. */
+  verdicts?: Record<string, string>;
+  /** refresh-attempt-<key> after the tick; null = absent; a key left out is not checked. */
+  attempts?: Record<string, string | null>;
+  /** unresolved-streak-<key> after the tick; null = absent; a key left out is not checked. */
+  streaks?: Record<string, string | null>;
+  /** The legacy single counter `refresh-attempt` after the tick; undefined = not checked. */
+  legacy?: string | null;
   /** Workloads whose image patch was answered 2xx, in order; undefined = not checked. */
   patched?: string[];
   /** No write at all reached the API server. */
@@ -52,6 +58,8 @@ export interface Row {
   recovers?: FaultName[];
   /** Columns that do not apply to this request. */
   na?: FaultName[];
+  /** Columns with an expectation of their own (SPEC treats that fault differently). */
+  columns?: Partial<Record<FaultName, Expect>>;
   /** rolloutTimeout; default 2000. */
   rolloutMs?: number;
   /** api-proxy rolls out slowly enough that the rollout wait must watch. */
@@ -60,8 +68,28 @@ export interface Row {
 
 const ALL = ["api", "api-proxy", "node-agent"];
 const NO_409: FaultName[] = ["409"];
-const refreshed: Expect = { outcome: "refreshed", attempt: null, patched: ALL };
-const failedAfter = (patched: string[]): Expect => ({ outcome: "failed", attempt: "1", patched });
+const BOTH = (v: string | null) => ({ api: v, "node-agent": v });
+const refreshed: Expect = {
+  outcome: "refreshed",
+  verdicts: { api: "refreshed", "node-agent": "refreshed" },
+  attempts: BOTH(null),
+  patched: ALL,
+};
+/** api's group failed (api, api-proxy); node-agent shares no workload with it, so it refreshed. */
+const apiFailed = (patched: string[]): Expect => ({
+  outcome: "failed",
+  verdicts: { api: "failed", "node-agent": "refreshed" },
+  attempts: { api: "1", "node-agent": null },
+  patched,
+});
+/** Neither image resolved: both unresolved with a streak of 1, nothing patched (SPEC step 6: never noop). */
+const blind: Expect = {
+  outcome: "unresolved",
+  verdicts: { api: "unresolved", "node-agent": "unresolved" },
+  streaks: BOTH("1"),
+  attempts: BOTH(null),
+  patched: [],
+};
 // The list and watch of api-proxy's rollout wait; "=" is %3D in the query string.
 const proxyList = /deployments\?(?!.*watch=1)(?=.*fieldSelector=metadata\.name%3Dapi-proxy(&|$))/;
 const proxyWatch = /deployments\?(?=.*watch=1)(?=.*fieldSelector=metadata\.name%3Dapi-proxy(&|$))/;
@@ -72,7 +100,7 @@ export const ROWS: Row[] = [
     scenario: "unchanged",
     target: { server: "api", method: "GET", path: STATE_PATH, read: true },
     fault: { outcome: "error", noWrites: true },
-    healthy: { outcome: "noop", noWrites: true },
+    healthy: { outcome: "noop", verdicts: { api: "noop", "node-agent": "noop" }, noWrites: true },
     na: NO_409,
   },
   {
@@ -94,7 +122,7 @@ export const ROWS: Row[] = [
     name: "registry probe",
     scenario: "changed",
     target: { server: "registry", method: "GET", path: "/v2/", read: true },
-    fault: { outcome: "noop", noWrites: true },
+    fault: blind,
     healthy: refreshed,
     na: NO_409,
   },
@@ -102,7 +130,7 @@ export const ROWS: Row[] = [
     name: "registry token",
     scenario: "changed",
     target: { server: "registry", method: "GET", path: "/token", read: true },
-    fault: { outcome: "noop", noWrites: true },
+    fault: blind,
     healthy: refreshed,
     na: NO_409,
   },
@@ -110,15 +138,65 @@ export const ROWS: Row[] = [
     name: "registry HEAD (api)",
     scenario: "changed",
     target: { server: "registry", method: "HEAD", path: "/v2/myorg/api/manifests/stable", read: true },
-    fault: { outcome: "refreshed", attempt: null, patched: ["node-agent"] },
+    // api is blind this tick and counts it; node-agent's refresh does not wait for it.
+    fault: {
+      outcome: "unresolved",
+      verdicts: { api: "unresolved", "node-agent": "refreshed" },
+      streaks: { api: "1", "node-agent": null },
+      attempts: BOTH(null),
+      patched: ["node-agent"],
+    },
     healthy: refreshed,
     na: NO_409,
+    // A 429 is the registry's, not the image's: node-agent's HEAD is sent only if it went first.
+    columns: {
+      "429 Retry-After": { outcome: "unresolved", verdicts: { api: "unresolved" }, streaks: { api: "1" } },
+    },
+  },
+  {
+    name: "unresolved streak write",
+    scenario: "unresolved",
+    target: { server: "api", method: "PATCH", path: STATE_PATH },
+    // An uncounted streak is how an image goes blind quietly: the tick fails.
+    fault: { outcome: "error", streaks: { api: null }, patched: [] },
+    healthy: {
+      outcome: "unresolved",
+      verdicts: { api: "unresolved", "node-agent": "noop" },
+      streaks: { api: "1" },
+      patched: [],
+    },
+    recovers: ["409"],
+    lost: { outcome: "error", streaks: { api: "1" }, patched: [] },
+  },
+  {
+    name: "stale Event post",
+    scenario: "stale",
+    target: { server: "api", method: "POST", path: EVENTS_PATH },
+    // An Event that cannot be posted is a WARNING: the image is stale all the same.
+    fault: {
+      outcome: "stale",
+      verdicts: { api: "stale", "node-agent": "noop" },
+      streaks: { api: "8" },
+      patched: [],
+    },
+    healthy: {
+      outcome: "stale",
+      verdicts: { api: "stale", "node-agent": "noop" },
+      streaks: { api: "8" },
+      patched: [],
+    },
   },
   {
     name: "target GET (api-proxy)",
     scenario: "changed",
     target: { server: "api", method: "GET", path: PROXY_PATH, read: true },
-    fault: { outcome: "held", noWrites: true },
+    // api cannot start safely; node-agent shares no workload with it and refreshes.
+    fault: {
+      outcome: "held",
+      verdicts: { api: "held", "node-agent": "refreshed" },
+      attempts: BOTH(null),
+      patched: ["node-agent"],
+    },
     healthy: refreshed,
     na: NO_409,
   },
@@ -126,25 +204,38 @@ export const ROWS: Row[] = [
     name: "flap marker",
     scenario: "lockout",
     target: { server: "api", method: "PATCH", path: STATE_PATH },
-    fault: { outcome: "error", attempt: "3", patched: [] },
-    healthy: { outcome: "locked_out", attempt: "3", patched: [] },
+    fault: { outcome: "error", legacy: "3", attempts: BOTH(null), patched: [] },
+    // The marker write migrates the legacy counter onto each image, in the same patch.
+    healthy: {
+      outcome: "locked_out",
+      verdicts: { api: "locked_out", "node-agent": "locked_out" },
+      legacy: null,
+      attempts: BOTH("3"),
+      patched: [],
+    },
     recovers: ["409"],
+    lost: { outcome: "error", legacy: null, attempts: BOTH("3"), patched: [] },
   },
   {
     name: "attempt write",
     scenario: "changed",
     target: { server: "api", method: "PATCH", path: STATE_PATH },
-    fault: { outcome: "held", attempt: null, patched: [] },
+    fault: {
+      outcome: "held",
+      verdicts: { api: "held", "node-agent": "held" },
+      attempts: BOTH(null),
+      patched: [],
+    },
     healthy: refreshed,
     recovers: ["409"],
-    // The count landed; no workload was touched, so the next tick simply counts on from it.
-    lost: { outcome: "held", attempt: "1", patched: [] },
+    // The counts landed; no workload was touched, so the next tick simply counts on from them.
+    lost: { outcome: "held", attempts: BOTH("1"), patched: [] },
   },
   {
     name: "patch api (the state object)",
     scenario: "changed",
     target: { server: "api", method: "PATCH", path: STATE_PATH, skip: 1 },
-    fault: failedAfter([]),
+    fault: apiFailed(["node-agent"]),
     healthy: refreshed,
     na: NO_409,
   },
@@ -152,7 +243,7 @@ export const ROWS: Row[] = [
     name: "patch api-proxy",
     scenario: "changed",
     target: { server: "api", method: "PATCH", path: PROXY_PATH },
-    fault: failedAfter(["api"]),
+    fault: apiFailed(["api", "node-agent"]),
     healthy: refreshed,
     na: NO_409,
   },
@@ -160,7 +251,13 @@ export const ROWS: Row[] = [
     name: "patch node-agent",
     scenario: "changed",
     target: { server: "api", method: "PATCH", path: AGENT_PATH },
-    fault: failedAfter(["api", "api-proxy"]),
+    // node-agent failed; api shares no workload with it: reset and recorded in the same tick.
+    fault: {
+      outcome: "failed",
+      verdicts: { api: "refreshed", "node-agent": "failed" },
+      attempts: { api: null, "node-agent": "1" },
+      patched: ["api", "api-proxy"],
+    },
     healthy: refreshed,
     na: NO_409,
   },
@@ -168,7 +265,7 @@ export const ROWS: Row[] = [
     name: "rollout list (api-proxy)",
     scenario: "changed",
     target: { server: "api", method: "GET", path: proxyList, read: true },
-    fault: failedAfter(["api", "api-proxy"]),
+    fault: apiFailed(ALL),
     healthy: refreshed,
     na: NO_409,
     rolloutMs: 4000,
@@ -188,18 +285,29 @@ export const ROWS: Row[] = [
     name: "reset",
     scenario: "changed",
     target: { server: "api", method: "PATCH", path: STATE_PATH, skip: 2 },
-    fault: failedAfter(ALL),
+    // One reset carries both images' counts: both stay counted, neither digest is recorded.
+    fault: {
+      outcome: "failed",
+      verdicts: { api: "failed", "node-agent": "failed" },
+      attempts: BOTH("1"),
+      patched: ALL,
+    },
     healthy: refreshed,
     recovers: ["409"],
-    // The reset landed: the count is gone although the tick could not know it.
-    lost: { outcome: "failed", attempt: null, patched: ALL },
+    // The reset landed: the counts are gone although the tick could not know it.
+    lost: { outcome: "failed", attempts: BOTH(null), patched: ALL },
   },
   {
     name: "digest record",
     scenario: "changed",
     target: { server: "api", method: "PATCH", path: STATE_PATH, skip: 3 },
     // The reset has already landed: a failed record never strands a count.
-    fault: { outcome: "failed", attempt: null, patched: ALL },
+    fault: {
+      outcome: "failed",
+      verdicts: { api: "failed", "node-agent": "failed" },
+      attempts: BOTH(null),
+      patched: ALL,
+    },
     healthy: refreshed,
     na: NO_409,
   },
@@ -208,7 +316,7 @@ export const ROWS: Row[] = [
     scenario: "first",
     target: { server: "api", method: "PATCH", path: STATE_PATH },
     fault: { outcome: "error", patched: [] },
-    healthy: { outcome: "recorded", patched: [] },
+    healthy: { outcome: "recorded", verdicts: { api: "recorded", "node-agent": "recorded" }, patched: [] },
     na: NO_409,
   },
   {
@@ -223,6 +331,8 @@ export const ROWS: Row[] = [
 /** What a cell must show, or undefined when the fault does not apply to the request. */
 export function expected(row: Row, fault: FaultName): Expect | undefined {
   if (row.na?.includes(fault)) return undefined;
+  const own = row.columns?.[fault];
+  if (own) return own;
   if (fault === "answer lost") return row.target.read ? undefined : (row.lost ?? row.fault);
   if (fault === "slow < timeout" || row.recovers?.includes(fault)) return row.healthy;
   return row.fault;

@@ -4,7 +4,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { patch } from "../../sim/apiserver/testing.ts";
 import type { World } from "../world.ts";
-import { k, makeScene, outcomeOf, PROXY_PATH, STATE_PATH } from "./scene.ts";
+import { AGENT_PATH, k, makeScene, outcomeOf, PROXY_PATH, STATE_PATH, verdictsOf } from "./scene.ts";
 import { run, start, until } from "./spawn.ts";
 
 let world: World | undefined;
@@ -64,9 +64,9 @@ test("a tick's reset does not wipe the count of another tick whose rollout then 
   const [ra, rb] = await Promise.all([a.done, b.done]);
   const detail = `${ra.stderr}\n---\n${rb.stderr}`;
   expect([outcomeOf(ra), outcomeOf(rb)], detail).toEqual(["refreshed", "failed"]);
-  // B persisted attempt 2 and its rollout failed: SPEC leaves that count in place. A's reset,
-  // whose JSON-patch test on "1" failed, re-read and removed B's count instead.
-  expect(w.ours()[k("refresh-attempt")], detail).toBeDefined();
+  // B persisted api's attempt 2 and its rollout failed: SPEC leaves that count in place. A's
+  // reset, whose JSON-patch test on "1" failed, must not re-read and remove B's count instead.
+  expect(w.ours()[k("refresh-attempt-api")], detail).toBe("2");
 }, 60_000);
 
 test("a container renamed before the first patch: no workload touched, so held, not failed", async () => {
@@ -85,11 +85,16 @@ test("a container renamed before the first patch: no workload touched, so held, 
   ]);
   expect(h.status).toBe(200);
   const r = await t.done;
-  const accepted = w.api.log.filter(
-    (e) => e.method === "PATCH" && e.path !== STATE_PATH && e.status < 300 && e.body?.includes('/image"'),
-  );
-  expect(accepted, r.stderr).toEqual([]);
+  // api's workloads (the state object and api-proxy) take no re-image; node-agent shares none of
+  // them and is refreshed as usual.
+  const accepted = (path: string) =>
+    w.api.log.filter(
+      (e) => e.method === "PATCH" && e.path === path && e.status < 300 && e.body?.includes('/image"'),
+    );
+  expect([...accepted(STATE_PATH), ...accepted(PROXY_PATH)], r.stderr).toEqual([]);
+  expect(accepted(AGENT_PATH), r.stderr).toHaveLength(1);
   // SPEC: `failed` is "a rollout was started and did not settle"; `held` is "could not safely
   // start; no workload was touched".
   expect(outcomeOf(r), r.stderr).toBe("held");
+  expect(verdictsOf(r), r.stderr).toEqual({ api: "held", "node-agent": "refreshed" });
 }, 60_000);

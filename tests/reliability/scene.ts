@@ -29,8 +29,21 @@ const PATH_OF: Record<string, string> = {
   "node-agent": AGENT_PATH,
 };
 
-/** changed: both images have a new digest; streak: that plus a recorded skip streak of 2. */
-export type Scenario = "unchanged" | "unsettled" | "changed" | "streak" | "lockout" | "first";
+/**
+ * changed: both images have a new digest; streak: that plus a recorded skip streak of 2; lockout:
+ * the legacy single counter at 3 (it counts for every image); unresolved: api's tag answers 404
+ * (a typo'd repository) while node-agent is in sync; stale: that with api's streak one short of
+ * the ceiling.
+ */
+export type Scenario =
+  | "unchanged"
+  | "unsettled"
+  | "changed"
+  | "streak"
+  | "lockout"
+  | "first"
+  | "unresolved"
+  | "stale";
 
 export const BASELINE: Record<Scenario, string> = {
   unchanged: "noop",
@@ -39,7 +52,12 @@ export const BASELINE: Record<Scenario, string> = {
   streak: "refreshed",
   lockout: "locked_out",
   first: "recorded",
+  unresolved: "unresolved",
+  stale: "stale",
 };
+
+/** The default world's maxUnresolvedTicks (SPEC default; the scenario config does not set it). */
+export const MAX_UNRESOLVED = 8;
 
 export interface Scene {
   w: World;
@@ -62,7 +80,7 @@ export async function makeScene(
   };
   const a: Record<string, string> = {};
   if (scenario !== "first") {
-    const stale = scenario !== "unchanged" && scenario !== "unsettled";
+    const stale = ["changed", "streak", "lockout"].includes(scenario);
     for (const key of Object.keys(digests))
       a[k(`last-refreshed-${key}-digest`)] = stale
         ? OLD
@@ -70,6 +88,11 @@ export async function makeScene(
   }
   if (scenario === "streak") a[k("refresh-skip-streak")] = "2";
   if (scenario === "lockout") a[k("refresh-attempt")] = "3";
+  if (scenario === "unresolved" || scenario === "stale") {
+    const notFound = { type: "status", code: 404, reason: "MANIFEST_UNKNOWN" } as const;
+    w.registry.faults.add({ method: "HEAD", path: "/v2/myorg/api/manifests/stable", fault: notFound });
+  }
+  if (scenario === "stale") a[k("unresolved-streak-api")] = String(MAX_UNRESOLVED - 1);
   w.api.setAnnotations("Deployment", "apps", "api", a);
   if (scenario === "unsettled") w.api.setMode("Deployment", "apps", "api", "unsettled");
   return { w, scenario, digests, before: w.ours() };
@@ -86,16 +109,63 @@ export function inject(
   faults.add({ method: t.method, path: t.path, times: t.times, fault });
 }
 
-const OUTCOME_LINE =
-  /^\[image-refresh\] (?:ERROR: |WARNING: )?(noop|recorded|refreshed|skipped|frozen|locked_out|held|failed|error): /m;
+/** SPEC "Outcomes", most severe first: written out here, not imported, so lib cannot move it. */
+export const SEVERITY = [
+  "error",
+  "failed",
+  "frozen",
+  "stale",
+  "held",
+  "locked_out",
+  "paused",
+  "pending",
+  "drifted",
+  "unresolved",
+  "skipped",
+  "refreshed",
+  "recorded",
+  "noop",
+] as const;
+const EXIT_ONE = new Set(["error", "failed", "frozen", "stale", "held"]);
+/** SPEC's exit code for an outcome. */
+export const exitCodeFor = (o: string) => (EXIT_ONE.has(o) ? 1 : 0);
+
+const OUTCOME_LINE = new RegExp(
+  `^\\[image-refresh\\] (?:ERROR: |WARNING: )?(${SEVERITY.join("|")}): (.*?)(?: outcome=|$)`,
+  "gm",
+);
+
+/** The tick's closing log line, `<outcome>: <per-image verdicts>`; the last one wins. */
+function closingLine(r: RunResult): { outcome: string; rest: string } | undefined {
+  const all = [...r.stderr.matchAll(OUTCOME_LINE)];
+  const last = all.at(-1);
+  return last ? { outcome: last[1] as string, rest: last[2] as string } : undefined;
+}
 
 /** The outcome from the tick's closing log line, `<outcome>: ...`. */
 export function outcomeOf(r: RunResult): string {
-  return OUTCOME_LINE.exec(r.stderr)?.[1] ?? "none";
+  return closingLine(r)?.outcome ?? "none";
+}
+
+/**
+ * Each image's verdict from the closing line (`api: refreshed; node-agent: locked_out 3/3`). A
+ * tick stopped by a failed write puts its reason first; the verdict list follows it, so the last
+ * mention of a key wins.
+ */
+export function verdictsOf(r: RunResult): Record<string, string> {
+  const rest = closingLine(r)?.rest ?? "";
+  const out: Record<string, string> = {};
+  for (const key of Object.keys(TARGETS)) {
+    const re = new RegExp(`(?:^|; )${key}: (${SEVERITY.join("|")})\\b`, "g");
+    const found = [...rest.matchAll(re)].at(-1);
+    if (found) out[key] = found[1] as string;
+  }
+  return out;
 }
 
 const isJsonPatch = (e: { contentType?: string }) => e.contentType?.startsWith("application/json-patch+json");
-const ops = (e: { body?: string }): Array<{ op: string; path: string }> => JSON.parse(e.body ?? "[]");
+const ops = (e: { body?: string }): Array<{ op: string; path: string; value?: unknown }> =>
+  JSON.parse(e.body ?? "[]");
 const annotationsOf = (e: { body?: string }): Record<string, string | null> =>
   JSON.parse(e.body ?? "{}").metadata?.annotations ?? {};
 // A faulted answer (malformed, reset) was never applied by the simulator, whatever its status.
@@ -116,19 +186,28 @@ export function patched(w: World): string[] {
     .map((e) => e.path.split("/").pop() as string);
 }
 
-function classify(e: World["api"]["log"][number]): string {
-  if (e.method !== "PATCH" || e.path !== STATE_PATH) return "other";
-  if (isJsonPatch(e)) {
-    if (ops(e).some((o) => o.op === "remove" && o.path.includes("refresh-attempt"))) return "reset";
-    return "image";
-  }
-  const a = annotationsOf(e);
-  if (a[k("refresh-attempt")] === null) return "reset";
-  if (typeof a[k("refresh-attempt")] === "string") return "attempt";
-  if (k("refresh-skip-streak") in a) return a[k("refresh-skip-streak")] === null ? "clear" : "streak";
-  if (Object.keys(a).some((x) => x.includes("last-refreshed-"))) return "record";
-  return "other";
+/** The image keys a re-image request sets containers for, read from the references it writes. */
+function imagesIn(e: { body?: string }): string[] {
+  const refs = ops(e).flatMap((o) => (o.path.endsWith("/image") ? [String(o.value)] : []));
+  return Object.keys(REPO).filter((key) => refs.some((ref) => ref.includes(`/${REPO[key]}@`)));
 }
+
+/** The image's attempt count before the tick: its own key, else the legacy one, else 0. */
+export function countBefore(s: Scene, key: string): number {
+  return Number(s.before[k(`refresh-attempt-${key}`)] ?? s.before[k("refresh-attempt")] ?? "0");
+}
+
+/** A JSON patch of the state object removing this image's attempt count: its reset. */
+function resetsImage(e: { path: string; contentType?: string; body?: string }, key: string): boolean {
+  return (
+    e.path === STATE_PATH &&
+    isJsonPatch(e) === true &&
+    ops(e).some((o) => o.op === "remove" && o.path.endsWith(`~1refresh-attempt-${key}`))
+  );
+}
+
+const isMerge = (e: { method: string; path: string; contentType?: string }) =>
+  e.method === "PATCH" && e.path === STATE_PATH && !isJsonPatch(e);
 
 /**
  * Settled, as judged after the tick exited. The state object's generation also moves with the
@@ -142,39 +221,83 @@ function settledAfterOwnWrites(obj: any, name: string): boolean {
   return settled({ ...obj, status: { ...obj.status, observedGeneration: obj.metadata.generation } });
 }
 
-export interface Verdict {
-  /** Invariant number → what was violated; empty when all held. */
-  violations: string[];
-}
-
 /**
- * SPEC's reliability invariants, read from the API server's request log and final state:
- * (1) no workload patch before the incremented count is persisted, (3) a changed digest recorded
- * only after every target settled on it, (4) the reset precedes, and never waits on, the digest
- * write, (6) a failed streak clear does not change the tick's course, (7) a no-op writes nothing,
+ * SPEC's reliability invariants, per image, read from the API server's request log and final
+ * state: (1) no workload is patched for an image before that image's count + 1 is persisted, and
+ * only on a tick that refreshes (or fails) that image; (2) an unresolved image's streak is counted,
+ * or the tick fails; (3) a changed digest recorded only after every target of that image settled
+ * on it; (4) the image's reset precedes, and never waits on, its digest write; (5) the tick's
+ * outcome is its most severe image verdict, so an unresolved image never ends a tick as noop;
+ * (6) a failed streak clear does not change the tick's course; (7) a no-op writes nothing;
  * (8) the process ends within its deadline.
  */
-export function invariants(s: Scene, outcome: string, elapsedMs: number, budgetMs: number): string[] {
+export function invariants(s: Scene, r: RunResult, elapsedMs: number, budgetMs: number): string[] {
+  const outcome = outcomeOf(r);
+  const verdicts = verdictsOf(r);
+  const bad = [...countedBeforePatch(s, outcome, verdicts), ...streaksCounted(s, outcome, verdicts)];
+  bad.push(...recordedAfterSettle(s));
+  const clearFailed = s.w.api.log.some(
+    (e) => isMerge(e) && annotationsOf(e)[k("refresh-skip-streak")] === null && !ok(e),
+  );
+  if (clearFailed && outcome !== BASELINE[s.scenario]) bad.push(`6: failed streak clear ended in ${outcome}`);
+  for (const [key, v] of Object.entries(verdicts))
+    if (SEVERITY.indexOf(v as never) < SEVERITY.indexOf(outcome as never))
+      bad.push(`5: ${key} is ${v} but the tick is ${outcome}`);
+  if (outcome === "noop" && s.w.api.log.some((e) => e.method !== "GET")) bad.push("7: a no-op tick wrote");
+  if (elapsedMs > budgetMs) bad.push(`8: took ${elapsedMs} ms, deadline ${budgetMs} ms`);
+  return bad;
+}
+
+/** (1) Each re-image request comes after a persisted count + 1 of every image it carries. */
+function countedBeforePatch(s: Scene, outcome: string, verdicts: Record<string, string>): string[] {
+  const log = s.w.api.log;
+  const bad: string[] = [];
+  for (const e of imagePatches(s.w)) {
+    const at = log.indexOf(e);
+    const name = e.path.split("/").pop();
+    for (const key of imagesIn(e)) {
+      const want = String(countBefore(s, key) + 1);
+      const counted = log.findIndex(
+        (x) => isMerge(x) && ok(x) && annotationsOf(x)[k(`refresh-attempt-${key}`)] === want,
+      );
+      if (counted < 0 || counted > at) bad.push(`1: ${name} patched for ${key} before its count ${want}`);
+      const v = verdicts[key] ?? outcome;
+      if (ok(e) && !["refreshed", "failed"].includes(v)) bad.push(`1: ${name} patched for ${key} on ${v}`);
+    }
+  }
+  return bad;
+}
+
+/** (2) An image the tick calls unresolved or stale has its streak one higher, unless the tick failed. */
+function streaksCounted(s: Scene, outcome: string, verdicts: Record<string, string>): string[] {
+  const after = s.w.ours();
+  const bad: string[] = [];
+  for (const [key, v] of Object.entries(verdicts)) {
+    if (v !== "unresolved" && v !== "stale") continue;
+    const name = k(`unresolved-streak-${key}`);
+    const want = String(Number(s.before[name] ?? "0") + 1);
+    if (after[name] !== want && outcome !== "error")
+      bad.push(`2: ${key} ${v} with streak ${after[name]} on ${outcome}`);
+  }
+  return bad;
+}
+
+/** (3) and (4): a changed digest is recorded after its targets settled on it and after its reset. */
+function recordedAfterSettle(s: Scene): string[] {
   const { w } = s;
   const log = w.api.log;
-  const kinds = log.map(classify);
   const bad: string[] = [];
-  const count = Number(s.before[k("refresh-attempt")] ?? "0");
-  const attemptAt = log.findIndex(
-    (e, i) => kinds[i] === "attempt" && ok(e) && annotationsOf(e)[k("refresh-attempt")] === String(count + 1),
-  );
-  const images = imagePatches(w).map((e) => log.indexOf(e));
-  if (images.some((i) => attemptAt < 0 || i < attemptAt)) bad.push("1: workload patched before the count");
-  if (images.length && !["refreshed", "failed"].includes(outcome))
-    bad.push(`1: workload patched on ${outcome}`);
-  const resets = log.flatMap((_e, i) => (kinds[i] === "reset" ? [i] : []));
   for (const [i, e] of log.entries()) {
-    if (kinds[i] !== "record" || !ok(e)) continue;
-    for (const [key, digest] of Object.entries(annotationsOf(e))) {
-      const imageKey = /last-refreshed-(.+)-digest$/.exec(key)?.[1];
-      if (!imageKey || s.before[key] === undefined) continue; // first observation needs no rollout
-      for (const t of TARGETS[imageKey] ?? []) {
-        const at = log.findIndex((x) => x.path === PATH_OF[t.name] && isJsonPatch(x) && ok(x));
+    if (!isMerge(e) || !ok(e)) continue;
+    for (const [name, digest] of Object.entries(annotationsOf(e))) {
+      const key = /last-refreshed-(.+)-digest$/.exec(name)?.[1];
+      // A first observation needs no rollout; rewriting the same digest is no change.
+      if (!key || digest === null || s.before[name] === undefined || s.before[name] === digest) continue;
+      for (const t of TARGETS[key] ?? []) {
+        const at = log.findIndex(
+          (x) =>
+            x.path === PATH_OF[t.name] && ok(x) && imagePatches(w).includes(x) && imagesIn(x).includes(key),
+        );
         const obj = w.api.getObject(t.kind, t.ns, t.name);
         const img = obj.spec.template.spec.containers.find(
           (c: { name: string }) => c.name === t.container,
@@ -183,19 +306,16 @@ export function invariants(s: Scene, outcome: string, elapsedMs: number, budgetM
           at < 0 ||
           at > i ||
           !settledAfterOwnWrites(obj, t.name) ||
-          img !== `${w.registry.host}/${REPO[imageKey]}@${digest}`
+          img !== `${w.registry.host}/${REPO[key]}@${digest}`
         )
-          bad.push(`3: ${imageKey} recorded before ${t.name} settled on it`);
+          bad.push(`3: ${key} recorded before ${t.name} settled on it`);
       }
-      if (!resets.some((r) => r < i && ok(log[r] as { status: number })))
-        bad.push("4: digest recorded without a reset before it");
+      if (!log.some((x, j) => j < i && ok(x) && resetsImage(x, key)))
+        bad.push(`4: ${key} recorded without a reset before it`);
+      if (log.some((x, j) => j > i && resetsImage(x, key)))
+        bad.push(`4: ${key} reset sent after its digest record`);
     }
-    if (resets.some((r) => r > i)) bad.push("4: reset sent after the digest record");
   }
-  const clearFailed = log.some((e, i) => kinds[i] === "clear" && !ok(e));
-  if (clearFailed && outcome !== BASELINE[s.scenario]) bad.push(`6: failed streak clear ended in ${outcome}`);
-  if (outcome === "noop" && log.some((e) => e.method !== "GET")) bad.push("7: a no-op tick wrote");
-  if (elapsedMs > budgetMs) bad.push(`8: took ${elapsedMs} ms, deadline ${budgetMs} ms`);
   return bad;
 }
 

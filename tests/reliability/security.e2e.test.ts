@@ -145,8 +145,12 @@ describe("TLS to the API server", () => {
     writeFileSync(path, w.api.kubeconfig({ insecure: true }));
     const r = await run(w, ["tick", "--kubeconfig", path], { NODE_EXTRA_CA_CERTS: "/dev/null" });
     expect(w.api.log.length).toBeGreaterThan(0);
-    // The API server answers; the registry (same CA, no skip option) is still refused, so nothing resolves.
-    expect(outcomeOf(r)).toBe("noop");
+    // The API server answers; the registry (same CA, no skip option) is still refused, so nothing
+    // resolves: every image is unresolved and counts it, never a quiet noop.
+    expect(outcomeOf(r), r.stderr).toBe("unresolved");
+    expect(r.code).toBe(0);
+    expect(w.ours()[k("unresolved-streak-api")]).toBe("1");
+    expect(w.ours()[k("unresolved-streak-node-agent")]).toBe("1");
     expect(w.registry.log).toEqual([]);
   });
 });
@@ -165,6 +169,7 @@ describe("registry credentials stay with their registry", () => {
     w.writeConfig((c) => (c.registry = { ...c.registry, host: reg.host, insecure: true }));
     const r = await run(w); // the bundle with the registry's CA is not given
     expect(r.stderr).toContain("WARNING");
+    expect(outcomeOf(r), r.stderr).toBe("unresolved");
     expect(reg.log).toEqual([]);
     expect(w.ours()[k("last-refreshed-api-digest")]).toBeUndefined();
   });
@@ -191,6 +196,8 @@ describe("registry credentials stay with their registry", () => {
       } else {
         expect(reg.log).toEqual([]);
         expect(r.stderr).toContain("insecure");
+        // A configuration error: exit 2, before any network call.
+        expect(r.code, r.stderr).toBe(2);
       }
     });
   }

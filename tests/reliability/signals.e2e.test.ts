@@ -52,7 +52,8 @@ describe("SIGTERM", () => {
     expect(w.api.log.some((e) => e.method === "PATCH" && e.path === AGENT_PATH && e.start < signalled)).toBe(
       true,
     );
-    expect(w.ours()[k("refresh-attempt")]).toBe("1");
+    expect(w.ours()[k("refresh-attempt-node-agent")]).toBe("1");
+    expect(w.ours()[k("refresh-attempt-api")]).toBeUndefined();
     expect(w.api.log.filter((e) => e.start >= signalled && e.method !== "GET")).toEqual([]);
   }, 20_000);
 

@@ -1,0 +1,233 @@
+// Combines per-image judgements into one tick's plan: isolation (SPEC "Precise rules"), which
+// writes travel together, and the order of rollouts. Pure: every branch is a row in combine.test.ts.
+//
+// Images that share no workload are independent. Images that share a workload move together: a
+// workload that carries a held, locked-out or paused image is patched for none (the lockout exists
+// to stop churning that workload), and a rollout's failure fails every image of its group.
+import { annotationKeys, migrationWrites } from "../annotations.ts";
+import type { Config, ImageConfig, Target } from "../config.ts";
+import { mostSevere } from "../outcomes.ts";
+import type { Action, Decision, ImageVerdict, Observed, Rollout, StateWrite } from "./model.ts";
+import { describeWorkload, workloadId } from "./model.ts";
+import type { Judgement } from "./verdict.ts";
+
+export function combine(o: Observed, c: Config, judged: Map<string, Judgement>): Decision {
+  const pre: Action[] = o.state.annotations[skipKey(c)] !== undefined ? [{ type: "clear-streak" }] : [];
+  holdUnavailable(o, c, judged);
+  holdSharers(c, judged);
+  const groups = groupsOf(c, judged);
+  const write = stateWrite(o, c, judged);
+  const actions: Action[] = [...pre];
+  if (write) actions.push({ type: "write-state", ...write });
+  for (const j of judged.values())
+    if (j.event) actions.push({ type: "event", eventType: "Warning", ...j.event, image: j.verdict.key });
+  const due = [...judged.values()].filter((j) => j.due);
+  actions.push(...rollouts(c, judged, groups).map((r): Action => ({ type: "rollout", ...r })));
+  if (due.length) {
+    const counts = Object.fromEntries(due.map((j) => [j.verdict.key, j.due?.count as number]));
+    actions.push({ type: "reset", counts });
+  }
+  const record: Record<string, string> = {};
+  for (const j of judged.values()) {
+    if (j.due) record[j.verdict.key] = j.due.digest;
+    else if (j.firstSeen && !write) record[j.verdict.key] = j.firstSeen;
+  }
+  if (Object.keys(record).length) actions.push({ type: "record-digests", digests: record });
+  const images = c.images.map((img) => (judged.get(img.key) as Judgement).verdict);
+  const groupKeys: Record<number, string[]> = {};
+  for (const [key, g] of groups) groupKeys[g] = [...(groupKeys[g] ?? []), key];
+  return {
+    ...summarise(images),
+    images,
+    groups: groupKeys,
+    actions,
+    after: { skipStreak: 0, frozen: false },
+  };
+}
+
+const skipKey = (c: Config) => annotationKeys(c.annotationPrefix).skipStreak;
+
+/** The tick's outcome is its most severe image verdict, and its reason that image's. */
+export function summarise(images: ImageVerdict[]): Pick<Decision, "outcome" | "reason" | "message"> {
+  const outcome = mostSevere(images.map((v) => v.outcome));
+  const worst = images.find((v) => v.outcome === outcome);
+  return {
+    outcome,
+    reason: worst?.reason ?? "unchanged",
+    message: images.map(verdictLine).join("; ") || "no images configured",
+  };
+}
+
+/** `api: refreshed`, `node-agent: locked_out 3/3`, `agent: unresolved 2/8 (unauthorized)`. */
+export function verdictLine(v: ImageVerdict): string {
+  const detail = v.outcome === "refreshed" ? "" : v.short ? ` ${v.short}` : "";
+  return `${v.key}: ${v.outcome}${detail}`;
+}
+
+/** A due image whose target cannot be read or has no such container is held before any write. */
+function holdUnavailable(o: Observed, c: Config, judged: Map<string, Judgement>): void {
+  for (const img of c.images) {
+    const j = judged.get(img.key) as Judgement;
+    if (!j.due) continue;
+    const problems = new Set<string>();
+    for (const t of img.targets) {
+      const w = o.workloads?.[workloadId(t)];
+      const what = describeWorkload(t);
+      if (!w) problems.add(`${what} was not read`);
+      else if (!w.found) problems.add(`${what}: ${w.message}`);
+      else if (w.images[t.container] === undefined)
+        problems.add(`${what} has no container named "${t.container}"`);
+    }
+    if (problems.size === 0) continue;
+    hold(
+      j,
+      "held",
+      "target_unavailable",
+      `refresh of ${img.key} is due but cannot start safely: ${[...problems].join("; ")}`,
+    );
+  }
+}
+
+function hold(
+  j: Judgement,
+  outcome: ImageVerdict["outcome"],
+  reason: ImageVerdict["reason"],
+  message: string,
+) {
+  j.due = undefined;
+  j.blocks = true;
+  Object.assign(j.verdict, {
+    outcome,
+    reason,
+    message,
+    attemptCount: j.verdict.attemptCount,
+    short: undefined,
+  });
+}
+
+/** The workload ids an image has a container in. */
+function workloadsOf(img: ImageConfig): Set<string> {
+  return new Set(img.targets.map(workloadId));
+}
+
+/**
+ * A due image that shares a workload with a blocking image waits with it, and so, in turn, does
+ * every due image that shares a workload with that one: images that share a workload move together.
+ */
+function holdSharers(c: Config, judged: Map<string, Judgement>): void {
+  const blockers = (j: Judgement) => j.blocks || ["held", "locked_out", "paused"].includes(j.verdict.outcome);
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const img of c.images) {
+      const j = judged.get(img.key) as Judgement;
+      if (!j.due) continue;
+      const mine = workloadsOf(img);
+      const by = c.images.find((other) => {
+        if (other.key === img.key) return false;
+        const oj = judged.get(other.key) as Judgement;
+        return blockers(oj) && [...workloadsOf(other)].some((w) => mine.has(w));
+      });
+      if (!by) continue;
+      const bj = judged.get(by.key) as Judgement;
+      const [outcome, state] = blockerState(bj);
+      const shared = by.targets.find((t) => mine.has(workloadId(t))) as Target;
+      const message = `refresh of ${img.key} waits with ${by.key} (${state}), which shares ${describeWorkload(shared)}`;
+      hold(j, outcome, "shared_workload", message);
+      j.verdict.short = `(waits with ${by.key})`;
+      changed = true;
+    }
+  }
+}
+
+/** What a blocking image is, for the images that wait with it: its own verdict, or its count's state. */
+function blockerState(j: Judgement): [ImageVerdict["outcome"], string] {
+  const v = j.verdict;
+  if (["held", "locked_out", "paused"].includes(v.outcome)) return [v.outcome, `${v.outcome} ${v.reason}`];
+  if (v.lockedOut) return ["locked_out", "locked out"];
+  return ["held", "its attempt count is not trusted"];
+}
+
+/** Due images grouped by shared workloads (connected components), numbered in config order. */
+function groupsOf(c: Config, judged: Map<string, Judgement>): Map<string, number> {
+  const due = c.images.filter((img) => judged.get(img.key)?.due);
+  const group = new Map<string, number>();
+  let next = 0;
+  for (const img of due) {
+    if (group.has(img.key)) continue;
+    const g = next++;
+    const stack = [img];
+    group.set(img.key, g);
+    while (stack.length) {
+      const cur = stack.pop() as ImageConfig;
+      const mine = workloadsOf(cur);
+      for (const other of due) {
+        if (group.has(other.key)) continue;
+        if ([...workloadsOf(other)].some((w) => mine.has(w))) {
+          group.set(other.key, g);
+          stack.push(other);
+        }
+      }
+    }
+  }
+  return group;
+}
+
+/** The one compare-and-swap write before any rollout, or undefined when nothing needs writing. */
+function stateWrite(o: Observed, c: Config, judged: Map<string, Judgement>): StateWrite | undefined {
+  const w: StateWrite = { annotations: {}, attempts: {}, streaks: [], flaps: [], firstSeen: [] };
+  for (const j of judged.values()) {
+    Object.assign(w.annotations, j.writes);
+    if (j.countsStreak) w.streaks.push(j.verdict.key);
+    if (j.flap) w.flaps.push(j.verdict.key);
+    if (j.due) w.attempts[j.verdict.key] = j.due.count;
+  }
+  const counterWrite = w.flaps.length > 0 || Object.keys(w.attempts).length > 0;
+  if (counterWrite) {
+    const migration = migrationWrites(
+      o.state.annotations,
+      c.annotationPrefix,
+      c.images.map((i) => i.key),
+    );
+    // A due image's count and traceparent are this tick's own (apply writes them), not the legacy copy.
+    for (const key of Object.keys(w.attempts)) {
+      delete migration[annotationKeys(c.annotationPrefix).image(key).attempt];
+      delete migration[annotationKeys(c.annotationPrefix).image(key).traceparent];
+    }
+    Object.assign(w.annotations, migration);
+  }
+  if (Object.keys(w.annotations).length === 0 && !counterWrite) return undefined;
+  // First observations ride with any write before the rollouts: a failed rollout must not lose them.
+  for (const j of judged.values())
+    if (j.firstSeen) {
+      w.annotations[annotationKeys(c.annotationPrefix).digest(j.verdict.key)] = j.firstSeen;
+      w.firstSeen.push(j.verdict.key);
+    }
+  return w;
+}
+
+/** One rollout per workload, in the order workloads first appear in the config, carrying all its due containers. */
+function rollouts(c: Config, judged: Map<string, Judgement>, groups: Map<string, number>): Rollout[] {
+  const rolls = new Map<string, Rollout>();
+  for (const img of c.images) {
+    const due = judged.get(img.key)?.due;
+    for (const t of img.targets) {
+      const id = workloadId(t);
+      if (!rolls.has(id))
+        rolls.set(id, {
+          workload: { kind: t.kind, namespace: t.namespace, name: t.name },
+          containers: [],
+          images: [],
+          group: -1,
+        });
+      if (!due) continue;
+      const roll = rolls.get(id) as Rollout;
+      roll.containers.push({
+        name: t.container,
+        image: `${c.registry.host}/${img.repository}@${due.digest}`,
+      });
+      if (!roll.images.includes(img.key)) roll.images.push(img.key);
+      roll.group = groups.get(img.key) as number;
+    }
+  }
+  return [...rolls.values()].filter((r) => r.containers.length > 0);
+}
