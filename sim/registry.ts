@@ -230,12 +230,14 @@ function manifest(sim: Sim, x: Exchange, name: string, reference: string): Answe
     return replyError(x, 429, { headers: { ...rate, "Retry-After": String(sim.quota.retryAfter()) } });
   }
   const found = sim.store.lookup(name, reference, acceptList([x.req.headers.accept ?? ""]));
-  if ("error" in found)
-    return replyError(x, 404, { code: found.error, message: found.message, headers: rate });
+  if ("error" in found) {
+    const status = "status" in found ? found.status : 404;
+    return replyError(x, status, { code: found.error, message: found.message, headers: rate });
+  }
   const digest = x.malformed ? "sha256:not-a-digest" : found.digest;
   const ifNoneMatch = x.req.headers["if-none-match"]?.replace(/"/g, "");
-  if (ifNoneMatch === found.digest)
-    return reply(x, 304, { ...rate, "Docker-Content-Digest": digest, Etag: `"${digest}"` });
+  // distribution's 304 carries neither Docker-Content-Digest nor Etag.
+  if (ifNoneMatch === found.digest) return reply(x, 304, { ...rate });
   if (sim.quota && x.method === "GET") sim.quota.remaining--;
   return reply(
     x,
