@@ -18,6 +18,8 @@ export interface RateLimitInfo {
   /** e.g. `76;w=21600`: pulls left in a window of 21600 s. */
   remaining?: string;
   limit?: string;
+  /** The response's Date header: delay-seconds in Retry-After count from it. */
+  date?: string;
 }
 
 export class RegistryError extends Error {

@@ -20,7 +20,9 @@ export function rateLimitOf(res: HttpResponse): RateLimitInfo | undefined {
     remaining: res.headers.get("ratelimit-remaining") ?? undefined,
     limit: res.headers.get("ratelimit-limit") ?? undefined,
   };
-  return info.retryAfter || info.remaining || info.limit ? info : undefined;
+  if (!info.retryAfter && !info.remaining && !info.limit) return undefined;
+  const date = res.headers.get("date");
+  return date ? { ...info, date } : info;
 }
 
 /** A RegistryError for a non-success answer, keeping the registry's own error code if any. */

@@ -48,6 +48,8 @@ export interface Row {
   lost?: Expect;
   /** With the slow-but-in-time fault: the scene's normal course. */
   healthy: Expect;
+  /** Under a 429: its registry is called no more this tick (SPEC step 5). Default: as `fault`. */
+  quota?: Expect;
   /** Columns that behave like `healthy` (a conflict that a re-read resolves). */
   recovers?: FaultName[];
   /** Columns that do not apply to this request. */
@@ -111,6 +113,8 @@ export const ROWS: Row[] = [
     scenario: "changed",
     target: { server: "registry", method: "HEAD", path: "/v2/myorg/api/manifests/stable", read: true },
     fault: { outcome: "refreshed", attempt: null, patched: ["node-agent"] },
+    // myorg/api's HEAD is the registry's first: after its 429, node-agent is not asked either.
+    quota: { outcome: "noop", attempt: null, patched: [] },
     healthy: refreshed,
     na: NO_409,
   },
@@ -225,5 +229,6 @@ export function expected(row: Row, fault: FaultName): Expect | undefined {
   if (row.na?.includes(fault)) return undefined;
   if (fault === "answer lost") return row.target.read ? undefined : (row.lost ?? row.fault);
   if (fault === "slow < timeout" || row.recovers?.includes(fault)) return row.healthy;
+  if (fault === "429 Retry-After" && row.quota) return row.quota;
   return row.fault;
 }
