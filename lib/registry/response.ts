@@ -3,7 +3,7 @@ import { parseWwwAuthenticate } from "./challenge.ts";
 import { failureForStatus, type RateLimitInfo, RegistryError, registryErrorCode } from "./errors.ts";
 import type { HttpResponse } from "./http.ts";
 
-export function challengeOf(res: HttpResponse): {
+export function challengeOf(res: Pick<HttpResponse, "headers">): {
   bearer?: Record<string, string>;
   basic?: Record<string, string>;
 } {
@@ -40,5 +40,6 @@ export function errorFromResponse(res: HttpResponse, what: string): RegistryErro
     status: res.status,
     code: body?.code,
     rateLimit: res.status === 429 ? rateLimitOf(res) : undefined,
+    challenge: res.status === 401 ? (res.headers.get("www-authenticate") ?? undefined) : undefined,
   });
 }
