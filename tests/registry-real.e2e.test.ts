@@ -216,6 +216,21 @@ describe.skipIf(missing)("Basic through an htpasswd file", () => {
     }
   }, 60_000);
 
+  test("a wrong password: the registry's 401 is named as the refused dockerconfigjson credential", async () => {
+    const wrong = { user: CREDS.user, password: "wrong-password" };
+    const w = await startRealWorld(images, { host: reg.host, endpoint: reg.endpoint, creds: wrong });
+    try {
+      const r = await w.run();
+      const warned = r.stderr
+        .split("\n")
+        .filter((l) => l.includes("refused the dockerconfigjson credential"));
+      expect(warned.length).toBeGreaterThanOrEqual(KINDS.length);
+      expect([...recordedAll(w).values()].filter(Boolean)).toEqual([]);
+    } finally {
+      await w.stop();
+    }
+  }, 60_000);
+
   test("a credential filed under another host is not sent: 401, nothing recorded", async () => {
     const proxy = startRecordingProxy(reg.endpoint);
     const w = await startRealWorld(images, {
@@ -285,7 +300,8 @@ describe.skipIf(missing)("Bearer tokens from an RS256 issuer the registry verifi
     const w = await startRealWorld(images, { host: reg.host, endpoint: proxy.endpoint, creds: wrong });
     try {
       const r = await w.run();
-      expect(r.stderr).toMatch(/401|refused|unauthorized/i);
+      expect(r.stderr).toContain("the token endpoint answered 401");
+      expect(r.stderr).toContain("refused the dockerconfigjson credential");
       expect([...recordedAll(w).values()].filter(Boolean)).toEqual([]);
       for (const q of proxy.requests) expect(q.authorization ?? "").not.toContain("wrong-password");
     } finally {
