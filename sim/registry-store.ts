@@ -46,7 +46,8 @@ export class ManifestStore {
   /** The manifest for a tag or digest as the client's Accept list allows it; see negotiate(). */
   lookup(repository: string, reference: string, accept: readonly string[]): Lookup {
     const repo = this.#repos.get(repository);
-    if (!repo) return { error: "NAME_UNKNOWN", message: `repository name not known to registry` };
+    // distribution answers an unknown repository as it answers an unknown tag in a known one.
+    if (!repo) return { error: "MANIFEST_UNKNOWN", message: "manifest unknown" };
     const byTag = !reference.includes(":");
     const digest = byTag ? repo.tags.get(reference) : reference;
     const stored = digest ? repo.manifests.get(digest) : undefined;
@@ -116,7 +117,13 @@ function save(store: Map<string, StoredManifest>, mediaType: string, doc: unknow
   return manifest;
 }
 
-export type Lookup = StoredManifest | { error: "NAME_UNKNOWN" | "MANIFEST_UNKNOWN"; message: string };
+export type Lookup =
+  | StoredManifest
+  | { error: "MANIFEST_UNKNOWN"; message: string }
+  /** 400: a Docker v2 manifest asked for by tag without its media type (no schema1 rewrite). */
+  | { error: "MANIFEST_INVALID"; message: string; status: 400 };
+
+const SCHEMA1_REFUSED = { error: "MANIFEST_INVALID", message: "manifest invalid", status: 400 } as const;
 
 /** Accept values from every header, split on commas, parameters and q-values dropped. */
 export function acceptList(headers: readonly string[]): string[] {
@@ -154,7 +161,15 @@ export function negotiate(
         error: "MANIFEST_UNKNOWN",
         message: "no matching manifest for linux/amd64 in the manifest list",
       };
-    return manifest;
+    return dockerByTag(manifest, accept);
   }
-  return stored;
+  return byTag ? dockerByTag(stored, accept) : stored;
+}
+
+/**
+ * By tag, distribution 2.8 rewrites a Docker v2 manifest to schema1 for a client that does not
+ * accept v2, and with schema1 gone that rewrite fails as 400 MANIFEST_INVALID.
+ */
+function dockerByTag(m: StoredManifest, accept: readonly string[]): Lookup {
+  return m.mediaType === MT.dockerManifest && !accept.includes(MT.dockerManifest) ? SCHEMA1_REFUSED : m;
 }

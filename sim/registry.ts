@@ -38,6 +38,8 @@ export interface StartRegistryOptions {
   anonymousPull?: boolean;
   /** Like Docker Hub: 401 rather than 404 for a repository that does not exist. */
   hubLike?: boolean;
+  /** GET /v2/ answers 200 without credentials; only the manifests ask for them (per repository). */
+  openRoot?: boolean;
   /** Pull quota; only manifest GETs count. Headers are sent on GET and HEAD. */
   rateLimit?: { limit: number; windowSeconds: number };
 }
@@ -64,6 +66,7 @@ interface Sim {
   faults: FaultSet;
   quota?: Quota;
   hubLike: boolean;
+  openRoot: boolean;
 }
 
 export async function startRegistry(opts: StartRegistryOptions = {}): Promise<SimRegistry> {
@@ -75,6 +78,7 @@ export async function startRegistry(opts: StartRegistryOptions = {}): Promise<Si
     faults: new FaultSet(),
     quota: opts.rateLimit ? new Quota(opts.rateLimit.limit, opts.rateLimit.windowSeconds) : undefined,
     hubLike: opts.hubLike ?? false,
+    openRoot: opts.openRoot ?? false,
   };
   const handler = (req: IncomingMessage, res: ServerResponse) => void handle(sim, log, req, res);
   const server: Server = opts.tls
@@ -196,7 +200,7 @@ function route(sim: Sim, x: Exchange): Answered {
   const path = x.url.pathname;
   const authorization = x.req.headers.authorization;
   if ((path === "/v2/" || path === "/v2") && (x.method === "GET" || x.method === "HEAD")) {
-    const denial = sim.auth.check(authorization);
+    const denial = sim.openRoot ? undefined : sim.auth.check(authorization);
     if (x.malformed) return replyError(x, 401, { headers: { "WWW-Authenticate": 'Bearer realm="' } });
     if (denial) return replyError(x, 401, { headers: { "WWW-Authenticate": denial.challenge } });
     return reply(x, 200, { "Content-Type": "application/json" }, "{}");
@@ -230,12 +234,14 @@ function manifest(sim: Sim, x: Exchange, name: string, reference: string): Answe
     return replyError(x, 429, { headers: { ...rate, "Retry-After": String(sim.quota.retryAfter()) } });
   }
   const found = sim.store.lookup(name, reference, acceptList([x.req.headers.accept ?? ""]));
-  if ("error" in found)
-    return replyError(x, 404, { code: found.error, message: found.message, headers: rate });
+  if ("error" in found) {
+    const status = "status" in found ? found.status : 404;
+    return replyError(x, status, { code: found.error, message: found.message, headers: rate });
+  }
   const digest = x.malformed ? "sha256:not-a-digest" : found.digest;
   const ifNoneMatch = x.req.headers["if-none-match"]?.replace(/"/g, "");
-  if (ifNoneMatch === found.digest)
-    return reply(x, 304, { ...rate, "Docker-Content-Digest": digest, Etag: `"${digest}"` });
+  // distribution's 304 carries neither Docker-Content-Digest nor Etag.
+  if (ifNoneMatch === found.digest) return reply(x, 304, { ...rate });
   if (sim.quota && x.method === "GET") sim.quota.remaining--;
   return reply(
     x,

@@ -4,13 +4,17 @@
 // flapping workload until lockout, status, rearm) with the CronJob's own environment. No request may be forbidden and
 // every outcome must be the one the same story has without RBAC. tests/k8s.test.ts compares the
 // Roles with a list of expected permissions; this proves the list is what the product needs.
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import type { Config } from "../lib/config.ts";
 import type { AddWorkload, RbacRule, WorkloadKind } from "../sim/apiserver/index.ts";
 import { settled, waitFor } from "../sim/apiserver/testing.ts";
 import { cronJobOf, type K8sObject, render, shippedConfig } from "./k8s-checks.ts";
+import { describeWith, needTool } from "./tools.ts";
 import { startWorld, type World, writeStory } from "./world.ts";
+
+// Every block renders the manifests with kubectl while tests are collected.
+const describe = describeWith(needTool("kubectl", { apt: "kubernetes-client" }));
 
 const KUSTOMIZATIONS = ["base", "examples/two-deployments-and-daemonset"];
 

@@ -1,7 +1,7 @@
 // The shipped manifests, rendered exactly as `kubectl apply -k` would render them, checked
 // offline: schema (unknown fields rejected), least-privilege RBAC derived from the config they
 // carry, a Job deadline that outlasts every rollout wait, and the pod's security posture.
-import { describe, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import type { Config } from "../lib/config.ts";
 import {
   cronJobOf,
@@ -13,6 +13,10 @@ import {
   shippedConfig,
 } from "./k8s-checks.ts";
 import { SCHEMAS } from "./k8s-schemas.ts";
+import { describeWith, needTool } from "./tools.ts";
+
+// Every block renders the manifests with kubectl while tests are collected.
+const describe = describeWith(needTool("kubectl", { apt: "kubernetes-client" }));
 
 const KUSTOMIZATIONS = ["base", "examples/two-deployments-and-daemonset"];
 

@@ -7,6 +7,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { resolveConnection } from "../lib/kube/kubeconfig.ts";
+import { needTool } from "./tools.ts";
+
+const noKubectl = needTool("kubectl", { apt: "kubernetes-client" });
 
 const root = mkdtempSync(join(tmpdir(), "image-refresh-kubeconfigs-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -65,7 +68,7 @@ function kubectlView(list: string[]): { server: string; token?: string; namespac
   };
 }
 
-describe("KUBECONFIG lists resolve as kubectl resolves them", () => {
+describe.skipIf(noKubectl)("KUBECONFIG lists resolve as kubectl resolves them", () => {
   LAYOUTS.forEach((layout, i) => {
     test(layout.name, () => {
       const dir = join(root, String(i));

@@ -108,9 +108,10 @@ describe("429 ends all requests to the registry for the tick", () => {
     expect(reasons(got)).toEqual({
       "q/a": "ok",
       "q/b": "rate_limited",
-      "q/c": "skipped_rate_limited",
-      "q/d": "skipped_rate_limited",
+      "q/c": "rate_limited",
+      "q/d": "rate_limited",
     });
+    expect(got.retryAfter?.delayMs).toBe(120_000);
     expect(r.counts()).toEqual({ challenge: 1, token: 1, head: 2, get: 0 });
     const note = t.log.lines.find((l) => l.msg.includes("rate limiting"));
     expect(note?.fields).toMatchObject({ retry_after: "120", ratelimit_remaining: "100;w=21600" });
@@ -127,15 +128,42 @@ describe("429 ends all requests to the registry for the tick", () => {
     expect(t.log.lines.find((l) => l.msg.includes("rate limiting"))?.fields.retry_after).toBe("30");
   });
 
-  test("with HEADs in parallel, nothing new is sent after the 429 answer", async () => {
+  test("the first HEAD goes alone: every other one starts after its answer", async () => {
+    const r = await sim({ auth: "none" });
+    const repos = Array.from({ length: 6 }, (_, i) => `p/app-${i}`);
+    for (const repo of repos) r.push(repo, "v1");
+    r.faults.add({ path: manifest("p/app-0"), fault: { type: "delay", ms: 60 } });
+    const got = await resolveDigests(repos, "v1", options(r, { concurrency: 4 }).opts);
+    expect(Object.values(reasons(got))).toEqual(Array(6).fill("ok"));
+    const heads = r.log.filter((e) => e.method === "HEAD");
+    const first = heads.find((e) => e.path === manifest("p/app-0"));
+    const others = heads.filter((e) => e !== first);
+    expect(others.length).toBe(5);
+    for (const e of others) expect([e.path, e.start >= (first?.end ?? Infinity)]).toEqual([e.path, true]);
+  });
+
+  test("a 429 aborts the HEADs in flight and nothing new is sent after it", async () => {
     const r = await sim({ auth: "none" });
     const repos = Array.from({ length: 12 }, (_, i) => `p/app-${i}`);
     for (const repo of repos) r.push(repo, "v1");
-    r.faults.add({ path: manifest("p/app-0"), fault: { type: "status", code: 429 } });
-    r.faults.add({ method: "HEAD", path: /manifests/, fault: { type: "delay", ms: 40 } });
+    // app-0 alone, then app-1..4 together: app-3 is refused at once while the others are held.
+    r.faults.add({ path: manifest("p/app-3"), fault: { type: "status", code: 429, retryAfter: 600 } });
+    for (const i of [1, 2, 4])
+      r.faults.add({ path: manifest(`p/app-${i}`), fault: { type: "delay", ms: 150 } });
     const got = await resolveDigests(repos, "v1", options(r, { concurrency: 4 }).opts);
-    // The first four HEADs were in flight before the 429 arrived; nothing was sent after it.
-    expect(r.counts().head).toBe(4);
-    expect(Object.values(reasons(got)).filter((v) => v === "skipped_rate_limited").length).toBe(8);
+    expect(r.counts().head).toBe(5);
+    const how = (repo: string) => {
+      const v = got.get(repo);
+      return v?.ok ? "ok" : `${v?.reason} ${v?.message.split(":")[0]}`;
+    };
+    expect(repos.map(how)).toEqual([
+      "ok",
+      "rate_limited aborted",
+      "rate_limited aborted",
+      "rate_limited manifest HEAD for p/app-3",
+      "rate_limited aborted",
+      ...Array(7).fill("rate_limited not requested"),
+    ]);
+    expect(got.retryAfter?.delayMs).toBe(600_000);
   });
 });

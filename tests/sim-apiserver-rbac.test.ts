@@ -6,6 +6,7 @@ import { allowed, forbiddenStatus, type RbacRule, requestAttributes } from "../s
 import { call, objectPath, patch } from "../sim/apiserver/testing.ts";
 import { kubectlFor } from "./kubectl.ts";
 import { seededServer } from "./sim-apiserver-harness.ts";
+import { needTool } from "./tools.ts";
 
 const USER = "system:serviceaccount:image-refresh:image-refresh";
 const DEP = "/apis/apps/v1/namespaces/apps/deployments";
@@ -316,7 +317,8 @@ describe("over HTTPS", () => {
   });
 });
 
-describe("kubectl against the RBAC-enforcing simulator", () => {
+const noKubectl = needTool("kubectl", { apt: "kubernetes-client" });
+describe.skipIf(noKubectl)("kubectl against the RBAC-enforcing simulator", () => {
   const kubectl = kubectlFor(sim, "sim-rbac-kubectl-");
 
   test("get of a granted name succeeds", async () => {

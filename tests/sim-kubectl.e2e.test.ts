@@ -6,6 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ControllerMode, startApiServer, type WorkloadKind } from "../sim/apiserver/index.ts";
 import { KUBECTL, kubectlFor } from "./kubectl.ts";
+import { needTool } from "./tools.ts";
+
+const noKubectl = needTool("kubectl", { apt: "kubernetes-client" });
 
 const sim = await startApiServer({ stepMs: 20 });
 afterAll(() => sim.stop());
@@ -37,7 +40,7 @@ function fresh(kind: WorkloadKind, mode: ControllerMode = "healthy") {
 
 const KINDS: WorkloadKind[] = ["Deployment", "DaemonSet", "StatefulSet"];
 
-describe("kubectl get", () => {
+describe.skipIf(noKubectl)("kubectl get", () => {
   for (const kind of KINDS) {
     test(`${kind}: get -o json returns the stored object over verified TLS`, async () => {
       const w = fresh(kind);
@@ -74,7 +77,7 @@ describe("kubectl get", () => {
   });
 });
 
-describe("kubectl annotate", () => {
+describe.skipIf(noKubectl)("kubectl annotate", () => {
   for (const kind of KINDS) {
     test(`${kind}: set, overwrite, remove`, async () => {
       const w = fresh(kind);
@@ -95,7 +98,7 @@ describe("kubectl annotate", () => {
   }
 });
 
-describe("kubectl set image and rollout restart", () => {
+describe.skipIf(noKubectl)("kubectl set image and rollout restart", () => {
   for (const kind of KINDS) {
     test(`${kind}: set image changes only the named containers (init included)`, async () => {
       const w = fresh(kind);
@@ -139,7 +142,7 @@ describe("kubectl set image and rollout restart", () => {
   });
 });
 
-describe("kubectl rollout status", () => {
+describe.skipIf(noKubectl)("kubectl rollout status", () => {
   const success: Record<WorkloadKind, RegExp> = {
     Deployment: /deployment "k\d+" successfully rolled out/,
     DaemonSet: /daemon set "k\d+" successfully rolled out/,

@@ -9,9 +9,11 @@ import { join } from "node:path";
 import type { Outcome } from "../lib/outcomes.ts";
 import { type CollectedSpan, type Collector, rootSpan, startCollector, sumOf } from "../sim/collector.ts";
 import { type Exported, gauges, imageGauges, runWith, useRegistryCredentials } from "./telemetry-e2e.ts";
+import { needTool } from "./tools.ts";
 import { PREFIX, startWorld, type World } from "./world.ts";
 
 const RULES = join(import.meta.dir, "..", "k8s", "monitoring", "rules.yaml");
+const promtoolTest = test.skipIf(needTool("promtool", { apt: "prometheus" }));
 const TICK_MINUTES = 5; // k8s/base/cronjob.yaml's schedule
 
 interface Step {
@@ -250,62 +252,65 @@ function inputSeries(): Array<{ series: string; values: string }> {
   return out;
 }
 
-test("promtool: the lockout alert fires from the lockout until the tick after rearm reports it clear", () => {
-  const locked = ticks.map((t) => imageGauges(t.e)["node-agent"]?.["image_refresh.locked_out"] ?? 0);
-  // Evaluated a minute after each tick: the rule reads the last value a tick reported.
-  const firing = locked.map((v) => v === 1);
-  expect(firing.flatMap((f, i) => (f ? [ticks[i]?.step.name] : []))).toEqual([
-    "flap 3",
-    "lockout",
-    "lockout holds",
-  ]);
-  const rules = Bun.YAML.parse(readFileSync(RULES, "utf8")) as {
-    groups: Array<{ rules: Array<{ alert: string; annotations: Record<string, string> }> }>;
-  };
-  const rule = rules.groups.flatMap((g) => g.rules).find((r) => r.alert === "ImageRefreshLockedOut");
-  // The alert's labels are the gauge's attributes after translation, less what `by` drops.
-  const point = ticks
-    .flatMap((t) => t.e.metrics.filter((m) => m.name === "image_refresh.locked_out"))
-    .flatMap((m) => m.points)
-    .find((p) => p.attributes["image_refresh.image"] === "node-agent");
-  const stateLabels: Record<string, string> = Object.fromEntries(
-    Object.entries(point?.attributes ?? {}).map(([k, v]) => [k.replaceAll(".", "_"), String(v)]),
-  );
-  expect(stateLabels).toMatchObject({ k8s_namespace_name: "apps", k8s_deployment_name: "api" });
-  const expand = (s: string) =>
-    s.replace(/\{\{ \$labels\.(\w+) \}\}/g, (_, k: string) => stateLabels[k] ?? "");
-  const lockedAlert = {
-    exp_labels: { severity: "warning", ...stateLabels },
-    exp_annotations: Object.fromEntries(
-      Object.entries(rule?.annotations ?? {}).map(([k, v]) => [k, expand(v)]),
-    ),
-  };
-  const evals = ticks.flatMap((_, i) => {
-    const eval_time = `${i * TICK_MINUTES + 1}m`;
-    return [
-      { eval_time, alertname: "ImageRefreshLockedOut", exp_alerts: firing[i] ? [lockedAlert] : [] },
-      // The flaps fail for 15 minutes only: far from the 2 h without success that pages.
-      { eval_time, alertname: "ImageRefreshNoRecentSuccess", exp_alerts: [] },
-      { eval_time, alertname: "ImageRefreshFrozen", exp_alerts: [] },
-      { eval_time, alertname: "ImageRefreshNoTicks", exp_alerts: [] },
-    ];
-  });
-  const file = join(dir, "story.test.yaml");
-  // JSON is YAML, and promtool reads it as such.
-  writeFileSync(
-    file,
-    JSON.stringify({
-      rule_files: [RULES],
-      evaluation_interval: "1m",
-      tests: [{ interval: `${TICK_MINUTES}m`, input_series: inputSeries(), alert_rule_test: evals }],
-    }),
-  );
-  const promtool = Bun.which("promtool");
-  // CI installs it (Debian package prometheus); an alert evaluation that did not run is not a pass.
-  if (!promtool)
-    throw new Error(
-      "Cannot evaluate the story's alerts: promtool is not on PATH (CI installs Debian's prometheus)",
+promtoolTest(
+  "promtool: the lockout alert fires from the lockout until the tick after rearm reports it clear",
+  () => {
+    const locked = ticks.map((t) => imageGauges(t.e)["node-agent"]?.["image_refresh.locked_out"] ?? 0);
+    // Evaluated a minute after each tick: the rule reads the last value a tick reported.
+    const firing = locked.map((v) => v === 1);
+    expect(firing.flatMap((f, i) => (f ? [ticks[i]?.step.name] : []))).toEqual([
+      "flap 3",
+      "lockout",
+      "lockout holds",
+    ]);
+    const rules = Bun.YAML.parse(readFileSync(RULES, "utf8")) as {
+      groups: Array<{ rules: Array<{ alert: string; annotations: Record<string, string> }> }>;
+    };
+    const rule = rules.groups.flatMap((g) => g.rules).find((r) => r.alert === "ImageRefreshLockedOut");
+    // The alert's labels are the gauge's attributes after translation, less what `by` drops.
+    const point = ticks
+      .flatMap((t) => t.e.metrics.filter((m) => m.name === "image_refresh.locked_out"))
+      .flatMap((m) => m.points)
+      .find((p) => p.attributes["image_refresh.image"] === "node-agent");
+    const stateLabels: Record<string, string> = Object.fromEntries(
+      Object.entries(point?.attributes ?? {}).map(([k, v]) => [k.replaceAll(".", "_"), String(v)]),
     );
-  const run = Bun.spawnSync([promtool, "test", "rules", file], { stdout: "pipe", stderr: "pipe" });
-  expect({ code: run.exitCode, out: `${run.stdout}${run.stderr}` }).toMatchObject({ code: 0 });
-});
+    expect(stateLabels).toMatchObject({ k8s_namespace_name: "apps", k8s_deployment_name: "api" });
+    const expand = (s: string) =>
+      s.replace(/\{\{ \$labels\.(\w+) \}\}/g, (_, k: string) => stateLabels[k] ?? "");
+    const lockedAlert = {
+      exp_labels: { severity: "warning", ...stateLabels },
+      exp_annotations: Object.fromEntries(
+        Object.entries(rule?.annotations ?? {}).map(([k, v]) => [k, expand(v)]),
+      ),
+    };
+    const evals = ticks.flatMap((_, i) => {
+      const eval_time = `${i * TICK_MINUTES + 1}m`;
+      return [
+        { eval_time, alertname: "ImageRefreshLockedOut", exp_alerts: firing[i] ? [lockedAlert] : [] },
+        // The flaps fail for 15 minutes only: far from the 2 h without success that pages.
+        { eval_time, alertname: "ImageRefreshNoRecentSuccess", exp_alerts: [] },
+        { eval_time, alertname: "ImageRefreshFrozen", exp_alerts: [] },
+        { eval_time, alertname: "ImageRefreshNoTicks", exp_alerts: [] },
+      ];
+    });
+    const file = join(dir, "story.test.yaml");
+    // JSON is YAML, and promtool reads it as such.
+    writeFileSync(
+      file,
+      JSON.stringify({
+        rule_files: [RULES],
+        evaluation_interval: "1m",
+        tests: [{ interval: `${TICK_MINUTES}m`, input_series: inputSeries(), alert_rule_test: evals }],
+      }),
+    );
+    const promtool = Bun.which("promtool");
+    // CI installs it (Debian package prometheus); an alert evaluation that did not run is not a pass.
+    if (!promtool)
+      throw new Error(
+        "Cannot evaluate the story's alerts: promtool is not on PATH (CI installs Debian's prometheus)",
+      );
+    const run = Bun.spawnSync([promtool, "test", "rules", file], { stdout: "pipe", stderr: "pipe" });
+    expect({ code: run.exitCode, out: `${run.stdout}${run.stderr}` }).toMatchObject({ code: 0 });
+  },
+);

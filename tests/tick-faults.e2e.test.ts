@@ -129,9 +129,17 @@ describe("registry faults are per image", () => {
       const r = await w.run();
       expect(r.code).toBe(0);
       expect(r.stderr).toContain("WARNING");
-      expect(r.stderr).toContain("unresolved: api: unresolved 1/8");
       expect(r.stderr).not.toContain("noop:");
-      expect(writeStory(w.api)).toEqual(["unresolved api=1"]);
+      if (name === "429") {
+        // A 429 is the registry's: myorg/api's HEAD went first and alone, so node-agent's was never sent.
+        expect(r.stderr).toContain(
+          "unresolved: api: unresolved 1/8 (rate_limited); node-agent: unresolved 1/8 (rate_limited)",
+        );
+        expect(writeStory(w.api)).toEqual(["unresolved api=1, unresolved node-agent=1"]);
+      } else {
+        expect(r.stderr).toContain("unresolved: api: unresolved 1/8");
+        expect(writeStory(w.api)).toEqual(["unresolved api=1"]);
+      }
     });
   }
 
@@ -148,6 +156,42 @@ describe("registry faults are per image", () => {
     expect(r.stderr).toContain("42");
     expect(w.registry.counts()).toMatchObject({ token: 1, head: 0 });
     expect(writeStory(w.api)).toEqual(["unresolved api=1, unresolved node-agent=1"]);
+  });
+
+  test("a 429's Retry-After is stored; until then no tick calls the registry; after it, the next tick does and removes it", async () => {
+    await recorded(w);
+    w.registry.faults.add({
+      method: "HEAD",
+      path: "/v2/myorg/api/manifests/stable",
+      fault: { type: "status", code: 429, retryAfter: 3600 },
+      times: 1,
+    });
+    const started = Date.now();
+    const first = await w.run();
+    expect(first.code).toBe(0);
+    const stored = w.ours()[k("registry-retry-after")];
+    expect(stored).toBeString();
+    const at = Date.parse(stored as string);
+    expect(at).toBeGreaterThanOrEqual(started + 3_590_000);
+    expect(at).toBeLessThanOrEqual(Date.now() + 3_610_000);
+    // The next tick, five minutes later in real life: not a single request to the registry.
+    w.registry.clearLog();
+    const held = await w.run();
+    expect(held.code).toBe(0);
+    expect(w.registry.log).toEqual([]);
+    expect(held.stderr).toContain(
+      "unresolved: api: unresolved 2/8 (rate_limited); node-agent: unresolved 2/8 (rate_limited)",
+    );
+    expect(held.stderr).toContain(`not calling it before ${new Date(at).toISOString()}`);
+    // Once the time has passed, the registry is asked again and the stored time removed.
+    w.api.setAnnotations("Deployment", "apps", "api", {
+      [k("registry-retry-after")]: new Date(Date.now() - 1000).toISOString(),
+    });
+    const again = await w.run();
+    expect(again.code).toBe(0);
+    expect(w.registry.counts().head).toBe(2);
+    expect(w.ours()[k("registry-retry-after")]).toBeUndefined();
+    expect(w.ours()[k("unresolved-streak-api")]).toBeUndefined();
   });
 
   test("a pinned image is never resolved nor touched", async () => {

@@ -81,8 +81,9 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     instance: env.HOSTNAME ?? "image-refresh",
     now: Date.now,
     sleep: (ms) => Bun.sleep(ms),
-    resolve: (repos) =>
+    resolve: (repos, more) =>
       resolveDigests(repos, config.tag, {
+        notBefore: more?.notBefore,
         ...config.registry,
         credentials,
         requestTimeoutMs: config.requestTimeoutMs,

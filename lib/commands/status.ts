@@ -11,7 +11,7 @@ import { writeStdout } from "../output.ts";
 import type { DigestResult } from "../registry/client.ts";
 import type { ImageVerdict, Observed, ObservedWorkload } from "../tick/model.ts";
 import { describeWorkload, workloadId } from "../tick/model.ts";
-import { stateRef } from "../tick/observe.ts";
+import { registryNotBefore, stateRef } from "../tick/observe.ts";
 import { plan } from "../tick/plan.ts";
 import { checkImageKeys } from "./rearm.ts";
 import type { Runtime } from "./runtime.ts";
@@ -89,8 +89,10 @@ export async function buildReport(rt: Runtime, named: readonly string[] = []): P
   const wanted = c.images.filter((i) => named.length === 0 || named.includes(i.key));
   const live = await readTargets(rt, wanted, state);
   const repos = [...new Set(wanted.filter((i) => !i.pinned).map((i) => i.repository))];
+  // Status respects the registry's stored Retry-After like a tick: the quota is the workloads'.
+  const notBefore = registryNotBefore(a, c.annotationPrefix, Date.now());
   const digests: Map<string, DigestResult> = repos.length
-    ? await rt.tickContext(true).resolve(repos)
+    ? await rt.tickContext(true).resolve(repos, { notBefore })
     : new Map();
   const observed = observedFor(c, state, rollout.done, digests, live);
   const verdicts = new Map(plan(observed, c).images.map((v) => [v.key, v]));

@@ -44,7 +44,19 @@ export async function authorize(
   const probe = await send(ctx, { method: "GET", url: new URL(`${opts.endpoint}/v2/`), headers: {} });
   if (probe.status === 200) return undefined;
   if (probe.status !== 401) throw errorFromResponse(probe, "the registry's API root");
-  const { bearer, basic } = challengeOf(probe);
+  return answerChallenge(ctx, probe.headers.get("www-authenticate") ?? "", opts);
+}
+
+/**
+ * The Authorization for a 401's challenge (the API root's, or a HEAD's after an open API root):
+ * one token request with every repository's scope, or the Basic credentials.
+ */
+export async function answerChallenge(
+  ctx: HttpContext,
+  header: string,
+  opts: { paths: readonly string[]; credentials?: BasicCredentials },
+): Promise<string> {
+  const { bearer, basic } = challengeOf({ headers: new Headers({ "www-authenticate": header }) });
   if (bearer) return `Bearer ${await fetchToken(ctx, { ...opts, params: bearer })}`;
   if (basic && opts.credentials) return basicHeader(opts.credentials);
   const why = basic
@@ -67,6 +79,14 @@ async function fetchToken(
     // Credentials go to the token endpoint the registry named, and only there.
     authorization: opts.credentials ? basicHeader(opts.credentials) : undefined,
   });
+  if (res.status === 401 && opts.credentials) {
+    // Say which credential: "answered 401" alone sends people looking at the registry.
+    const err = errorFromResponse(res, "the token endpoint");
+    throw new RegistryError("unauthorized", `${err.message}: it refused the dockerconfigjson credential`, {
+      status: 401,
+      code: err.code,
+    });
+  }
   if (res.status !== 200) throw errorFromResponse(res, "the token endpoint");
   let json: unknown;
   try {

@@ -18,6 +18,8 @@ export interface RateLimitInfo {
   /** e.g. `76;w=21600`: pulls left in a window of 21600 s. */
   remaining?: string;
   limit?: string;
+  /** The response's Date header: delay-seconds in Retry-After count from it. */
+  date?: string;
 }
 
 export class RegistryError extends Error {
@@ -28,16 +30,25 @@ export class RegistryError extends Error {
   readonly code?: string;
   /** Raw rate-limit headers of a 429 (or of any answer that carried them). */
   readonly rateLimit?: RateLimitInfo;
+  /** A 401's WWW-Authenticate, so a challenge on a HEAD can be followed. */
+  readonly challenge?: string;
   constructor(
     reason: RegistryFailure,
     message: string,
-    opts: { status?: number; code?: string; rateLimit?: RateLimitInfo; cause?: unknown } = {},
+    opts: {
+      status?: number;
+      code?: string;
+      rateLimit?: RateLimitInfo;
+      challenge?: string;
+      cause?: unknown;
+    } = {},
   ) {
     super(message, { cause: opts.cause });
     this.reason = reason;
     this.status = opts.status;
     this.code = opts.code;
     this.rateLimit = opts.rateLimit;
+    this.challenge = opts.challenge;
   }
 }
 

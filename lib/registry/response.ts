@@ -3,7 +3,7 @@ import { parseWwwAuthenticate } from "./challenge.ts";
 import { failureForStatus, type RateLimitInfo, RegistryError, registryErrorCode } from "./errors.ts";
 import type { HttpResponse } from "./http.ts";
 
-export function challengeOf(res: HttpResponse): {
+export function challengeOf(res: Pick<HttpResponse, "headers">): {
   bearer?: Record<string, string>;
   basic?: Record<string, string>;
 } {
@@ -20,7 +20,9 @@ export function rateLimitOf(res: HttpResponse): RateLimitInfo | undefined {
     remaining: res.headers.get("ratelimit-remaining") ?? undefined,
     limit: res.headers.get("ratelimit-limit") ?? undefined,
   };
-  return info.retryAfter || info.remaining || info.limit ? info : undefined;
+  if (!info.retryAfter && !info.remaining && !info.limit) return undefined;
+  const date = res.headers.get("date");
+  return date ? { ...info, date } : info;
 }
 
 /** A RegistryError for a non-success answer, keeping the registry's own error code if any. */
@@ -38,5 +40,6 @@ export function errorFromResponse(res: HttpResponse, what: string): RegistryErro
     status: res.status,
     code: body?.code,
     rateLimit: res.status === 429 ? rateLimitOf(res) : undefined,
+    challenge: res.status === 401 ? (res.headers.get("www-authenticate") ?? undefined) : undefined,
   });
 }

@@ -175,6 +175,7 @@ function groupsOf(c: Config, judged: Map<string, Judgement>): Map<string, number
 /** The one compare-and-swap write before any rollout, or undefined when nothing needs writing. */
 function stateWrite(o: Observed, c: Config, judged: Map<string, Judgement>): StateWrite | undefined {
   const w: StateWrite = { annotations: {}, attempts: {}, streaks: [], flaps: [], firstSeen: [] };
+  Object.assign(w.annotations, retryAfterWrite(o, c));
   for (const j of judged.values()) {
     Object.assign(w.annotations, j.writes);
     if (j.countsStreak) w.streaks.push(j.verdict.key);
@@ -203,6 +204,18 @@ function stateWrite(o: Observed, c: Config, judged: Map<string, Judgement>): Sta
       w.firstSeen.push(j.verdict.key);
     }
   return w;
+}
+
+/**
+ * The registry's Retry-After is stored so that the next ticks do not call it before then (the
+ * quota belongs to the workloads' own pulls); once the registry was called again, a stored one is
+ * removed.
+ */
+function retryAfterWrite(o: Observed, c: Config): Record<string, string | null> {
+  const key = annotationKeys(c.annotationPrefix).retryAfter;
+  if (o.registry?.retryAfter) return { [key]: o.registry.retryAfter };
+  if (o.registry && !o.registry.held && o.state.annotations[key] !== undefined) return { [key]: null };
+  return {};
 }
 
 /** One rollout per workload, in the order workloads first appear in the config, carrying all its due containers. */

@@ -2,14 +2,17 @@
 import type { Config } from "../config.ts";
 import type { KubeClient } from "../kube/workloads.ts";
 import type { Logger } from "../log.ts";
-import type { DigestResult } from "../registry/client.ts";
+import type { DigestResults } from "../registry/client.ts";
 import type { Telemetry } from "../telemetry.ts";
 
 export interface TickContext {
   config: Config;
   kube: KubeClient;
-  /** Resolves digests for repositories; called once per tick (observe memoises it). */
-  resolve: (repositories: readonly string[]) => Promise<Map<string, DigestResult>>;
+  /**
+   * Resolves digests for repositories; called once per tick (observe memoises it). With
+   * `notBefore` (the registry's stored Retry-After) nothing is sent before that time.
+   */
+  resolve: (repositories: readonly string[], opts?: { notBefore?: Date }) => Promise<DigestResults>;
   log: Logger;
   telemetry: Telemetry;
   /** The tick's own deadline and SIGTERM. */

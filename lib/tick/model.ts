@@ -63,6 +63,11 @@ export interface Observed {
   workloads?: Record<string, ObservedWorkload>;
   /** Images whose attempt count another tick raised while this one was deciding: that tick owns them. */
   claimed?: string[];
+  /**
+   * The registry's quota, as this tick met it: `retryAfter` is a 429's Retry-After to store (RFC
+   * 3339); `held` means a stored one was still in force, so the registry was not called.
+   */
+  registry?: { retryAfter?: string; held: boolean };
 }
 
 /** One image's verdict for this tick, as planned; apply amends it when a write or rollout fails. */

@@ -1,10 +1,11 @@
 // Observe: the reads of a tick. One GET of the state object; the registry only when it is
 // settled; the target workloads only when a refresh could actually start.
+import { annotationKeys } from "../annotations.ts";
 import type { Config } from "../config.ts";
 import { containerImages } from "../kube/objects.ts";
 import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { KubeClient, Workload } from "../kube/workloads.ts";
-import type { DigestResult } from "../registry/client.ts";
+import { DigestResults } from "../registry/client.ts";
 import type { TickContext } from "./context.ts";
 import {
   type Observed,
@@ -72,7 +73,9 @@ export async function observe(ctx: TickContext): Promise<Observation> {
   };
   const paths: Record<string, Record<string, string>> = {};
   if (!status.done) return { observed, state, paths };
-  observed.digests = await resolveImages(ctx);
+  const resolved = await resolveImages(ctx, state.metadata.annotations);
+  observed.digests = resolved.digests;
+  observed.registry = resolved.registry;
   const refs = targetsToRead(observed, ctx.config);
   if (refs.length > 0) {
     const workloads: Record<string, ObservedWorkload> = {};
@@ -92,10 +95,29 @@ export async function observe(ctx: TickContext): Promise<Observation> {
   return { observed, state, paths };
 }
 
-async function resolveImages(ctx: TickContext): Promise<Record<string, ObservedDigest>> {
+/**
+ * The registry's stored Retry-After (SPEC step 5), when it is a time still ahead: until then no
+ * tick calls that registry. An unreadable value is ignored (and replaced by the next 429's).
+ */
+export function registryNotBefore(
+  annotations: Record<string, string>,
+  prefix: string,
+  now: number,
+): Date | undefined {
+  const raw = annotations[annotationKeys(prefix).retryAfter];
+  const at = raw === undefined ? Number.NaN : Date.parse(raw);
+  return Number.isFinite(at) && at > now ? new Date(at) : undefined;
+}
+
+async function resolveImages(
+  ctx: TickContext,
+  annotations: Record<string, string>,
+): Promise<{ digests: Record<string, ObservedDigest>; registry: NonNullable<Observed["registry"]> }> {
   const images = ctx.config.images.filter((i) => !i.pinned);
   const repos = [...new Set(images.map((i) => i.repository))];
-  const results: Map<string, DigestResult> = repos.length ? await ctx.resolve(repos) : new Map();
+  const notBefore = registryNotBefore(annotations, ctx.config.annotationPrefix, ctx.now());
+  const results: DigestResults = repos.length ? await ctx.resolve(repos, { notBefore }) : new DigestResults();
+  const registry = { held: notBefore !== undefined, retryAfter: results.retryAfter?.at.toISOString() };
   const out: Record<string, ObservedDigest> = {};
   for (const img of images) {
     const r = results.get(img.repository);
@@ -109,7 +131,7 @@ async function resolveImages(ctx: TickContext): Promise<Record<string, ObservedD
       };
     }
   }
-  return out;
+  return { digests: out, registry };
 }
 
 async function readTarget(

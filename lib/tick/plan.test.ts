@@ -477,6 +477,43 @@ const cases: Case[] = [
       { type: "record-digests", digests: { "node-agent": D("e") } },
     ],
   },
+  // The registry's quota.
+  {
+    name: "a 429's Retry-After rides with the streaks in the one write",
+    o: both(agentFails("rate_limited"), (o) => {
+      o.registry = { held: false, retryAfter: "2026-12-01T12:00:00.000Z" };
+    }),
+    outcome: "unresolved",
+    actions: [
+      write({
+        annotations: {
+          [`${P}/registry-retry-after`]: "2026-12-01T12:00:00.000Z",
+          [`${P}/unresolved-streak-node-agent`]: "1",
+        },
+        streaks: ["node-agent"],
+      }),
+    ],
+  },
+  {
+    name: "a stored Retry-After still in force is kept",
+    o: both(agentFails("rate_limited"), (o) => {
+      o.registry = { held: true };
+      ann(o, "registry-retry-after", "2026-12-01T12:00:00.000Z");
+    }),
+    outcome: "unresolved",
+    actions: [
+      write({ annotations: { [`${P}/unresolved-streak-node-agent`]: "1" }, streaks: ["node-agent"] }),
+    ],
+  },
+  {
+    name: "a stored Retry-After is removed once the registry was called again",
+    o: (o) => {
+      o.registry = { held: false };
+      ann(o, "registry-retry-after", "2026-12-01T11:00:00.000Z");
+    },
+    outcome: "noop",
+    actions: [write({ annotations: { [`${P}/registry-retry-after`]: null } })],
+  },
   // Unsettled.
   {
     name: "unsettled with no streak skips tick 1",

@@ -186,8 +186,8 @@ function reportImage(ctx: TickContext, root: SpanHandle, v: ImageVerdict): void 
 
 function memoise(resolve: TickContext["resolve"]): TickContext["resolve"] {
   let cached: ReturnType<TickContext["resolve"]> | undefined;
-  return (repos) => {
-    cached ??= resolve(repos);
+  return (repos, opts) => {
+    cached ??= resolve(repos, opts);
     return cached;
   };
 }

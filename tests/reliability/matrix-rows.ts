@@ -54,6 +54,8 @@ export interface Row {
   lost?: Expect;
   /** With the slow-but-in-time fault: the scene's normal course. */
   healthy: Expect;
+  /** Under a 429: its registry is called no more this tick (SPEC step 5). Default: as `fault`. */
+  quota?: Expect;
   /** Columns that behave like `healthy` (a conflict that a re-read resolves). */
   recovers?: FaultName[];
   /** Columns that do not apply to this request. */
@@ -148,9 +150,15 @@ export const ROWS: Row[] = [
     },
     healthy: refreshed,
     na: NO_409,
-    // A 429 is the registry's, not the image's: node-agent's HEAD is sent only if it went first.
+    // A 429 is the registry's, not the image's: myorg/api's HEAD is the registry's first and goes
+    // alone, so after its 429 node-agent is not asked either.
     columns: {
-      "429 Retry-After": { outcome: "unresolved", verdicts: { api: "unresolved" }, streaks: { api: "1" } },
+      "429 Retry-After": {
+        outcome: "unresolved",
+        verdicts: { api: "unresolved", "node-agent": "unresolved" },
+        streaks: { api: "1", "node-agent": "1" },
+        patched: [],
+      },
     },
   },
   {
@@ -335,5 +343,6 @@ export function expected(row: Row, fault: FaultName): Expect | undefined {
   if (own) return own;
   if (fault === "answer lost") return row.target.read ? undefined : (row.lost ?? row.fault);
   if (fault === "slow < timeout" || row.recovers?.includes(fault)) return row.healthy;
+  if (fault === "429 Retry-After" && row.quota) return row.quota;
   return row.fault;
 }
