@@ -25,6 +25,7 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   if (args.command === "demo") return (await import("./lib/commands/demo.ts")).demoCommand(args);
+  if (args.command === "schema") return (await import("./lib/commands/schema.ts")).schemaCommand();
   return clusterCommand(args, argv);
 }
 

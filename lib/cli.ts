@@ -1,6 +1,6 @@
 // Command-line parsing by hand: five commands and five flags do not earn a dependency.
 
-export const COMMANDS = ["tick", "status", "rearm", "demo", "version"] as const;
+export const COMMANDS = ["tick", "status", "rearm", "demo", "version", "schema"] as const;
 export type Command = (typeof COMMANDS)[number];
 
 export interface CliArgs {
@@ -67,6 +67,7 @@ Usage:
   image-refresh status   print the recorded digests, counters and lockout state (--json for scripts)
   image-refresh rearm    clear a lockout: remove the attempt counter and flap marker
   image-refresh demo     run a scripted scenario against the built-in simulated cluster and registry
+  image-refresh schema   print the config's JSON Schema (draft 2020-12)
   image-refresh version  print the version
 
 Flags:

@@ -2,7 +2,7 @@
 // "Configuration"). Every bad field is reported by its path; no network call is made first.
 
 import * as z from "zod/mini";
-import { parseDuration } from "./duration.ts";
+import { durationPattern, parseDuration } from "./duration.ts";
 import { formatPath, matching, parse, urlWithoutCredentials } from "./issues.ts";
 import { repeatsHost } from "./registry/reference.ts";
 
@@ -41,14 +41,11 @@ function duration(fallback: string, zero = false) {
         ? `Invalid input: expected string, received number; ${DURATION_HINT}`
         : undefined,
   });
+  // A pattern rather than a refinement, so that the JSON Schema carries the same rule.
   const checked = text.check(
-    z.refine(
-      (s) => {
-        const ms = parseDuration(s);
-        return ms !== undefined && (zero || ms > 0);
-      },
-      { error: (iss) => `not a duration: ${JSON.stringify(iss.input)} (use e.g. 500ms, 15s, 10m, 1h)` },
-    ),
+    z.regex(durationPattern(!zero), {
+      error: (iss) => `not a duration: ${JSON.stringify(iss.input)} (use e.g. 500ms, 15s, 10m, 1h)`,
+    }),
   );
   // prefault: the default is parsed like a written value, and the JSON Schema shows it as text.
   return z.prefault(

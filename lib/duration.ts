@@ -2,7 +2,16 @@
 // come largest first and at most once each, so a value reads one way only (no `30m1h`, `1m1m`).
 
 const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 } as const;
-const SUM = /^(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m(?!s))?(?:([0-9]{1,9})s)?(?:([0-9]{1,9})ms)?$/;
+const GROUPS = "(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m(?!s))?(?:([0-9]{1,9})s)?(?:([0-9]{1,9})ms)?$";
+const SUM = new RegExp(`^${GROUPS}`);
+
+/**
+ * The config's duration grammar as one regular expression, for the schema (and so the JSON
+ * Schema): not empty, and with `nonZero` not made of zeros alone (`0s`, `0h0m` are zero).
+ */
+export function durationPattern(nonZero: boolean): RegExp {
+  return new RegExp(`^(?=.)${nonZero ? "(?![0hms]+$)" : ""}${GROUPS}`);
+}
 
 /** Milliseconds for a duration string, or undefined when it is not one. */
 export function parseDuration(text: string): number | undefined {

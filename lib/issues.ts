@@ -49,9 +49,18 @@ export function matching(re: RegExp, message: string, ...more: z.core.$ZodCheck<
 export function urlWithoutCredentials(hint: string) {
   return z.string().check(
     z.refine(isHttpUrl, { error: "Invalid URL", abort: true }),
-    z.refine((s) => noCredentials(s), { error: `must not contain a user name or password; ${hint}` }),
+    z.refine((s) => noCredentials(s), {
+      error: `must not contain a user name or password; ${hint}`,
+      abort: true,
+    }),
+    // What the JSON Schema can say of the two checks above (and `new URL` would also take
+    // `https:host`, which no one means).
+    z.regex(HTTP_URL, { error: "Invalid URL" }),
   );
 }
+
+/** http(s)://, then an authority without `@` (no user info), then anything but whitespace. */
+const HTTP_URL = /^https?:\/\/[^\s/?#@]+([/?#]\S*)?$/;
 
 function isHttpUrl(s: string): boolean {
   try {
