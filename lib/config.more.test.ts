@@ -346,3 +346,31 @@ describe("environment overrides", () => {
       expect(got[0]).toEndWith("expected number, received string");
     });
 });
+
+describe("YAML mistakes", () => {
+  const YAML = `tag: stable
+registry: { host: docker.io }
+state: { kind: Deployment, namespace: apps, name: api }
+images:
+  - repository: myorg/api
+    targets:
+      - { kind: Deployment, name: api, container: api }
+`;
+  test("images: given twice is an error naming it, not the last one winning", () => {
+    const text = `${YAML}images:\n  - repository: myorg/other\n    targets: [{ kind: Deployment, name: o, container: o }]\n`;
+    expect(problems(() => parseConfig(text, {}))).toEqual([
+      "images: given twice (line 4, column 1 and line 8, column 1)",
+    ]);
+  });
+  test("name: given twice in one target names the target", () => {
+    const text = YAML.replace("name: api, container", "name: api, name: web, container");
+    expect(problems(() => parseConfig(text, {}))).toEqual([
+      "images[0].targets[0].name: given twice (line 7, column 29 and line 7, column 40)",
+    ]);
+  });
+  test("a syntax error gives line and column", () => {
+    expect(() => parseConfig(YAML.replace("name: api }", "name: api"), {}, "/etc/c.yaml")).toThrow(
+      /^Cannot parse \/etc\/c\.yaml: line \d+, column \d+: /,
+    );
+  });
+});

@@ -5,6 +5,7 @@ import * as z from "zod/mini";
 import { durationPattern, parseDuration } from "./duration.ts";
 import { formatPath, matching, parse, urlWithoutCredentials } from "./issues.ts";
 import { repeatsHost } from "./registry/reference.ts";
+import { parseYaml, YamlError } from "./yaml.ts";
 
 export const WORKLOAD_KINDS = ["Deployment", "DaemonSet", "StatefulSet"] as const;
 export type WorkloadKind = (typeof WORKLOAD_KINDS)[number];
@@ -174,9 +175,12 @@ export function parseConfig(
 ): Config {
   let raw: unknown;
   try {
-    raw = Bun.YAML.parse(text);
+    raw = parseYaml(text);
   } catch (err) {
-    throw new ConfigError(`Cannot parse ${source}: ${(err as Error).message}`);
+    if (!(err instanceof YamlError)) throw err;
+    // A key given twice is a bad field like any other (SPEC "Configuration").
+    if (err.problems.length) throw new ConfigError(`Invalid configuration in ${source}`, err.problems);
+    throw new ConfigError(`Cannot parse ${source}: ${err.message}`);
   }
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
     throw new ConfigError(`Cannot use ${source}: it must be a mapping of settings`);
