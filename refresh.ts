@@ -26,6 +26,8 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   if (args.command === "demo") return (await import("./lib/commands/demo.ts")).demoCommand(args);
   if (args.command === "schema") return (await import("./lib/commands/schema.ts")).schemaCommand();
+  if (args.command === "validate")
+    return (await import("./lib/commands/validate.ts")).validateCommand(args, process.env);
   return clusterCommand(args, argv);
 }
 

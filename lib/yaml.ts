@@ -113,7 +113,7 @@ export function duplicateKeys(text: string): string[] {
         else first.set(key, keyNode);
         walk(pair.value, here);
       }
-    } else if (Y.isSeq(node)) node.items.forEach((item, i) => walk(item, `${path}[${i}]`));
+    } else if (Y.isSeq(node)) for (const [i, item] of node.items.entries()) walk(item, `${path}[${i}]`);
   };
   walk(doc.contents, "");
   return out;
