@@ -3,6 +3,7 @@
 // Failures are per image; only a 429 stops the rest, because the registry's quota belongs to the
 // workloads' own pulls and every further request would spend it.
 import type { Logger } from "../log.ts";
+import { basicSecrets } from "../scrub.ts";
 import type { Telemetry } from "../telemetry.ts";
 import { authorize, type TokenEndpoint } from "./auth.ts";
 import type { BasicCredentials } from "./credentials.ts";
@@ -91,6 +92,7 @@ export async function resolveDigests(
     requestTimeoutMs: opts.requestTimeoutMs,
     insecure: opts.insecure ?? false,
     ca: opts.ca,
+    secrets: opts.credentials ? basicSecrets(opts.credentials.username, opts.credentials.password) : [],
   };
   let authorization: string | undefined;
   try {
