@@ -4,7 +4,7 @@
 //
 //   npm run mutation                             # the decision core (default)
 //   STRYKER_AREA=clients npm run mutation        # the pure parts of the registry client
-//   STRYKER_AREA=schema npm run mutation         # the boundary validators (lib/schema.ts)
+//   STRYKER_AREA=schema npm run mutation         # the boundary helpers (lib/issues.ts) and config rules
 //
 // StrykerJS 10 wants Node >= 22; the machine has Node 20, so the script runs Stryker under Bun:
 //   bun node_modules/@stryker-mutator/core/bin/stryker.js run
@@ -36,10 +36,10 @@ const AREAS = {
       // would make a mutant's verdict change from one run to the next.
     ],
   },
-  // The validators every boundary parses with; the config suites exercise them through a real schema.
+  // What every boundary's zod/mini schema parses with; the config suites exercise it through a real schema.
   schema: {
-    mutate: ["lib/schema.ts"],
-    tests: ["lib/schema.test.ts", "lib/config.test.ts", "lib/config.more.test.ts"],
+    mutate: ["lib/issues.ts"],
+    tests: ["lib/issues.test.ts", "lib/config.test.ts", "lib/config.more.test.ts"],
   },
   clients: {
     mutate: ["lib/registry/challenge.ts", "lib/registry/reference.ts", "lib/registry/credentials.ts"],

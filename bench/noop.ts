@@ -1,9 +1,10 @@
 // No-op tick sections: the product against the limit and the kubectl way (1), at scale (4), and
 // with telemetry off, exporting, and exporting to a dead collector (5).
 import { startCollector } from "../sim/collector.ts";
+import type { Baseline } from "./baseline.ts";
 import { outcomeOf, runKubectlWay, runLimit, runProduct } from "./clients.ts";
 import { type Client, compare, type Measured } from "./compare.ts";
-import { fmtMs, ratio, type Spawned, span, table, verdict } from "./measure.ts";
+import { fmtMs, ratio, type Spawned, span, table, timed, verdict } from "./measure.ts";
 import { type BenchWorld, startBenchWorld } from "./world.ts";
 
 export interface BenchContext {
@@ -13,6 +14,8 @@ export interface BenchContext {
   limit: string[];
   /** Command that runs the limit script from source with Bun (for the fairness note). */
   limitSource: string[];
+  /** The product at another commit (`--baseline=REF`), run beside the current binary. */
+  baseline?: Baseline;
   log(line: string): void;
 }
 
@@ -100,6 +103,7 @@ export async function noopSection(ctx: BenchContext): Promise<string[]> {
           ok: limitOk,
           reps: ctx.quick ? 3 : 7,
         },
+        ...baselineTick(ctx, w),
       ],
       ctx.reps,
     );
@@ -123,6 +127,20 @@ export async function noopSection(ctx: BenchContext): Promise<string[]> {
   } finally {
     await w.stop();
   }
+}
+
+/** The no-op tick of the baseline binary, when there is one; last, so the rows above keep their order. */
+function baselineTick(ctx: BenchContext, w: BenchWorld): Client[] {
+  const b = ctx.baseline;
+  if (!b) return [];
+  const files = ["--config", w.configPath, "--kubeconfig", w.kubeconfigPath];
+  return [
+    {
+      name: `image-refresh tick at ${b.ref} (baseline)`,
+      run: () => timed([...b.command, "tick", ...files], w.env()),
+      ok: isNoop,
+    },
+  ];
 }
 
 export async function scaleSection(ctx: BenchContext): Promise<string[]> {

@@ -2,10 +2,11 @@
 // runtime floor with the same flags, runs every section against simulated worlds on 127.0.0.1
 // and prints one markdown report. Benchmarks print; nothing here asserts a time.
 //
-//   bun bench/run.ts [--quick] [--write] [--only=1,2,3,4,5]
+//   bun bench/run.ts [--quick] [--write] [--only=1,2,3,4,5] [--baseline=GIT-REF]
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
+import { buildBaseline } from "./baseline.ts";
 import { BINARY, compile, LIMIT_SOURCE, productBuildFlags } from "./clients.ts";
 import { type BenchContext, noopSection, scaleSection, telemetrySection } from "./noop.ts";
 import { coldStartSection, floorSource, memoryRows, refreshSection } from "./ticks.ts";
@@ -14,6 +15,8 @@ interface Options {
   quick: boolean;
   write: boolean;
   only: Set<string>;
+  /** A commit whose binary runs beside the current one in sections 1 and 2. */
+  baseline?: string;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -22,7 +25,9 @@ function parseOptions(argv: string[]): Options {
     if (a === "--quick") o.quick = true;
     else if (a === "--write") o.write = true;
     else if (a.startsWith("--only=")) o.only = new Set(a.slice(7).split(","));
-    else throw new Error(`unknown argument: ${a} (expected --quick, --write, --only=1,2,...)`);
+    else if (a.startsWith("--baseline=")) o.baseline = a.slice(11);
+    else
+      throw new Error(`unknown argument: ${a} (expected --quick, --write, --only=1,2,..., --baseline=REF)`);
   }
   return o;
 }
@@ -65,6 +70,10 @@ async function main(): Promise<void> {
       limitSource: [process.execPath, LIMIT_SOURCE],
       log,
     };
+    if (opts.baseline) {
+      log(`compiling the baseline ${opts.baseline}`);
+      ctx.baseline = await buildBaseline(opts.baseline, tmp);
+    }
     const floor = await compile(floorSource, join(tmp, "floor"));
     const head = await machine();
     const body: string[] = [];

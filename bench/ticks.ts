@@ -31,6 +31,20 @@ export async function coldStartSection(ctx: BenchContext, floor: string[]): Prom
     { name: "`image-refresh version`", run: () => timed([BINARY, "version"], env()), ok: exits0 },
     { name: "`image-refresh --help`", run: () => timed([BINARY, "--help"], env()), ok: exits0 },
   ];
+  const b = ctx.baseline;
+  if (b)
+    clients.push(
+      {
+        name: `\`version\` at ${b.ref} (baseline)`,
+        run: () => timed([...b.command, "version"], env()),
+        ok: exits0,
+      },
+      {
+        name: `\`--help\` at ${b.ref} (baseline)`,
+        run: () => timed([...b.command, "--help"], env()),
+        ok: exits0,
+      },
+    );
   const ms = await compare(NO_LOGS, clients, n);
   const [fl, version, help] = ms as [(typeof ms)[0], (typeof ms)[0], (typeof ms)[0]];
   const rows = ms.map((m) => [

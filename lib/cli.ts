@@ -1,6 +1,15 @@
-// Command-line parsing by hand: five commands and five flags do not earn a dependency.
+// Command-line parsing by hand: eight commands and eight flags do not earn a dependency.
 
-export const COMMANDS = ["tick", "status", "rearm", "reject", "demo", "version"] as const;
+export const COMMANDS = [
+  "tick",
+  "status",
+  "rearm",
+  "reject",
+  "demo",
+  "version",
+  "schema",
+  "validate",
+] as const;
 /** Commands that take image keys after them. */
 const TAKES_IMAGES: ReadonlySet<string> = new Set(["status", "rearm", "reject"]);
 export type Command = (typeof COMMANDS)[number];
@@ -15,22 +24,40 @@ export interface CliArgs {
   logFormat?: "text" | "json";
   /** Image keys named after status, rearm or reject. */
   images: string[];
+  /** validate: rendered manifests (`kubectl kustomize` output) to check against the config. */
+  manifests?: string;
 }
 
 export class UsageError extends Error {
   override name = "UsageError";
 }
 
-const VALUE_FLAGS = new Set(["--config", "--kubeconfig", "--log-format"]);
-const BOOL_FLAGS = new Set(["--dry-run", "--json", "--help", "-h"]);
+const VALUE_FLAGS = new Set(["--config", "--kubeconfig", "--log-format", "--manifests"]);
+const BOOL_FLAGS = new Set(["--dry-run", "--json", "--help", "-h", "--version"]);
+
+// The flags each command takes besides --help; any other is an error for that command, so that
+// `demo --dry-run` is not believed to be a dry run.
+const CLUSTER = ["--config", "--kubeconfig", "--log-format"];
+const TAKES: Record<Command, readonly string[]> = {
+  tick: [...CLUSTER, "--dry-run"],
+  status: [...CLUSTER, "--json"],
+  rearm: [...CLUSTER, "--dry-run"],
+  reject: [...CLUSTER, "--dry-run"],
+  demo: [],
+  version: [],
+  schema: [],
+  validate: ["--config", "--manifests"],
+};
 
 export function parseArgs(argv: readonly string[]): CliArgs {
   const args: CliArgs = { command: "tick", help: false, dryRun: false, json: false, images: [] };
   let command: string | undefined;
+  const given: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const raw = argv[i] as string;
     const eq = raw.startsWith("--") ? raw.indexOf("=") : -1;
     const flag = eq > 0 ? raw.slice(0, eq) : raw;
+    if (VALUE_FLAGS.has(flag) || BOOL_FLAGS.has(flag)) given.push(flag);
     if (VALUE_FLAGS.has(flag)) {
       const value = eq > 0 ? raw.slice(eq + 1) : argv[++i];
       if (value === undefined || value === "") throw new UsageError(`Cannot parse ${flag}: it needs a value`);
@@ -39,6 +66,7 @@ export function parseArgs(argv: readonly string[]): CliArgs {
       if (eq > 0) throw new UsageError(`Cannot parse ${flag}: it takes no value`);
       if (flag === "--dry-run") args.dryRun = true;
       else if (flag === "--json") args.json = true;
+      else if (flag === "--version") command ??= "version";
       else args.help = true;
     } else if (raw.startsWith("-")) {
       throw new UsageError(`unknown flag: ${flag}`);
@@ -56,14 +84,23 @@ export function parseArgs(argv: readonly string[]): CliArgs {
       throw new UsageError(`unknown command: ${command}`);
     else args.command = command as Command;
   }
+  if (!args.help) checkFlags(args.command, given);
   if (args.command === "reject" && args.images.length !== 1 && !args.help)
     throw new UsageError("reject needs exactly one IMAGE (an image key from the config)");
   return args;
 }
 
+function checkFlags(command: Command, given: readonly string[]): void {
+  for (const flag of given) {
+    if (flag === "--help" || flag === "-h" || (flag === "--version" && command === "version")) continue;
+    if (!TAKES[command].includes(flag)) throw new UsageError(`${command} does not take ${flag}`);
+  }
+}
+
 function setValue(args: CliArgs, flag: string, value: string): void {
   if (flag === "--config") args.config = value;
   else if (flag === "--kubeconfig") args.kubeconfig = value;
+  else if (flag === "--manifests") args.manifests = value;
   else if (value === "text" || value === "json") args.logFormat = value;
   else throw new UsageError(`Cannot parse --log-format: current value is "${value}", expected text or json`);
 }
@@ -76,7 +113,9 @@ Usage:
   image-refresh rearm [IMAGE...]   clear a lockout (all images and the legacy keys when none is named)
   image-refresh reject IMAGE       "not this build": the tag's current digest is never rolled out; the next build is
   image-refresh demo     run a scripted scenario against the built-in simulated cluster and registry
-  image-refresh version  print the version
+  image-refresh validate check the config offline (with --manifests FILE, also rendered manifests)
+  image-refresh schema   print the config's JSON Schema (draft 2020-12)
+  image-refresh version  print the version (also --version)
 
 Flags:
   --config FILE          default: $IMAGE_REFRESH_CONFIG, else /etc/image-refresh/config.yaml
@@ -84,6 +123,7 @@ Flags:
   --dry-run              decide and log everything, write nothing
   --log-format text|json default: $LOG_FORMAT, else text
   --json                 (status) print JSON
+  --manifests FILE       (validate) output of kubectl kustomize: RBAC and Job deadline must fit the config
   -h, --help             show this help
 
 IMAGE is an image's key from the config.

@@ -93,13 +93,59 @@ const ROWS: Row[] = [
   [
     "key with a leading '-'",
     set("images.0.key", "-a"),
-    "images[0].key: must be lowercase letters, digits and '-'",
+    "images[0].key: must be at most 32 characters of a-z, 0-9 and '-', starting and ending with a letter or digit",
   ],
-  ["key with a trailing '-'", set("images.0.key", "a-"), "images[0].key: must be lowercase letters"],
-  ["key with an upper-case letter", set("images.0.key", "Api"), "images[0].key: must be lowercase letters"],
-  ["key with an underscore", set("images.0.key", "my_api"), "images[0].key: must be lowercase letters"],
+  ["key with a trailing '-'", set("images.0.key", "a-"), "images[0].key: must be at most 32"],
   ["key of 32 characters", set("images.0.key", "k".repeat(32)), undefined],
-  ["key of 33 characters", set("images.0.key", "k".repeat(33)), "images[0].key:"],
+  ["key of 33 characters", set("images.0.key", "k".repeat(33)), "images[0].key: must be at most 32"],
+  ["key with an uppercase letter", set("images.0.key", "Api"), "images[0].key: must be at most 32"],
+  ["key with '_'", set("images.0.key", "my_api"), "images[0].key: must be at most 32"],
+  [
+    "a default key with '_'",
+    set("images.0.repository", "myorg/my_api"),
+    'images[0].key: the default key "my_api" (the repository\'s last segment) must be at most 32',
+  ],
+  [
+    "a default key with '_' and a key set",
+    (c) => Object.assign(c.images[0], { repository: "myorg/my_api", key: "my-api" }),
+    undefined,
+  ],
+  ["maxUnresolvedTicks of 1", set("maxUnresolvedTicks", 1), undefined],
+  [
+    "maxUnresolvedTicks of 0",
+    set("maxUnresolvedTicks", 0),
+    "maxUnresolvedTicks: Too small: expected number to be >=1",
+  ],
+  ["onFailure keep", set("onFailure", "keep"), undefined],
+  [
+    "onFailure rollback",
+    set("onFailure", "rollback"),
+    'onFailure: Invalid option: expected one of "revert"|"keep"',
+  ],
+  ["reconcile report", set("reconcile", "report"), undefined],
+  [
+    "reconcile ignore",
+    set("reconcile", "ignore"),
+    'reconcile: Invalid option: expected one of "repin"|"report"',
+  ],
+  ["minimumAge of 0s", set("minimumAge", "0s"), undefined],
+  ["minimumAge of 1h30m", set("minimumAge", "1h30m"), undefined],
+  [
+    "minimumAge of 30",
+    set("minimumAge", 30),
+    "minimumAge: Invalid input: expected string, received number; durations are strings such as 10m",
+  ],
+  [
+    "a duration as a number",
+    set("rolloutTimeout", 10),
+    "rolloutTimeout: Invalid input: expected string, received number; durations are strings such as 10m",
+  ],
+  ["a duration sum", set("rolloutTimeout", "1h30m"), undefined],
+  [
+    "a duration sum in the wrong order",
+    set("rolloutTimeout", "30m1h"),
+    'rolloutTimeout: not a duration: "30m1h"',
+  ],
   [
     "host with a leading space",
     set("registry.host", " docker.io"),
@@ -209,21 +255,13 @@ const ROWS: Row[] = [
     'rolloutTimeout: not a duration: "0s" (use e.g. 500ms, 15s, 10m, 1h)',
   ],
   ["a duration without a unit", set("requestTimeout", "15"), 'requestTimeout: not a duration: "15"'],
-  // Every annotation name derived from a key (refresh-attempt-traceparent-<key> is the longest) must
-  // stay valid, so a default key derived from the repository is held to the same 32 characters.
+  // A key derived from the repository obeys the key rule too (32 characters at most).
   ["a default key of 32 characters", set("images.0.repository", `myorg/${"k".repeat(32)}`), undefined],
   [
     "a default key of 33 characters",
     set("images.0.repository", `myorg/${"k".repeat(33)}`),
-    `images[0].key: "${"k".repeat(33)}" (derived from the repository) must be at most 32`,
+    `images[0].key: the default key "${"k".repeat(33)}" (the repository's last segment) must be at most 32`,
   ],
-  [
-    "a default key with an underscore",
-    set("images.0.repository", "myorg/my_api"),
-    `images[0].key: "my_api" (derived from the repository)`,
-  ],
-  ["maxUnresolvedTicks of 1", set("maxUnresolvedTicks", 1), undefined],
-  ["maxUnresolvedTicks of 0", set("maxUnresolvedTicks", 0), "maxUnresolvedTicks:"],
 ];
 
 describe("config fields", () => {
@@ -307,4 +345,32 @@ describe("environment overrides", () => {
       // passed on as text, not as a number that is not one (NaN)
       expect(got[0]).toEndWith("expected number, received string");
     });
+});
+
+describe("YAML mistakes", () => {
+  const YAML = `tag: stable
+registry: { host: docker.io }
+state: { kind: Deployment, namespace: apps, name: api }
+images:
+  - repository: myorg/api
+    targets:
+      - { kind: Deployment, name: api, container: api }
+`;
+  test("images: given twice is an error naming it, not the last one winning", () => {
+    const text = `${YAML}images:\n  - repository: myorg/other\n    targets: [{ kind: Deployment, name: o, container: o }]\n`;
+    expect(problems(() => parseConfig(text, {}))).toEqual([
+      "images: given twice (line 4, column 1 and line 8, column 1)",
+    ]);
+  });
+  test("name: given twice in one target names the target", () => {
+    const text = YAML.replace("name: api, container", "name: api, name: web, container");
+    expect(problems(() => parseConfig(text, {}))).toEqual([
+      "images[0].targets[0].name: given twice (line 7, column 29 and line 7, column 40)",
+    ]);
+  });
+  test("a syntax error gives line and column", () => {
+    expect(() => parseConfig(YAML.replace("name: api }", "name: api"), {}, "/etc/c.yaml")).toThrow(
+      /^Cannot parse \/etc\/c\.yaml: line \d+, column \d+: /,
+    );
+  });
 });

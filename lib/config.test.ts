@@ -28,8 +28,12 @@ describe("parseConfig", () => {
       annotationPrefix: "image-refresh.io",
       maxRefreshAttempts: 3,
       maxSkipTicks: 8,
+      maxUnresolvedTicks: 8,
       rolloutTimeoutMs: 600_000,
       requestTimeoutMs: 15_000,
+      onFailure: "revert",
+      reconcile: "repin",
+      minimumAgeMs: 0,
       registry: { host: "docker.io", insecure: false },
     });
     expect(c.images.map((i) => i.key)).toEqual(["api", "node-agent"]);
@@ -58,6 +62,7 @@ images:
       IMAGE_TAG: "edge",
       MAX_REFRESH_ATTEMPTS: "5",
       MAX_SKIP_TICKS: "2",
+      MAX_UNRESOLVED_TICKS: "4",
       ROLLOUT_TIMEOUT: "1h",
       REQUEST_TIMEOUT: "500ms",
     });
@@ -65,6 +70,7 @@ images:
       tag: "edge",
       maxRefreshAttempts: 5,
       maxSkipTicks: 2,
+      maxUnresolvedTicks: 4,
       rolloutTimeoutMs: 3_600_000,
       requestTimeoutMs: 500,
     });

@@ -1,29 +1,11 @@
 // The configuration file, validated as a whole before anything else happens (SPEC
 // "Configuration"). Every bad field is reported by its path; no network call is made first.
 
-import { parseDuration } from "./duration.ts";
+import * as z from "zod/mini";
+import { durationPattern, parseDuration } from "./duration.ts";
+import { formatPath, matching, parse, urlWithoutCredentials } from "./issues.ts";
 import { repeatsHost } from "./registry/reference.ts";
-import {
-  array,
-  atLeast,
-  atMost,
-  boolean,
-  formatPath,
-  type Infer,
-  integer,
-  map,
-  maxLength,
-  minItems,
-  minLength,
-  oneOf,
-  optional,
-  parse,
-  pattern,
-  strictObject,
-  string,
-  urlWithoutCredentials,
-  withDefault,
-} from "./schema.ts";
+import { parseYaml, YamlError } from "./yaml.ts";
 
 export const WORKLOAD_KINDS = ["Deployment", "DaemonSet", "StatefulSet"] as const;
 export type WorkloadKind = (typeof WORKLOAD_KINDS)[number];
@@ -44,72 +26,92 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const TAG = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
 const REPOSITORY = /^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(\/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$/;
-// An image key names annotations (`refresh-attempt-<key>`, `last-refreshed-<key>-digest`):
-// at most 32 of these characters keeps every derived name a valid annotation name segment.
-const IMAGE_KEY = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const IMAGE_KEY_MAX = 32;
+// Every annotation name derived from a key (refresh-attempt-<key>, last-refreshed-<key>-digest,
+// ...) stays a valid name segment of at most 63 characters.
+export const IMAGE_KEY = /^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$/;
+export const KEY_RULE =
+  "must be at most 32 characters of a-z, 0-9 and '-', starting and ending with a letter or digit";
 
-const duration = map(string(), (s) => {
-  const ms = parseDuration(s);
-  return ms === undefined || ms === 0
-    ? { problem: `not a duration: "${s}" (use e.g. 500ms, 15s, 10m, 1h)` }
-    : ms;
-});
-const name = string(maxLength(253), pattern(DNS_SUBDOMAIN, "must be a lowercase DNS-1123 name"));
-const namespace = string(maxLength(63), pattern(DNS_LABEL, "must be a lowercase DNS-1123 label"));
-const kind = oneOf(WORKLOAD_KINDS);
-const HTTP = ["http:", "https:"];
-const count = integer(atLeast(1), atMost(1_000_000));
-const flag = withDefault(boolean, false);
+const DURATION_HINT = "durations are strings such as 10m, 90s or 1h30m";
 
-const target = strictObject({
+/** A duration string read as milliseconds; `zero` allows 0s (minimumAge only). */
+function duration(fallback: string, zero = false) {
+  const text = z.string({
+    error: (iss) =>
+      typeof iss.input === "number"
+        ? `Invalid input: expected string, received number; ${DURATION_HINT}`
+        : undefined,
+  });
+  // A pattern rather than a refinement, so that the JSON Schema carries the same rule.
+  const checked = text.check(
+    z.regex(durationPattern(!zero), {
+      error: (iss) => `not a duration: ${JSON.stringify(iss.input)} (use e.g. 500ms, 15s, 10m, 1h)`,
+    }),
+  );
+  // prefault: the default is parsed like a written value, and the JSON Schema shows it as text.
+  return z.prefault(
+    z.pipe(
+      checked,
+      z.transform((s) => parseDuration(s) as number),
+    ),
+    fallback,
+  );
+}
+
+const name = matching(DNS_SUBDOMAIN, "must be a lowercase DNS-1123 name", z.maxLength(253));
+const namespace = matching(DNS_LABEL, "must be a lowercase DNS-1123 label", z.maxLength(63));
+const kind = z.enum(WORKLOAD_KINDS);
+const count = (fallback: number) => z._default(z.int().check(z.gte(1), z.lte(1_000_000)), fallback);
+const flag = z._default(z.boolean(), false);
+
+const target = z.strictObject({
   kind,
-  namespace: optional(namespace),
+  namespace: z.optional(namespace),
   name,
-  container: string(maxLength(63), pattern(DNS_LABEL, "must be a lowercase DNS-1123 label")),
+  container: matching(DNS_LABEL, "must be a lowercase DNS-1123 label", z.maxLength(63)),
 });
-const image = strictObject({
-  repository: string(pattern(REPOSITORY, "must be a repository path such as myorg/api")),
-  key: optional(
-    string(maxLength(IMAGE_KEY_MAX), pattern(IMAGE_KEY, "must be lowercase letters, digits and '-'")),
-  ),
+const image = z.strictObject({
+  repository: matching(REPOSITORY, "must be a repository path such as myorg/api"),
+  key: z.optional(matching(IMAGE_KEY, KEY_RULE)),
   pinned: flag,
-  targets: array(target, minItems(1)),
+  targets: z.array(target).check(z.minLength(1)),
 });
 
-const registry = strictObject({
+const CREDENTIALS_HINT = "put them in dockerConfigJson";
+const registry = z.strictObject({
   // A DNS name (at most 253 characters) and an optional port.
-  host: string(
-    maxLength(259),
-    pattern(/^[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?$/, "must be a registry host such as docker.io"),
-  ),
-  endpoint: optional(urlWithoutCredentials(HTTP, "put them in dockerConfigJson")),
+  host: matching(/^[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?$/, "must be a registry host such as docker.io"),
+  endpoint: z.optional(urlWithoutCredentials(CREDENTIALS_HINT)),
   insecure: flag,
-  dockerConfigJson: optional(string(minLength(1))),
+  dockerConfigJson: z.optional(z.string().check(z.minLength(1))),
   // The Bearer token endpoint, when known in advance: saves the challenge probe on every tick.
-  token: optional(
-    strictObject({
-      realm: urlWithoutCredentials(HTTP, "put them in dockerConfigJson"),
-      service: optional(string(minLength(1))),
+  token: z.optional(
+    z.strictObject({
+      realm: urlWithoutCredentials(CREDENTIALS_HINT),
+      service: z.optional(z.string().check(z.minLength(1))),
     }),
   ),
 });
-const annotationPrefix = withDefault(
-  string(maxLength(253), pattern(DNS_SUBDOMAIN, "must be a DNS subdomain")),
+const annotationPrefix = z._default(
+  matching(DNS_SUBDOMAIN, "must be a DNS subdomain", z.maxLength(253)),
   "image-refresh.io",
 );
-const images = array(image, minItems(1));
+const images = z.array(image).check(z.minLength(1));
 
-const schema = strictObject({
-  tag: string(pattern(TAG, "must be a valid image tag")),
+/** The configuration file's schema; `image-refresh schema` prints it as JSON Schema. */
+export const configSchema = z.strictObject({
+  tag: matching(TAG, "must be a valid image tag"),
   registry,
-  state: strictObject({ kind, namespace, name }),
+  state: z.strictObject({ kind, namespace, name }),
   annotationPrefix,
-  maxRefreshAttempts: withDefault(count, 3),
-  maxSkipTicks: withDefault(count, 8),
-  maxUnresolvedTicks: withDefault(count, 8),
-  rolloutTimeout: withDefault(duration, 600_000),
-  requestTimeout: withDefault(duration, 15_000),
+  maxRefreshAttempts: count(3),
+  maxSkipTicks: count(8),
+  maxUnresolvedTicks: count(8),
+  rolloutTimeout: duration("10m"),
+  requestTimeout: duration("15s"),
+  onFailure: z._default(z.enum(["revert", "keep"]), "revert"),
+  reconcile: z._default(z.enum(["repin", "report"]), "repin"),
+  minimumAge: duration("0s", true),
   images,
 });
 
@@ -139,9 +141,16 @@ export interface Config {
   annotationPrefix: string;
   maxRefreshAttempts: number;
   maxSkipTicks: number;
+  /** Ticks an image's digest may stay unresolved before it is a finding. */
   maxUnresolvedTicks: number;
   rolloutTimeoutMs: number;
   requestTimeoutMs: number;
+  /** What a failed rollout leaves behind. */
+  onFailure: "revert" | "keep";
+  /** What a tag re-rendered over a pin gets. */
+  reconcile: "repin" | "report";
+  /** How long this installation must have seen a build before it rolls out; 0 for at once. */
+  minimumAgeMs: number;
   images: ImageConfig[];
 }
 
@@ -166,9 +175,12 @@ export function parseConfig(
 ): Config {
   let raw: unknown;
   try {
-    raw = Bun.YAML.parse(text);
+    raw = parseYaml(text);
   } catch (err) {
-    throw new ConfigError(`Cannot parse ${source}: ${(err as Error).message}`);
+    if (!(err instanceof YamlError)) throw err;
+    // A key given twice is a bad field like any other (SPEC "Configuration").
+    if (err.problems.length) throw new ConfigError(`Invalid configuration in ${source}`, err.problems);
+    throw new ConfigError(`Cannot parse ${source}: ${err.message}`);
   }
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
     throw new ConfigError(`Cannot use ${source}: it must be a mapping of settings`);
@@ -182,10 +194,10 @@ export function parseConfig(
       fromEnv.set(field, envName);
     }
   }
-  const result = parse(schema, doc);
+  const result = parse(configSchema, doc);
   if (result.ok) {
     const config = finish(result.value);
-    const problems = checksAcross(config.images, config.annotationPrefix, config.registry);
+    const problems = checksAcross(config.images, config.registry);
     if (problems.length) throw new ConfigError(`Invalid configuration in ${source}`, problems);
     return config;
   }
@@ -202,7 +214,7 @@ export function parseConfig(
 export { formatPath };
 
 /** Keys and target namespaces filled in from their defaults. */
-function normalise(list: Infer<typeof images>, stateNamespace: string): ImageConfig[] {
+function normalise(list: z.output<typeof images>, stateNamespace: string): ImageConfig[] {
   return list.map((img) => ({
     repository: img.repository,
     key: img.key ?? (img.repository.split("/").pop() as string),
@@ -211,7 +223,7 @@ function normalise(list: Infer<typeof images>, stateNamespace: string): ImageCon
   }));
 }
 
-function finish(c: Infer<typeof schema>): Config {
+function finish(c: z.output<typeof configSchema>): Config {
   return {
     tag: c.tag,
     registry: c.registry,
@@ -222,20 +234,16 @@ function finish(c: Infer<typeof schema>): Config {
     maxUnresolvedTicks: c.maxUnresolvedTicks,
     rolloutTimeoutMs: c.rolloutTimeout,
     requestTimeoutMs: c.requestTimeout,
+    onFailure: c.onFailure,
+    reconcile: c.reconcile,
+    minimumAgeMs: c.minimumAge,
     images: normalise(c.images, c.state.namespace),
   };
 }
 
 /** The checks across fields; a part that is not valid on its own (undefined) is skipped. */
-function checksAcross(
-  list: ImageConfig[],
-  prefix: string | undefined,
-  reg: Config["registry"] | undefined,
-): string[] {
-  return [
-    ...(prefix !== undefined ? crossChecks(list, prefix) : []),
-    ...(reg !== undefined ? registryChecks(reg, list) : []),
-  ];
+function checksAcross(list: ImageConfig[], reg: Config["registry"] | undefined): string[] {
+  return [...crossChecks(list), ...(reg !== undefined ? registryChecks(reg, list) : [])];
 }
 
 /**
@@ -245,15 +253,15 @@ function checksAcross(
 function crossFieldProblems(doc: Record<string, unknown>): string[] {
   const imgs = parse(images, doc.images);
   const reg = parse(registry, doc.registry);
-  const prefix = parse(annotationPrefix, doc.annotationPrefix);
   const ns = parse(namespace, (doc.state as { namespace?: unknown } | undefined)?.namespace);
   const list = imgs.ok ? normalise(imgs.value, ns.ok ? ns.value : "") : [];
-  return checksAcross(list, prefix.ok ? prefix.value : undefined, reg.ok ? reg.value : undefined);
+  return checksAcross(list, reg.ok ? reg.value : undefined);
 }
 
 // Checks that span fields: duplicate keys would share one digest annotation, and one container
-// claimed by two images would be re-imaged back and forth on every tick.
-function crossChecks(images: ImageConfig[], _prefix: string): string[] {
+// claimed by two images would be re-imaged back and forth on every tick. A key written in the
+// file was checked by the schema; one derived from the repository is checked here.
+function crossChecks(images: ImageConfig[]): string[] {
   const problems: string[] = [];
   const keys = new Map<string, number>();
   const containers = new Map<string, string>();
@@ -262,10 +270,9 @@ function crossChecks(images: ImageConfig[], _prefix: string): string[] {
     if (prev !== undefined)
       problems.push(`images[${i}].key: "${img.key}" is already used by images[${prev}]`);
     keys.set(img.key, i);
-    // A key derived from the repository is held to the same rule as one written out.
-    if (img.key.length > IMAGE_KEY_MAX || !IMAGE_KEY.test(img.key))
+    if (!IMAGE_KEY.test(img.key))
       problems.push(
-        `images[${i}].key: "${img.key}" (derived from the repository) must be at most ${IMAGE_KEY_MAX} lowercase letters, digits and '-'; set key explicitly`,
+        `images[${i}].key: the default key ${JSON.stringify(img.key)} (the repository's last segment) ${KEY_RULE}; set key explicitly`,
       );
     img.targets.forEach((t, j) => {
       const id = `${t.kind}/${t.namespace}/${t.name}/${t.container}`;

@@ -30,3 +30,16 @@ test.each(FORMAT)("formatDuration(%p) = %p", (ms, text) => {
   expect(formatDuration(ms)).toBe(text);
   expect(parseDuration(text)).toBe(ms);
 });
+
+const SUMS: Array<[string, number | undefined]> = [
+  ["1h30m", 5_400_000],
+  ["2m30s", 150_000],
+  ["1h0m5s250ms", 3_605_250],
+  ["0s", 0],
+  ["30m1h", undefined],
+  ["1m1m", undefined],
+  ["1h 30m", undefined],
+  ["", undefined],
+  ["ms", undefined],
+];
+test.each(SUMS)("sums: parseDuration(%p) = %p", (text, ms) => expect(parseDuration(text)).toBe(ms));

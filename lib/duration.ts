@@ -1,12 +1,27 @@
-// Durations as SPEC writes them: 500ms, 15s, 10m, 1h. One unit per value keeps them unambiguous.
+// Durations as SPEC writes them: 500ms, 15s, 10m, 1h, and sums such as 1h30m or 2m30s. Units
+// come largest first and at most once each, so a value reads one way only (no `30m1h`, `1m1m`).
 
-const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
+const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 } as const;
+const GROUPS = "(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m(?!s))?(?:([0-9]{1,9})s)?(?:([0-9]{1,9})ms)?$";
+const SUM = new RegExp(`^${GROUPS}`);
+
+/**
+ * The config's duration grammar as one regular expression, for the schema (and so the JSON
+ * Schema): not empty, and with `nonZero` not made of zeros alone (`0s`, `0h0m` are zero).
+ */
+export function durationPattern(nonZero: boolean): RegExp {
+  return new RegExp(`^(?=.)${nonZero ? "(?![0hms]+$)" : ""}${GROUPS}`);
+}
 
 /** Milliseconds for a duration string, or undefined when it is not one. */
 export function parseDuration(text: string): number | undefined {
-  const m = /^([0-9]{1,9})(ms|s|m|h)$/.exec(text.trim());
-  if (!m) return undefined;
-  return Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+  const trimmed = text.trim();
+  const m = SUM.exec(trimmed);
+  if (!m || trimmed === "") return undefined;
+  const [, h, min, s, ms] = m;
+  return (
+    Number(h ?? 0) * UNIT_MS.h + Number(min ?? 0) * UNIT_MS.m + Number(s ?? 0) * UNIT_MS.s + Number(ms ?? 0)
+  );
 }
 
 export function formatDuration(ms: number): string {

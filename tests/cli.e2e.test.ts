@@ -14,7 +14,7 @@ describe("command line of the compiled binary", () => {
   test("--help exits 0 and lists every command", async () => {
     const r = await runBinary(["--help"]);
     expect(r.code).toBe(0);
-    for (const c of ["[tick]", "status", "rearm", "demo", "version"])
+    for (const c of ["[tick]", "status", "rearm", "demo", "validate", "schema", "version"])
       expect(r.stdout).toContain(`image-refresh ${c}`);
   });
   test("an unknown command exits 2 naming it", async () => {

@@ -23,6 +23,7 @@ export class ApiError extends Error {
   override name = "ApiError";
   readonly method: string;
   readonly url: string;
+  readonly target: string;
   readonly code: number;
   readonly reason: string;
   readonly statusMessage: string;
@@ -35,6 +36,7 @@ export class ApiError extends Error {
     super(`Cannot ${init.method} ${init.target}: ${init.reason}${codePart}${msgPart}`, { cause: init.cause });
     this.method = init.method;
     this.url = init.url;
+    this.target = init.target;
     this.code = init.code;
     this.reason = init.reason;
     this.statusMessage = init.statusMessage;

@@ -3,6 +3,7 @@
 // one client span per attempt. The token lives only in the Authorization header it builds.
 import { readFileSync } from "node:fs";
 import type { Logger } from "../log.ts";
+import { scrub } from "../scrub.ts";
 import type { SpanHandle, Telemetry } from "../telemetry.ts";
 import { VERSION } from "../version.ts";
 import { ApiError, parseRetryAfter, parseStatusBody } from "./errors.ts";
@@ -93,6 +94,7 @@ class HttpContext {
     const maxRetries = req.method === "GET" ? (this.opts.maxRetries ?? 2) : 0;
     let authRetried = false;
     let retries = 0;
+    const started = performance.now();
     for (let resend = 0; ; resend++) {
       try {
         return await this.withTimeout(req, resend, (a, span) => this.complete(a, span));
@@ -104,7 +106,7 @@ class HttpContext {
           authRetried = true;
           continue;
         }
-        if (!e.transient || retries >= maxRetries) throw e;
+        if (!e.transient || retries >= maxRetries) throw gaveUp(e, resend + 1, performance.now() - started);
         await this.backoff(req, e, retries++);
       }
     }
@@ -113,9 +115,11 @@ class HttpContext {
   private async backoff(req: KubeRequest, e: ApiError, retry: number): Promise<void> {
     const cap = this.opts.maxRetryAfterMs ?? 10_000;
     const ms = e.retryAfter !== undefined ? Math.min(e.retryAfter * 1000, cap) : 200 * 2 ** retry;
-    this.opts.log.debug(`retrying ${req.method} ${req.target} in ${ms}ms`, {
+    // At info: a tick that takes seconds longer than its requestTimeout should say why as it goes.
+    this.opts.log.info(`retrying ${req.method} ${req.target} in ${ms}ms after ${e.reason}`, {
       reason: e.reason,
       code: e.code,
+      try: retry + 2,
     });
     await (this.opts.sleep ?? abortableSleep)(ms, this.opts.signal);
   }
@@ -233,7 +237,8 @@ class HttpContext {
   }
 
   private statusError(a: Attempt, res: Response, body: string): ApiError {
-    const { reason, message } = parseStatusBody(res.status, body);
+    // A proxy or webhook may quote the request's Authorization header in what it sends back.
+    const { reason, message } = parseStatusBody(res.status, scrub(body, [this.conn.token, this.lastToken]));
     const retryAfter = parseRetryAfter(res.headers.get("retry-after"));
     return this.error(a, { code: res.status, reason, message, retryAfter });
   }
@@ -242,11 +247,12 @@ class HttpContext {
     if (e instanceof ApiError) return e;
     if (this.opts.signal.aborted)
       return this.error(a, { code: 0, reason: "Aborted", message: "the tick was cancelled", cause: e });
+    const where = hostPort(this.url(a.req));
     if (a.timeout.aborted) {
       return this.error(a, {
         code: 0,
         reason: "Timeout",
-        message: `no response within ${this.opts.requestTimeoutMs}ms`,
+        message: `no response from ${where} within ${this.opts.requestTimeoutMs}ms`,
         cause: e,
       });
     }
@@ -256,7 +262,12 @@ class HttpContext {
     const detail = `${typeof err.code === "string" ? `${err.code}: ` : ""}${String(err.message ?? e)}`;
     // A certificate the CA does not vouch for will not get better by asking again.
     const tls = /CERT|SIGNATURE|SELF_SIGNED|TLS|SSL|ISSUER/i.test(String(err.code ?? ""));
-    return this.error(a, { code: 0, reason: tls ? "TLSError" : "NetworkError", message: detail, cause: e });
+    return this.error(a, {
+      code: 0,
+      reason: tls ? "TLSError" : "NetworkError",
+      message: `${where}: ${detail}`,
+      cause: e,
+    });
   }
 
   private error(
@@ -274,4 +285,24 @@ class HttpContext {
       cause: f.cause,
     });
   }
+}
+
+/** `host:port` of a URL, the port spelled out even when it is the scheme's default. */
+export function hostPort(url: URL): string {
+  return `${url.hostname}:${url.port || (url.protocol === "https:" ? 443 : 80)}`;
+}
+
+/** The last error of a request that was tried more than once, saying how often and for how long. */
+function gaveUp(e: ApiError, tries: number, ms: number): ApiError {
+  if (tries < 2) return e;
+  return new ApiError({
+    method: e.method,
+    url: e.url,
+    target: e.target,
+    code: e.code,
+    reason: e.reason,
+    statusMessage: `${e.statusMessage ? `${e.statusMessage} ` : ""}(${tries} tries over ${(ms / 1000).toFixed(1)}s)`,
+    retryAfter: e.retryAfter,
+    cause: e,
+  });
 }

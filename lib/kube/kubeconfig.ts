@@ -4,20 +4,8 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
-import {
-  array,
-  boolean,
-  formatPath,
-  type Infer,
-  minLength,
-  nullish,
-  object,
-  optional,
-  parse,
-  string,
-  unknown,
-  urlWithoutCredentials,
-} from "../schema.ts";
+import * as z from "zod/mini";
+import { formatPath, parse, urlWithoutCredentials } from "../issues.ts";
 import { KubeconfigError } from "./errors.ts";
 
 export interface Connection {
@@ -106,44 +94,44 @@ function inCluster(env: Record<string, string | undefined>, readFile: (p: string
   return { server: `https://${hostPart}:${port}`, caPem, insecureSkipTlsVerify: false, tokenFile, namespace };
 }
 
-const nonEmpty = string(minLength(1));
-const optionalPath = optional(nonEmpty);
+const nonEmpty = z.string().check(z.minLength(1));
+const optionalPath = z.optional(nonEmpty);
 
-const ClusterSchema = object({
-  server: urlWithoutCredentials(["http:", "https:"], "use a token, tokenFile or client certificate"),
+const ClusterSchema = z.object({
+  server: urlWithoutCredentials("use a token, tokenFile or client certificate"),
   "certificate-authority": optionalPath,
   "certificate-authority-data": optionalPath,
-  "insecure-skip-tls-verify": optional(boolean),
+  "insecure-skip-tls-verify": z.optional(z.boolean()),
 });
 
-const UserSchema = object({
+const UserSchema = z.object({
   token: optionalPath,
   tokenFile: optionalPath,
   "client-certificate": optionalPath,
   "client-certificate-data": optionalPath,
   "client-key": optionalPath,
   "client-key-data": optionalPath,
-  exec: unknown,
-  "auth-provider": unknown,
+  exec: z.optional(z.unknown()),
+  "auth-provider": z.optional(z.unknown()),
 });
 
-const ContextSchema = object({
+const ContextSchema = z.object({
   cluster: nonEmpty,
-  user: optional(string()),
-  namespace: optional(string()),
+  user: z.optional(z.string()),
+  namespace: z.optional(z.string()),
 });
 
 // One file. current-context and contexts may be absent from a file that only adds credentials
 // to a KUBECONFIG list; the merged result must have them.
-const FileSchema = object({
-  "current-context": optional(string()),
-  clusters: nullish(array(object({ name: nonEmpty, cluster: ClusterSchema }))),
-  users: nullish(array(object({ name: nonEmpty, user: nullish(UserSchema) }))),
-  contexts: nullish(array(object({ name: nonEmpty, context: ContextSchema }))),
+const FileSchema = z.object({
+  "current-context": z.optional(z.string()),
+  clusters: z.nullish(z.array(z.object({ name: nonEmpty, cluster: ClusterSchema }))),
+  users: z.nullish(z.array(z.object({ name: nonEmpty, user: z.nullish(UserSchema) }))),
+  contexts: z.nullish(z.array(z.object({ name: nonEmpty, context: ContextSchema }))),
 });
-type Cluster = Infer<typeof ClusterSchema>;
-type User = Infer<typeof UserSchema>;
-type Context = Infer<typeof ContextSchema>;
+type Cluster = z.output<typeof ClusterSchema>;
+type User = z.output<typeof UserSchema>;
+type Context = z.output<typeof ContextSchema>;
 
 interface Source {
   path: string;
@@ -152,7 +140,7 @@ interface Source {
 
 interface LoadedFile {
   path: string;
-  cfg: Infer<typeof FileSchema>;
+  cfg: z.output<typeof FileSchema>;
 }
 
 /** A named entry and the file it came from: relative paths in it resolve against that file. */

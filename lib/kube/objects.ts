@@ -2,22 +2,8 @@
 // Parsing is tolerant of what the apiserver omits (omitempty zeroes come back as undefined and
 // the rollout rules read them as 0) and strict about wrong types: a string where a number belongs
 // is an error, never a silent 0 that could make an unsettled workload look settled.
-import {
-  array,
-  boolean,
-  formatPath,
-  type Infer,
-  integer,
-  map,
-  minLength,
-  nullish,
-  object,
-  optional,
-  parse,
-  record,
-  string,
-  withDefault,
-} from "../schema.ts";
+import * as z from "zod/mini";
+import { formatPath, parse } from "../issues.ts";
 
 export type WorkloadKind = "Deployment" | "DaemonSet" | "StatefulSet";
 export const WORKLOAD_KINDS: readonly WorkloadKind[] = ["Deployment", "DaemonSet", "StatefulSet"];
@@ -28,44 +14,47 @@ export interface ObjectRef {
   name: string;
 }
 
-const count = optional(integer());
-const text = string();
-const optionalText = optional(text);
-const Container = object({ name: text, image: text });
+const count = z.optional(z.int());
+const text = z.string();
+const optionalText = z.optional(text);
+const Container = z.object({ name: text, image: text });
 
-const MetadataSchema = object({
+const MetadataSchema = z.object({
   name: text,
   namespace: text,
-  generation: withDefault(integer(), 0),
-  resourceVersion: string(minLength(1)),
-  annotations: map(nullish(record(text)), (a) => a ?? {}),
+  generation: z._default(z.int(), 0),
+  resourceVersion: z.string().check(z.minLength(1)),
+  annotations: z.pipe(
+    z.nullish(z.record(z.string(), text)),
+    z.transform((a) => a ?? {}),
+  ),
   uid: optionalText,
 });
 
-const SpecSchema = object({
+const SpecSchema = z.object({
   replicas: count,
-  paused: optional(boolean),
+  paused: z.optional(z.boolean()),
   // Deployments call it `strategy`; only DaemonSet/StatefulSet `updateStrategy` matters to the rules.
-  updateStrategy: optional(
-    object({
+  updateStrategy: z.optional(
+    z.object({
       type: optionalText,
-      rollingUpdate: nullish(object({ partition: count })),
+      rollingUpdate: z.nullish(z.object({ partition: count })),
     }),
   ),
-  template: object({
-    spec: object({ containers: array(Container), initContainers: optional(array(Container)) }),
+  template: z.object({
+    spec: z.object({ containers: z.array(Container), initContainers: z.optional(z.array(Container)) }),
   }),
 });
 
-const ConditionSchema = object({
+const ConditionSchema = z.object({
   type: text,
   status: text,
   reason: optionalText,
   message: optionalText,
 });
 
-const StatusSchema = withDefault(
-  object({
+const StatusSchema = z._default(
+  z.object({
     observedGeneration: count,
     replicas: count,
     updatedReplicas: count,
@@ -77,14 +66,14 @@ const StatusSchema = withDefault(
     desiredNumberScheduled: count,
     updatedNumberScheduled: count,
     numberAvailable: count,
-    conditions: optional(array(ConditionSchema)),
+    conditions: z.optional(z.array(ConditionSchema)),
   }),
   {},
 );
 
-const WorkloadSchema = object({ metadata: MetadataSchema, spec: SpecSchema, status: StatusSchema });
+const WorkloadSchema = z.object({ metadata: MetadataSchema, spec: SpecSchema, status: StatusSchema });
 
-export type Workload = { kind: WorkloadKind } & Infer<typeof WorkloadSchema>;
+export type Workload = { kind: WorkloadKind } & z.output<typeof WorkloadSchema>;
 
 export class WorkloadParseError extends Error {
   override name = "WorkloadParseError";

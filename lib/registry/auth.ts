@@ -2,7 +2,8 @@
 // The probe tells us which scheme the registry wants, unless the token endpoint is configured;
 // the token request asks for pull on every repository at once (one `scope` parameter each), so
 // 50 images still cost one token.
-import { object, optional, parse, string } from "../schema.ts";
+import * as z from "zod/mini";
+import { parse } from "../issues.ts";
 import type { BasicCredentials } from "./credentials.ts";
 import { RegistryError } from "./errors.ts";
 import { type HttpContext, send } from "./http.ts";
@@ -11,7 +12,7 @@ import { challengeOf, errorFromResponse } from "./response.ts";
 /** How to authorize the manifest requests that follow; undefined means anonymous. */
 export type Authorization = string | undefined;
 
-const TokenResponse = object({ token: optional(string()), access_token: optional(string()) });
+const TokenResponse = z.object({ token: z.optional(z.string()), access_token: z.optional(z.string()) });
 
 export function basicHeader(creds: BasicCredentials): string {
   return `Basic ${Buffer.from(`${creds.username}:${creds.password}`, "utf8").toString("base64")}`;

@@ -4,6 +4,7 @@
 // workloads' own pulls and every further request would spend it: the first HEAD goes alone, a
 // 429 aborts the HEADs in flight, and a Retry-After is returned for the tick to keep.
 import type { Logger } from "../log.ts";
+import { basicSecrets } from "../scrub.ts";
 import type { Telemetry } from "../telemetry.ts";
 import { authorize, type TokenEndpoint } from "./auth.ts";
 import type { BasicCredentials } from "./credentials.ts";
@@ -106,6 +107,7 @@ export async function resolveDigests(
     requestTimeoutMs: opts.requestTimeoutMs,
     insecure: opts.insecure ?? false,
     ca: opts.ca,
+    secrets: opts.credentials ? basicSecrets(opts.credentials.username, opts.credentials.password) : [],
   };
   let authorization: string | undefined;
   try {

@@ -2,7 +2,8 @@
 // for a host. The secrets live in a private class field so that logging or serialising the
 // object by accident shows only which hosts have credentials.
 import { readFileSync } from "node:fs";
-import { type Infer, object, optional, parse, record, type Schema, string } from "../schema.ts";
+import * as z from "zod/mini";
+import { parse } from "../issues.ts";
 import { isDockerHub } from "./reference.ts";
 
 export interface BasicCredentials {
@@ -34,14 +35,14 @@ export class DockerCredentials {
   }
 }
 
-const AuthEntry = object({
-  username: optional(string()),
-  password: optional(string()),
-  auth: optional(string()),
+const AuthEntry = z.object({
+  username: z.optional(z.string()),
+  password: z.optional(z.string()),
+  auth: z.optional(z.string()),
 });
-const AuthMap = record(AuthEntry);
+const AuthMap = z.record(z.string(), AuthEntry);
 // `.dockerconfigjson` wraps the map in `auths`; the legacy `.dockercfg` is the bare map.
-const DockerConfig = object({ auths: AuthMap });
+const DockerConfig = z.object({ auths: AuthMap });
 
 /** `https://index.docker.io/v1/` → `index.docker.io`: scheme and path are not part of the match. */
 export function normaliseKey(key: string): string {
@@ -59,7 +60,7 @@ function decodeAuth(key: string, auth: string): BasicCredentials {
   return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
-function toEntry(key: string, raw: Infer<typeof AuthEntry>): Entry | undefined {
+function toEntry(key: string, raw: z.output<typeof AuthEntry>): Entry | undefined {
   if (raw.auth) return { key, host: normaliseKey(key), ...decodeAuth(key, raw.auth) };
   if (raw.username && raw.password !== undefined) {
     return { key, host: normaliseKey(key), username: raw.username, password: raw.password };
@@ -67,7 +68,7 @@ function toEntry(key: string, raw: Infer<typeof AuthEntry>): Entry | undefined {
   return undefined; // e.g. an email-only or identity-token entry: nothing we can send
 }
 
-function parseOrThrow<T>(schema: Schema<T>, json: unknown): T {
+function parseOrThrow<S extends z.ZodMiniType>(schema: S, json: unknown): z.output<S> {
   const parsed = parse(schema, json);
   if (parsed.ok) return parsed.value;
   const issue = parsed.issues[0];

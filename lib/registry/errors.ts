@@ -1,6 +1,7 @@
 // The closed set of reasons a digest could not be resolved, and the registry's own error code
 // when a response carried one. A reason is what the tick acts on; the message is for people.
-import { array, minItems, object, optional, parse, string } from "../schema.ts";
+import * as z from "zod/mini";
+import { parse } from "../issues.ts";
 
 export type RegistryFailure =
   | "timeout"
@@ -63,8 +64,8 @@ export function failureForStatus(status: number): RegistryFailure {
   return "server_error";
 }
 
-const ErrorBody = object({
-  errors: array(object({ code: string(), message: optional(string()) }), minItems(1)),
+const ErrorBody = z.object({
+  errors: z.array(z.object({ code: z.string(), message: z.optional(z.string()) })).check(z.minLength(1)),
 });
 
 /** The first error of a distribution-spec error body; undefined for other bodies. */

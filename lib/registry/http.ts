@@ -1,6 +1,7 @@
 // The registry's one HTTP layer. Each request is a client span, is bounded by the request
 // timeout combined with the tick's deadline until its body has arrived, and follows redirects by
 // hand so that an Authorization header never reaches a host other than the one it was meant for.
+import { authorizationSecrets, scrub } from "../scrub.ts";
 import type { Telemetry } from "../telemetry.ts";
 import { RegistryError } from "./errors.ts";
 
@@ -13,6 +14,8 @@ export interface HttpContext {
   insecure: boolean;
   /** Extra trust anchor (PEM) for an in-process caller such as the demo; see client.ts. */
   ca?: string;
+  /** Credentials that must never come back out of an answer (the dockerconfigjson password). */
+  secrets?: readonly string[];
 }
 
 export interface HttpRequest {
@@ -26,8 +29,11 @@ export interface HttpRequest {
 export interface HttpResponse {
   status: number;
   headers: Headers;
+  /** Scrubbed of credentials unless the status is 2xx (a token endpoint's answer is the token). */
   body: string;
   url: URL;
+  /** What `scrub` must also replace in any text made from this answer. */
+  secrets: readonly string[];
 }
 
 const MAX_REDIRECTS = 5;
@@ -93,10 +99,13 @@ async function once(ctx: HttpContext, req: HttpRequest): Promise<HttpResponse> {
       };
       const res = await ctx.fetch(req.url, init);
       // The timeout covers the whole response: a body that stalls after the headers is a timeout too.
-      const body = await res.text(); // empty for a HEAD, but read so the response is complete
+      const raw = await res.text(); // empty for a HEAD, but read so the response is complete
       span.setAttributes({ "http.response.status_code": res.status });
       if (res.status >= 400) span.setError(String(res.status));
-      return { status: res.status, headers: res.headers, body, url: req.url };
+      // An error page or body may quote the request's Authorization header back.
+      const secrets = [...(ctx.secrets ?? []), ...authorizationSecrets(req.authorization)];
+      const body = res.status >= 200 && res.status < 300 ? raw : scrub(raw, secrets);
+      return { status: res.status, headers: res.headers, body, url: req.url, secrets };
     } catch (err) {
       const failure = classify(err, ctx, req.url);
       span.setError(failure.reason === "timeout" ? "timeout" : (failure.code ?? "network"), failure.message);
@@ -106,7 +115,8 @@ async function once(ctx: HttpContext, req: HttpRequest): Promise<HttpResponse> {
 }
 
 function classify(err: unknown, ctx: HttpContext, url: URL): RegistryError {
-  const target = `${url.host}`;
+  // Host and port, the port spelled out: "cannot reach r.example" hides a wrong port.
+  const target = `${url.hostname}:${url.port || (url.protocol === "https:" ? 443 : 80)}`;
   if (ctx.signal.aborted) {
     return new RegistryError("timeout", `the tick's deadline passed while waiting for ${target}`, {
       cause: err,

@@ -1,4 +1,5 @@
 // Reading a registry's answers: its auth challenge, its error bodies and its rate-limit headers.
+import { scrub } from "../scrub.ts";
 import { parseWwwAuthenticate } from "./challenge.ts";
 import { failureForStatus, type RateLimitInfo, RegistryError, registryErrorCode } from "./errors.ts";
 import type { HttpResponse } from "./http.ts";
@@ -36,7 +37,8 @@ export function errorFromResponse(res: HttpResponse, what: string): RegistryErro
     // Docker Hub answers 401 for a missing repository as well as a private one, by design.
     message += error ? ` (${error}; the repository may not exist or needs credentials)` : "";
   }
-  return new RegistryError(reason, message, {
+  // The body was scrubbed on arrival; the challenge's error text is a header, quoted here.
+  return new RegistryError(reason, scrub(message, res.secrets), {
     status: res.status,
     code: body?.code,
     rateLimit: res.status === 429 ? rateLimitOf(res) : undefined,

@@ -61,7 +61,8 @@ export function readTelemetryEnv(env: Env): TelemetryEnv {
     metrics: disabled ? off : readSignal(env, "METRICS", warnings),
     temporality: readTemporality(env, warnings),
     resource: readResource(env, warnings),
-    warnings,
+    // Both signals read the general OTEL_EXPORTER_OTLP_* variables: one bad value, one warning.
+    warnings: [...new Set(warnings)],
   };
 }
 

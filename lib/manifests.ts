@@ -1,0 +1,201 @@
+// What rendered manifests (`kubectl kustomize`) must grant and allow for a config: the Roles
+// bound to the CronJob's service account give exactly the permissions the product uses, and the
+// Job's activeDeadlineSeconds outlasts every rollout wait. Shared by `image-refresh validate
+// --manifests` and the tests of the shipped overlays, so that both apply one rule.
+import * as z from "zod/mini";
+import type { Config } from "./config.ts";
+import { formatPath, parse } from "./issues.ts";
+
+export interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  [field: string]: unknown;
+}
+
+const RESOURCE = { Deployment: "deployments", DaemonSet: "daemonsets", StatefulSet: "statefulsets" } as const;
+
+/** Startup, the state read, registry lookups, bookkeeping writes and the 5 s telemetry flush. */
+export const DEADLINE_SLACK_SECONDS = 120;
+
+const Meta = z.object({ name: z.string(), namespace: z.optional(z.string()) });
+const ObjectHead = z.object({ apiVersion: z.string(), kind: z.string(), metadata: Meta });
+const Rule = z.object({
+  apiGroups: z._default(z.array(z.string()), []),
+  resources: z._default(z.array(z.string()), []),
+  resourceNames: z.optional(z.array(z.string())),
+  verbs: z.array(z.string()),
+});
+const RoleSchema = z.object({ metadata: Meta, rules: z._default(z.nullable(z.array(Rule)), []) });
+const Subject = z.object({ kind: z.string(), name: z.string(), namespace: z.optional(z.string()) });
+const BindingSchema = z.object({
+  metadata: Meta,
+  subjects: z._default(z.nullable(z.array(Subject)), []),
+  roleRef: z.object({ kind: z.enum(["Role", "ClusterRole"]), name: z.string() }),
+});
+const Container = z.object({
+  env: z.optional(z.array(z.object({ name: z.string(), value: z.optional(z.string()) }))),
+});
+const CronJobSchema = z.object({
+  metadata: Meta,
+  spec: z.object({
+    jobTemplate: z.object({
+      spec: z.object({
+        activeDeadlineSeconds: z.optional(z.int()),
+        template: z.object({
+          spec: z.object({ serviceAccountName: z.optional(z.string()), containers: z.array(Container) }),
+        }),
+      }),
+    }),
+  }),
+});
+export type CronJob = z.output<typeof CronJobSchema>;
+
+export class ManifestError extends Error {
+  override name = "ManifestError";
+}
+
+function parsed<S extends z.ZodMiniType>(schema: S, o: unknown, what: string): z.output<S> {
+  const r = parse(schema, o);
+  if (r.ok) return r.value;
+  const fields = r.issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join("; ");
+  throw new ManifestError(`${what} is not what Kubernetes expects (${fields})`);
+}
+
+/** The objects of a multi-document YAML stream; a `List` is unwrapped, empty documents skipped. */
+export function parseManifests(text: string): K8sObject[] {
+  const docs = text.split(/^---[ \t]*$/m).filter((d) => d.replace(/#.*$/gm, "").trim() !== "");
+  const out: K8sObject[] = [];
+  docs.forEach((doc, i) => {
+    const value = Bun.YAML.parse(doc) as { kind?: unknown; items?: unknown[] } | null;
+    const items = value?.kind === "List" && Array.isArray(value.items) ? value.items : [value];
+    for (const item of items) {
+      parsed(ObjectHead, item, `document ${i + 1}`); // checked, but kept whole: the other fields matter
+      out.push(item as K8sObject);
+    }
+  });
+  return out;
+}
+
+export function cronJobOf(objects: readonly K8sObject[]): CronJob {
+  const all = objects.filter((o) => o.kind === "CronJob");
+  if (all.length !== 1) throw new ManifestError(`expected one CronJob, the manifests hold ${all.length}`);
+  return parsed(CronJobSchema, all[0], `CronJob ${all[0]?.metadata.name}`);
+}
+
+/** The CronJob's service account, where the product's requests come from. */
+export function serviceAccountOf(job: CronJob): { namespace: string; name: string } {
+  const spec = job.spec.jobTemplate.spec.template.spec;
+  return { namespace: job.metadata.namespace ?? "default", name: spec.serviceAccountName ?? "default" };
+}
+
+/** The config.yaml carried by a rendered ConfigMap, or undefined when none carries one. */
+export function configMapText(objects: readonly K8sObject[]): string | undefined {
+  for (const o of objects) {
+    const data = o.kind === "ConfigMap" ? (o.data as Record<string, unknown> | undefined) : undefined;
+    if (typeof data?.["config.yaml"] === "string") return data["config.yaml"];
+  }
+  return undefined;
+}
+
+/** `namespace|group|resource|name` of every workload the product reads and patches (pinned images' excluded). */
+export function targetsOf(config: Config): string[] {
+  const seen = new Set<string>();
+  for (const image of config.images)
+    if (!image.pinned)
+      for (const t of image.targets) seen.add(`${t.namespace}|apps|${RESOURCE[t.kind]}|${t.name}`);
+  return [...seen];
+}
+
+/**
+ * Every permission as "namespace|group|resource|name|verb" ("*" for no resourceNames). Targets
+ * need get/patch and, for the rollout wait, list/watch; the state object get/patch; Events are
+ * created in the state object's namespace. A pinned image's targets are never read or patched,
+ * so they get nothing (least privilege; unpinning changes config.yaml and the Roles together).
+ */
+export function expectedPermissions(config: Config): Set<string> {
+  const out = new Set<string>();
+  for (const t of targetsOf(config)) for (const v of ["get", "patch", "list", "watch"]) out.add(`${t}|${v}`);
+  const s = config.state;
+  for (const v of ["get", "patch"]) out.add(`${s.namespace}|apps|${RESOURCE[s.kind]}|${s.name}|${v}`);
+  out.add(`${s.namespace}|events.k8s.io|events|*|create`);
+  return out;
+}
+
+/**
+ * What the bindings of the service account grant, in the same notation: a RoleBinding grants its
+ * Role's or ClusterRole's rules in its namespace, a ClusterRoleBinding in every namespace ("*").
+ */
+export function grantedPermissions(
+  objects: readonly K8sObject[],
+  sa: { namespace: string; name: string },
+): Set<string> {
+  const out = new Set<string>();
+  for (const o of objects) {
+    if (o.kind !== "RoleBinding" && o.kind !== "ClusterRoleBinding") continue;
+    const b = parsed(BindingSchema, o, `${o.kind} ${o.metadata.name}`);
+    const ours = (b.subjects ?? []).some(
+      (s) => s.kind === "ServiceAccount" && s.name === sa.name && (s.namespace ?? "") === sa.namespace,
+    );
+    if (!ours) continue;
+    const ns = o.kind === "RoleBinding" ? (b.metadata.namespace ?? "default") : "*";
+    for (const rule of rulesOf(objects, b.roleRef, ns))
+      for (const g of rule.apiGroups)
+        for (const res of rule.resources)
+          for (const n of rule.resourceNames?.length ? rule.resourceNames : ["*"])
+            for (const v of rule.verbs) out.add(`${ns}|${g}|${res}|${n}|${v}`);
+  }
+  return out;
+}
+
+function rulesOf(objects: readonly K8sObject[], ref: { kind: string; name: string }, ns: string) {
+  const want = ref.kind === "Role" ? ns : undefined;
+  const role = objects.find(
+    (o) => o.kind === ref.kind && o.metadata.name === ref.name && o.metadata.namespace === want,
+  );
+  if (!role)
+    throw new ManifestError(
+      `a binding names ${ref.kind} ${want ? `${want}/` : ""}${ref.name}, which the manifests do not hold`,
+    );
+  return parsed(RoleSchema, role, `${ref.kind} ${ref.name}`).rules ?? [];
+}
+
+export function minimumDeadlineSeconds(config: Config): number {
+  return (targetsOf(config).length * config.rolloutTimeoutMs) / 1000 + DEADLINE_SLACK_SECONDS;
+}
+
+/** `get, patch on deployments.apps/api in namespace apps`, one line per object. */
+function byObject(permissions: Iterable<string>): string[] {
+  const verbs = new Map<string, string[]>();
+  for (const p of permissions) {
+    const cut = p.lastIndexOf("|");
+    const key = p.slice(0, cut);
+    verbs.set(key, [...(verbs.get(key) ?? []), p.slice(cut + 1)]);
+  }
+  return [...verbs]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([key, vs]) => {
+      const [ns, group, resource, name] = key.split("|");
+      const what = `${group ? `${resource}.${group}` : resource}${name === "*" ? "" : `/${name}`}`;
+      return `${vs.sort().join(", ")} on ${what} in ${ns === "*" ? "every namespace" : `namespace ${ns}`}`;
+    });
+}
+
+/** Every way the manifests fail the config; empty when they fit it exactly. */
+export function manifestProblems(config: Config, objects: readonly K8sObject[]): string[] {
+  const job = cronJobOf(objects);
+  const granted = grantedPermissions(objects, serviceAccountOf(job));
+  const expected = expectedPermissions(config);
+  const problems: string[] = [];
+  for (const line of byObject([...expected].filter((p) => !granted.has(p))))
+    problems.push(`RBAC does not grant ${line}`);
+  for (const line of byObject([...granted].filter((p) => !expected.has(p))))
+    problems.push(`RBAC grants more than this config needs: ${line}`);
+  const deadline = job.spec.jobTemplate.spec.activeDeadlineSeconds;
+  const needed = minimumDeadlineSeconds(config);
+  if (deadline === undefined || deadline < needed)
+    problems.push(
+      `CronJob ${job.metadata.name}: activeDeadlineSeconds ${deadline ?? "(unset)"} does not cover ${targetsOf(config).length} workloads × rolloutTimeout ${config.rolloutTimeoutMs / 1000}s + ${DEADLINE_SLACK_SECONDS}s = ${needed}s`,
+    );
+  return problems;
+}
