@@ -1,18 +1,14 @@
-// The image's final stage, assembled on this machine: the musl build of the binary, the loader
-// and libraries it needs, a CA bundle and the non-root user. Debian has musl's loader but no
-// musl-linked libstdc++, so Debian's glibc-linked libstdc++ and libgcc_s stand in for Alpine's,
-// with scripts/musl-glibc-shim.c as the ld-linux-x86-64.so.2 they list as NEEDED. Everything else
-// (paths, user, entrypoint) is what the Dockerfile's final stage holds.
+// The image's final stage, assembled on this machine from the same Debian release (bookworm) the
+// Dockerfile takes it from: the glibc build of the binary, glibc's loader and the libraries the
+// binary lists as NEEDED, a CA bundle and the non-root user; plus buildah/podman helpers.
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import pkg from "../package.json" with { type: "json" };
+import { basename, dirname, join } from "node:path";
 
 export const ROOT = join(import.meta.dir, "..");
-/** The flags of `npm run build` (--compile, --bytecode, ...), without its --outfile. */
-export const BUILD_FLAGS = pkg.scripts.build
-  .split(/\s+/)
-  .filter((w, i, all) => w.startsWith("--") && w !== "--outfile" && all[i - 1] !== "--outfile");
+export { BUILD_FLAGS } from "../scripts/release.ts";
+
+import { BUILD_FLAGS } from "../scripts/release.ts";
 
 export interface Run {
   code: number;
@@ -31,7 +27,7 @@ export function run(cmd: string[], env: Record<string, string | undefined> = {},
   return { code: r.exitCode ?? -1, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 
-function must(r: Run, what: string): Run {
+export function must(r: Run, what: string): Run {
   if (r.code !== 0) throw new Error(`Cannot ${what}: exit ${r.code}\n${r.stderr}`);
   return r;
 }
@@ -47,43 +43,34 @@ export function compile(target: string, outfile: string): string {
 const PASSWD = "nonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin\n";
 const GROUP = "nonroot:x:65532:\n";
 
-/**
- * Tools from Debian this suite needs, as "name (apt package)". tests/tools.ts (issue 14) is not
- * on this branch; same rule: outside CI a missing tool skips the suite with one printed line,
- * with CI set it fails.
- */
-export function toolGate(
-  suite: string,
-  tools: Array<[string, string]>,
-): { skip: boolean; missing: string[] } {
-  const missing = tools
-    .filter(([name]) => !Bun.which(name) && !existsSync(name))
-    .map(([n, apt]) => `${n} (apt ${apt})`);
-  if (missing.length > 0 && !process.env.CI) console.log(`skip ${suite}: needs ${missing.join(", ")}`);
-  return { skip: missing.length > 0, missing };
-}
+export type Arch = "amd64" | "arm64";
+/** Where this Debian machine keeps each architecture's glibc (arm64: package libc6-arm64-cross). */
+export const GLIBC: Record<Arch, { dir: string; loader: string; bunTarget: string }> = {
+  amd64: {
+    dir: "/usr/lib/x86_64-linux-gnu",
+    loader: "/lib64/ld-linux-x86-64.so.2",
+    bunTarget: "bun-linux-x64",
+  },
+  arm64: {
+    dir: "/usr/aarch64-linux-gnu/lib",
+    loader: "/lib/ld-linux-aarch64.so.1",
+    bunTarget: "bun-linux-arm64",
+  },
+};
+/** What `readelf -d` lists as NEEDED for the glibc build, besides the loader. */
+export const LIBS = ["libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2"];
 
-/** The final stage's files, in a new directory. */
-export function assembleRootfs(muslBinary: string): string {
-  const root = mkdtempSync(join(tmpdir(), "image-refresh-rootfs-"));
+/** The final stage's files for `arch`, in a new directory: the Dockerfile's layout. */
+export function assembleRootfs(binary: string, arch: Arch = "amd64"): string {
+  const root = mkdtempSync(join(tmpdir(), `image-refresh-rootfs-${arch}-`));
   const put = (from: string, to: string) => {
     mkdirSync(dirname(join(root, to)), { recursive: true });
     copyFileSync(from, join(root, to));
   };
-  put(muslBinary, "/usr/local/bin/image-refresh");
-  put("/lib/ld-musl-x86_64.so.1", "/lib/ld-musl-x86_64.so.1");
-  for (const lib of ["libstdc++.so.6", "libgcc_s.so.1"]) {
-    const from = ["/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu"]
-      .map((d) => join(d, lib))
-      .find(existsSync);
-    if (!from) throw new Error(`Cannot find Debian's ${lib} (package libstdc++6 / libgcc-s1)`);
-    put(from, `/usr/lib/${lib}`);
-  }
-  const shim = join(root, "usr/lib/ld-linux-x86-64.so.2");
-  must(
-    run(["musl-gcc", "-shared", "-fPIC", "-O2", "-o", shim, join(ROOT, "scripts", "musl-glibc-shim.c")]),
-    "build the musl shim",
-  );
+  const { dir, loader } = GLIBC[arch];
+  put(binary, "/usr/local/bin/image-refresh");
+  put(join(dir, basename(loader)), loader);
+  for (const lib of LIBS) put(join(dir, lib), `/lib/${lib}`);
   put("/etc/ssl/certs/ca-certificates.crt", "/etc/ssl/certs/ca-certificates.crt");
   writeFileSync(join(root, "etc/passwd"), PASSWD);
   writeFileSync(join(root, "etc/group"), GROUP);
@@ -98,7 +85,11 @@ export function assembleRootfs(muslBinary: string): string {
 export function containerEnv(): { env: Record<string, string>; dir: string } {
   const dir = mkdtempSync(join(tmpdir(), "image-refresh-containers-"));
   mkdirSync(join(dir, "tmp"));
-  writeFileSync(join(dir, "registries.conf"), "unqualified-search-registries = []\n");
+  // Short names (FROM oven/bun) mean docker.io, as for Docker; --pull=never keeps it local.
+  writeFileSync(
+    join(dir, "registries.conf"),
+    'unqualified-search-registries = ["docker.io"]\nshort-name-mode = "permissive"\n',
+  );
   const hard = must(run(["sh", "-c", "ulimit -Hn"]), "read the file limit").stdout.trim();
   writeFileSync(
     join(dir, "containers.conf"),
@@ -120,7 +111,6 @@ export function containerEnv(): { env: Record<string, string>; dir: string } {
     env: {
       CONTAINERS_CONF: join(dir, "containers.conf"),
       CONTAINERS_STORAGE_CONF: join(dir, "storage.conf"),
-      // Registries config of our own: nothing is ever pulled, short names never resolve remotely.
       CONTAINERS_REGISTRIES_CONF: join(dir, "registries.conf"),
       TMPDIR: join(dir, "tmp"),
     },
@@ -128,8 +118,16 @@ export function containerEnv(): { env: Record<string, string>; dir: string } {
 }
 
 /** FROM scratch, the rootfs, and the final stage's USER, ENTRYPOINT and CMD. */
-export function buildImage(rootfs: string, tag: string, env: Record<string, string>): void {
-  const ctr = must(run(["buildah", "from", "scratch"], env), "start a buildah container").stdout.trim();
+export function buildImage(
+  rootfs: string,
+  tag: string,
+  env: Record<string, string>,
+  arch: Arch = "amd64",
+): void {
+  const ctr = must(
+    run(["buildah", "from", "--arch", arch, "scratch"], env),
+    "start a buildah container",
+  ).stdout.trim();
   must(run(["buildah", "copy", ctr, rootfs, "/"], env), "copy the rootfs");
   must(
     run(
@@ -142,6 +140,10 @@ export function buildImage(rootfs: string, tag: string, env: Record<string, stri
         '["/usr/local/bin/image-refresh"]',
         "--cmd",
         "tick",
+        "--arch",
+        arch,
+        "--os",
+        "linux",
         ctr,
       ],
       env,
@@ -165,4 +167,20 @@ export function podmanRun(
   extra: string[] = [],
 ): Run {
   return run(podmanArgv(tag, args, extra), env);
+}
+
+/**
+ * Tools from Debian a suite needs, as [command or file, apt package]. tests/tools.ts (issue 14)
+ * is not on this branch; same rule: outside CI a missing tool skips the suite with one printed
+ * line, with CI set it fails.
+ */
+export function toolGate(
+  suite: string,
+  tools: Array<[string, string]>,
+): { skip: boolean; missing: string[] } {
+  const missing = tools
+    .filter(([name]) => !Bun.which(name) && !existsSync(name))
+    .map(([n, apt]) => `${n} (apt ${apt})`);
+  if (missing.length > 0 && !process.env.CI) console.log(`skip ${suite}: needs ${missing.join(", ")}`);
+  return { skip: missing.length > 0, missing };
 }
