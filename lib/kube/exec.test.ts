@@ -105,6 +105,7 @@ describe("a token from an exec plugin", () => {
         cluster: {
           server: w.api.url,
           "certificate-authority-data": Buffer.from(readFileSync(w.caPath)).toString("base64"),
+          config: null,
         },
       },
     });
@@ -141,6 +142,52 @@ describe("a token from an exec plugin", () => {
     expect(r.code).toBe(0);
     expect(runs(d)).toBe(1);
   });
+});
+
+describe("the same plugin under the real kubectl", () => {
+  const kubectl = Bun.which("kubectl");
+  if (!kubectl && !process.env.CI)
+    console.log("skip exec plugin vs kubectl: needs kubectl (apt kubernetes-client)");
+  test.skipIf(!kubectl && !process.env.CI)(
+    "kubectl hands the plugin the same KUBERNETES_EXEC_INFO, v1 and v1beta1",
+    async () => {
+      if (!kubectl)
+        throw new Error("Cannot compare with kubectl: kubectl is missing (apt kubernetes-client)");
+      for (const apiVersion of [V1, V1BETA1]) {
+        const ours = scratch();
+        const theirs = scratch();
+        const exec = (d: string) => ({
+          apiVersion,
+          command: plugin(d, credential({ token: w.api.token }, apiVersion)),
+          interactiveMode: "Never",
+          provideClusterInfo: true,
+        });
+        expect((await w.run(["status", "--kubeconfig", kubeconfig(ours, exec(ours))])).code).toBe(0);
+        const p = Bun.spawn(
+          [
+            kubectl,
+            "--kubeconfig",
+            kubeconfig(theirs, exec(theirs)),
+            "--cache-dir",
+            join(theirs, "cache"),
+            "-n",
+            "apps",
+            "get",
+            "deployments",
+          ],
+          {
+            stdin: "ignore",
+            stdout: "pipe",
+            stderr: "pipe",
+            env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: theirs },
+          },
+        );
+        const err = await new Response(p.stderr).text();
+        expect({ code: await p.exited, err }).toEqual({ code: 0, err: "" });
+        expect(info(ours)).toEqual(info(theirs));
+      }
+    },
+  );
 });
 
 describe("a failing plugin", () => {

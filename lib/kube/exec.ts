@@ -139,6 +139,9 @@ export function execInfo(cfg: ExecConfig, cluster: ExecCluster, interactive: boo
       server: cluster.server,
       "insecure-skip-tls-verify": cluster.insecureSkipTlsVerify || undefined,
       "certificate-authority-data": cluster.caPem ? Buffer.from(cluster.caPem).toString("base64") : undefined,
+      // No per-cluster plugin config (the client.authentication.k8s.io/exec extension) is read;
+      // kubectl sends null for it then, so do we.
+      config: null,
     };
   }
   return JSON.stringify({ kind: "ExecCredential", apiVersion: cfg.apiVersion, spec });
