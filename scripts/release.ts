@@ -6,6 +6,10 @@
 //
 //   npm run build:release
 //   npm run build:release -- --image ghcr.io/acme/image-refresh:0.1.0 --push
+//   npm run build:release -- --image localhost/image-refresh:dev --bud-arg=--pull=never
+//
+// `--bud-arg=X` (repeatable) is passed to `buildah bud` as is; tests/image-dockerfile.test.ts
+// uses it to build against local stand-in bases.
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 
@@ -17,10 +21,11 @@ export const BUILD_FLAGS = pkg.scripts.build
   .split(/\s+/)
   .filter((w, i, all) => w.startsWith("--") && w !== "--outfile" && all[i - 1] !== "--outfile");
 
-function sh(cmd: string[]): void {
+function sh(cmd: string[], mayFail = false): void {
   console.error(`+ ${cmd.join(" ")}`);
   const r = Bun.spawnSync(cmd, { cwd: ROOT, stdout: "inherit", stderr: "inherit", env: process.env });
-  if (r.exitCode !== 0) throw new Error(`Cannot release: ${cmd[0]} ${cmd[1] ?? ""} exited ${r.exitCode}`);
+  if (r.exitCode !== 0 && !mayFail)
+    throw new Error(`Cannot release: ${cmd[0]} ${cmd[1] ?? ""} exited ${r.exitCode}`);
 }
 
 function binaries(): void {
@@ -31,8 +36,10 @@ function binaries(): void {
 }
 
 /** Both images into one manifest list; the Bun version comes from package.json, nowhere else. */
-function image(name: string, push: boolean): void {
+function image(name: string, push: boolean, budArgs: string[]): void {
   const hostArch = process.arch === "arm64" ? "arm64" : "amd64";
+  // `bud --manifest` adds to an existing list: a second run would list each platform twice.
+  sh(["buildah", "manifest", "rm", name], true);
   sh([
     "buildah",
     "bud",
@@ -45,6 +52,7 @@ function image(name: string, push: boolean): void {
     // buildah 1.28 leaves BUILDPLATFORM empty in FROM lines; Docker buildx sets it itself.
     "--build-arg",
     `BUILDPLATFORM=linux/${hostArch}`,
+    ...budArgs,
     ".",
   ]);
   if (push) sh(["buildah", "manifest", "push", "--all", name, `docker://${name}`]);
@@ -55,8 +63,9 @@ function main(argv: string[]): void {
   const name = at >= 0 ? argv[at + 1] : undefined;
   if (at >= 0 && !name) throw new Error("Cannot release: --image needs NAME:TAG");
   if (argv.includes("--push") && !name) throw new Error("Cannot release: --push needs --image NAME:TAG");
+  const budArgs = argv.filter((a) => a.startsWith("--bud-arg=")).map((a) => a.slice("--bud-arg=".length));
   binaries();
-  if (name) image(name, argv.includes("--push"));
+  if (name) image(name, argv.includes("--push"), budArgs);
 }
 
 if (import.meta.main) {

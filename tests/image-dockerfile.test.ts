@@ -1,7 +1,8 @@
-// The Dockerfile itself, built with `buildah bud` for linux/amd64 and linux/arm64 against local
-// stand-ins of its two bases (tests/image-standins.ts), assembled into one OCI index with
-// `buildah manifest`; the amd64 image is run with podman, the arm64 image's files under
-// qemu-user-static. A broken stage, a wrong path or a missing library fails here.
+// The Dockerfile itself, built by the release build (`scripts/release.ts --image`: one
+// `buildah bud --platform linux/amd64,linux/arm64 --manifest`) against local stand-ins of its
+// two bases (tests/image-standins.ts); the amd64 image of the index is run with podman, the
+// arm64 image's files under qemu-user-static. A broken stage, a wrong path or a missing
+// library fails here.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -30,51 +31,38 @@ if (gate.skip && process.env.CI)
     throw new Error(`Cannot build the Dockerfile: missing ${gate.missing.join(", ")}`);
   });
 
-describe.skipIf(gate.skip)("buildah bud of the Dockerfile, both architectures", () => {
+describe.skipIf(gate.skip)("npm run build:release --image: the Dockerfile for both architectures", () => {
   let ctr: { env: Record<string, string>; dir: string };
   const trees: string[] = [];
   const debian = `docker.io/library/debian:${ARGS.DEBIAN_VERSION}-slim`;
-  const bud = (arch: string) =>
-    must(
-      run(
-        [
-          "buildah",
-          "bud",
-          "--pull=never",
-          "--network",
-          "host",
-          "--platform",
-          `linux/${arch}`,
-          // buildah 1.28 (Debian 12) leaves BUILDPLATFORM empty in FROM lines unless it is given.
-          "--build-arg",
-          "BUILDPLATFORM=linux/amd64",
-          "--layers=false",
-          "-t",
-          `localhost/image-refresh:${arch}`,
-          ROOT,
-        ],
-        ctr.env,
-        600_000,
-      ),
-      `build the Dockerfile for ${arch}`,
+  /** The image of one platform in the index, by the digest the index lists for it. */
+  const instance = (arch: string) => {
+    const index = JSON.parse(must(run(["buildah", "manifest", "inspect", INDEX], ctr.env), "inspect").stdout);
+    const m = (index.manifests as Array<{ digest: string; platform: { architecture: string } }>).find(
+      (x) => x.platform.architecture === arch,
     );
+    return `localhost/image-refresh@${m?.digest}`;
+  };
   beforeAll(() => {
     ctr = containerEnv();
     trees.push(bunStandIn(`docker.io/oven/bun:${ARGS.BUN_VERSION}`, ctr.env));
-    // One name, two architectures: each build sees the stand-in for its own target.
-    trees.push(debianStandIn(debian, "amd64", ctr.env));
-    bud("amd64");
-    trees.push(debianStandIn(debian, "arm64", ctr.env));
-    bud("arm64");
-    must(run(["buildah", "manifest", "create", INDEX], ctr.env), "create the index");
+    // One name, two architectures, as on Docker Hub: a manifest list of the two stand-ins.
+    trees.push(debianStandIn("localhost/standin-debian:amd64", "amd64", ctr.env));
+    trees.push(debianStandIn("localhost/standin-debian:arm64", "arm64", ctr.env));
+    must(run(["buildah", "manifest", "create", debian], ctr.env), "create the Debian stand-in list");
     for (const arch of ["amd64", "arm64"])
       must(
         run(
-          ["buildah", "manifest", "add", INDEX, `containers-storage:localhost/image-refresh:${arch}`],
+          ["buildah", "manifest", "add", debian, `containers-storage:localhost/standin-debian:${arch}`],
           ctr.env,
         ),
-        "add to the index",
+        "add a Debian stand-in",
       );
+    // The release build itself; --pull=never keeps it on the stand-ins, the host network lets
+    // `bun install` reach the npm registry.
+    const release = [process.execPath, join(ROOT, "scripts", "release.ts"), "--image", INDEX];
+    const budArgs = ["--bud-arg=--pull=never", "--bud-arg=--network=host"];
+    must(run([...release, ...budArgs], { ...process.env, ...ctr.env }, 900_000), "run the release build");
   }, 900_000);
   afterAll(() => {
     for (const t of [...trees, ctr.dir]) rmSync(t, { recursive: true, force: true });
@@ -89,18 +77,18 @@ describe.skipIf(gate.skip)("buildah bud of the Dockerfile, both architectures", 
   });
 
   test("amd64: the built image runs read-only as 65532 with no capabilities", () => {
-    expect(podmanRun("localhost/image-refresh:amd64", ["version"], ctr.env)).toEqual({
+    expect(podmanRun(instance("amd64"), ["version"], ctr.env)).toEqual({
       code: 0,
       stdout: `image-refresh ${pkg.version}\n`,
       stderr: "",
     });
-    const demo = podmanRun("localhost/image-refresh:amd64", ["demo"], ctr.env);
+    const demo = podmanRun(instance("amd64"), ["demo"], ctr.env);
     expect({ code: demo.code, stderr: demo.code === 0 ? "" : demo.stderr }).toEqual({ code: 0, stderr: "" });
   }, 120_000);
 
   test("arm64: the image's own files run version and demo under qemu", () => {
     const c = must(
-      run(["buildah", "from", "--pull=never", "localhost/image-refresh:arm64"], ctr.env),
+      run(["buildah", "from", "--pull=never", instance("arm64")], ctr.env),
       "open",
     ).stdout.trim();
     try {
