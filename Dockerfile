@@ -1,15 +1,24 @@
-# syntax=docker/dockerfile:1
-# image-refresh: one compiled Bun executable on an empty base. The runtime is musl-linked, so the
-# final image carries exactly what `readelf -d` says that binary needs (the musl loader, which
-# also serves libc.musl-x86_64.so.1, plus libstdc++ and the libgcc_s it pulls in), a CA bundle
-# and a passwd entry for the non-root user. No shell, no package manager.
-# tests/image.test.ts builds the same binary and checks this file's final stage.
+# image-refresh: one compiled Bun executable on an empty base, for linux/amd64 and linux/arm64.
+# The binary is glibc-linked; the final image carries exactly what `readelf -d` says it needs
+# (glibc's loader, libc, libm, libpthread, libdl), a CA bundle and a passwd entry for the
+# non-root user. No shell, no package manager.
+#
+#   buildah bud --platform linux/amd64,linux/arm64 --manifest image-refresh:0.1.0 .
+#   docker buildx build --platform linux/amd64,linux/arm64 -t <registry>/image-refresh:0.1.0 --push .
+#
+# Nothing runs under emulation: the build stage runs on the build machine and cross-compiles
+# for TARGETARCH, and the target's Debian stage is only copied from. BUN_VERSION is the `bun`
+# devDependency of package.json (tests/image.test.ts checks); scripts/release.sh passes it.
+# tests/image-dockerfile.test.ts builds this file against local stand-ins of both bases.
 
 ARG BUN_VERSION=1.4.5
-ARG ALPINE_VERSION=3.22
+ARG DEBIAN_VERSION=bookworm
 
-# Build on Alpine so the musl target is the host's own runtime: nothing is downloaded at compile.
-FROM oven/bun:${BUN_VERSION}-alpine AS build
+# Runtime libraries of the target architecture, from the Debian release the Bun image is built on.
+FROM debian:${DEBIAN_VERSION}-slim AS runtime
+
+FROM --platform=$BUILDPLATFORM oven/bun:${BUN_VERSION} AS build
+ARG TARGETARCH
 WORKDIR /src
 COPY package.json package-lock.json ./
 # The npm ci equivalent: exact versions from package-lock.json, no lifecycle scripts; only the
@@ -21,24 +30,24 @@ COPY . .
 # of their own, so `version` and a tick load only what they use. --no-compile-autoload-*: a
 # compiled Bun program would otherwise read .env and bunfig.toml (even its `preload` scripts)
 # from the working directory. Same flags as `npm run build` (tests/image.test.ts checks).
-RUN bun build ./refresh.ts --compile --minify --bytecode --format=esm --splitting --no-compile-autoload-dotenv --no-compile-autoload-bunfig --target=bun-linux-x64-musl --outfile /out/image-refresh
+# A cross-compile fetches Bun's runtime for the target (@oven/bun-linux-aarch64) from npm.
+RUN case "$TARGETARCH" in amd64) target=x64 ;; arm64) target=arm64 ;; \
+      *) echo "unsupported TARGETARCH=$TARGETARCH (amd64 or arm64)" >&2; exit 1 ;; esac \
+ && bun build ./refresh.ts --compile --minify --bytecode --format=esm --splitting --no-compile-autoload-dotenv --no-compile-autoload-bunfig --target=bun-linux-$target --outfile /rootfs/usr/local/bin/image-refresh
 
-# Runtime libraries and certificates come from the Alpine release the binary was built against.
-FROM alpine:${ALPINE_VERSION} AS runtime
-RUN apk add --no-cache libstdc++ libgcc ca-certificates \
- && mkdir -p /rootfs/etc \
+# The final stage's files, picked for TARGETARCH. The loader goes where the binary's
+# PT_INTERP names it; the libraries go to /lib, which glibc's loader searches without ld.so.cache.
+COPY --from=runtime /usr/lib/*-linux-gnu/ld-linux-*.so.* /usr/lib/*-linux-gnu/libc.so.6 /usr/lib/*-linux-gnu/libm.so.6 /usr/lib/*-linux-gnu/libpthread.so.0 /usr/lib/*-linux-gnu/libdl.so.2 /runtime/
+RUN case "$TARGETARCH" in amd64) loader=/lib64/ld-linux-x86-64.so.2 ;; arm64) loader=/lib/ld-linux-aarch64.so.1 ;; esac \
+ && mkdir -p /rootfs/lib /rootfs/lib64 /rootfs/etc/ssl/certs \
+ && cp /runtime/libc.so.6 /runtime/libm.so.6 /runtime/libpthread.so.0 /runtime/libdl.so.2 /rootfs/lib/ \
+ && cp "/runtime/${loader##*/}" "/rootfs$loader" \
+ && cp /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/ \
  && echo 'nonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin' > /rootfs/etc/passwd \
  && echo 'nonroot:x:65532:' > /rootfs/etc/group
 
 FROM scratch
-COPY --from=runtime /lib/ld-musl-x86_64.so.1 /lib/ld-musl-x86_64.so.1
-COPY --from=runtime /usr/lib/libstdc++.so.6 /usr/lib/libstdc++.so.6
-COPY --from=runtime /usr/lib/libgcc_s.so.1 /usr/lib/libgcc_s.so.1
-# The distribution CA bundle, for anything that reads the system trust store (Bun itself also
-# carries its own bundled Mozilla roots).
-COPY --from=runtime /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
-COPY --from=runtime /rootfs/etc/passwd /rootfs/etc/group /etc/
-COPY --from=build /out/image-refresh /usr/local/bin/image-refresh
+COPY --from=build /rootfs/ /
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/image-refresh"]
 CMD ["tick"]

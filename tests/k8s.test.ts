@@ -2,11 +2,14 @@
 // offline: schema (unknown fields rejected), least-privilege RBAC derived from the config they
 // carry, a Job deadline that outlasts every rollout wait, and the pod's security posture.
 import { expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Config } from "../lib/config.ts";
 import {
   cronJobOf,
   expectedPermissions,
   grantedPermissions,
+  K8S,
   type K8sObject,
   minimumDeadline,
   render,
@@ -163,4 +166,36 @@ describe("the checks themselves catch mistakes", () => {
     expect(expectedPermissions(stateOnly).has("apps|apps|deployments|api|watch")).toBe(false);
     expect(minimumDeadline(stateOnly)).toBeLessThan(minimumDeadline(config));
   });
+});
+
+describe("the image each kustomization runs", () => {
+  const imageOf = (dir: string) =>
+    cronJobOf(render(dir)).spec.jobTemplate.spec.template.spec.containers[0]?.image;
+  // Every kustomization shipped under k8s/ other than the base is an overlay a user copies.
+  const overlays = [...new Bun.Glob("**/kustomization.yaml").scanSync(K8S)]
+    .map((p) => p.replace(/\/kustomization\.yaml$/, ""))
+    .filter((d) => d !== "base");
+
+  test("the base renders the unmistakable image-refresh:set-me, no real-looking image", () => {
+    expect(imageOf("base")).toBe("image-refresh:set-me");
+  });
+  test("there is at least one overlay", () => {
+    expect(overlays).toContain("examples/two-deployments-and-daemonset");
+  });
+  for (const dir of overlays) {
+    test(`k8s/${dir} sets its own image: a registry, a name and a tag or digest`, () => {
+      const image = imageOf(dir) ?? "";
+      expect(image).not.toContain("set-me");
+      expect(image).toMatch(/^[a-z0-9.-]+\.[a-z]+(:[0-9]+)?\/[a-z0-9._/-]+(:[\w.-]+|@sha256:[0-9a-f]{64})$/);
+    });
+    test(`k8s/${dir} names every namespace it needs but does not create`, () => {
+      const objects = render(dir);
+      const created = new Set(objects.filter((o) => o.kind === "Namespace").map((o) => o.metadata.name));
+      const used = new Set(objects.map((o) => o.metadata.namespace).filter((n): n is string => Boolean(n)));
+      const text = readFileSync(join(K8S, dir, "kustomization.yaml"), "utf8");
+      const line = /^# Namespaces that must exist[^:]*:([^(]*)/m.exec(text)?.[1] ?? "";
+      const listed = line.split(/[,\s]+/).filter(Boolean);
+      expect(listed.sort()).toEqual([...used].filter((n) => !created.has(n)).sort());
+    });
+  }
 });

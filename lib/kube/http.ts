@@ -7,6 +7,8 @@ import { scrub } from "../scrub.ts";
 import type { SpanHandle, Telemetry } from "../telemetry.ts";
 import { VERSION } from "../version.ts";
 import { ApiError, parseRetryAfter, parseStatusBody } from "./errors.ts";
+import type { ExecCredential } from "./exec.ts";
+import { type ExecAuthenticator, ExecPluginError, execAuthenticator } from "./exec-run.ts";
 import type { Connection } from "./kubeconfig.ts";
 
 export interface HttpOptions {
@@ -74,6 +76,8 @@ class HttpContext {
   private lastToken: string | undefined;
   private readonly fetch: typeof fetch;
   private readonly tls: BunFetchRequestInitTLS;
+  private readonly exec: ExecAuthenticator | undefined;
+  private lastExec: ExecCredential | undefined;
 
   constructor(
     private readonly conn: Connection,
@@ -88,6 +92,13 @@ class HttpContext {
       key: conn.clientKeyPem,
       rejectUnauthorized: !conn.insecureSkipTlsVerify,
     };
+    this.exec = conn.exec
+      ? execAuthenticator(conn.exec, {
+          server: conn.server,
+          caPem: conn.caPem,
+          insecureSkipTlsVerify: conn.insecureSkipTlsVerify,
+        })
+      : undefined;
   }
 
   async json(req: KubeRequest): Promise<unknown> {
@@ -102,8 +113,10 @@ class HttpContext {
         if (!(e instanceof ApiError)) throw e;
         // A 401 was rejected before anything happened, so even a write may be re-sent once,
         // with a token freshly read from a rotating file.
-        if (e.code === 401 && this.conn.tokenFile && !authRetried) {
+        // An exec plugin is run again for the resend (client-go re-runs it on a 401 too).
+        if (e.code === 401 && (this.conn.tokenFile || this.exec) && !authRetried) {
           authRetried = true;
+          if (this.lastExec) this.exec?.invalidate(this.lastExec);
           continue;
         }
         if (!e.transient || retries >= maxRetries) throw gaveUp(e, resend + 1, performance.now() - started);
@@ -199,7 +212,8 @@ class HttpContext {
       Accept: "application/json",
       "User-Agent": `image-refresh/${VERSION}`,
     };
-    const token = this.token();
+    const cred = await this.execCredential(a);
+    const token = cred ? cred.token : this.token();
     if (token) headers.Authorization = `Bearer ${token}`;
     if (a.req.body !== undefined) headers["Content-Type"] = a.req.contentType ?? "application/json";
     try {
@@ -208,11 +222,28 @@ class HttpContext {
         headers,
         body: a.req.body === undefined ? undefined : JSON.stringify(a.req.body),
         signal: a.signal,
-        tls: this.tls,
+        tls: cred?.clientCertPem
+          ? { ...this.tls, cert: cred.clientCertPem, key: cred.clientKeyPem }
+          : this.tls,
         redirect: "manual",
       });
     } catch (e) {
       throw this.transportError(a, e);
+    }
+  }
+
+  /** The plugin's credential, bounded by the request timeout; undefined without a plugin. */
+  private async execCredential(a: Attempt): Promise<ExecCredential | undefined> {
+    if (!this.exec) return undefined;
+    try {
+      this.lastExec = await this.exec.credential({
+        timeoutMs: this.opts.requestTimeoutMs,
+        signal: this.opts.signal,
+      });
+      return this.lastExec;
+    } catch (e) {
+      if (!(e instanceof ExecPluginError)) throw e;
+      throw this.error(a, { code: 0, reason: "ExecPluginError", message: e.message });
     }
   }
 

@@ -260,9 +260,9 @@ const bad: Array<
     /current-context "zz" not found/,
   ],
   [
-    "exec plugin unsupported",
+    "exec plugin without apiVersion",
     { kubeconfigFlag: "/k", files: { "/k": kubeconfig({ exec: { command: "aws" } }) } },
-    /user\.exec is not supported/,
+    /users\[u1\]\.user\.exec: exec plugin: invalid apiVersion ""/,
   ],
   [
     "CA data that is not PEM",

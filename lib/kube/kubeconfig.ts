@@ -7,6 +7,7 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import * as z from "zod/mini";
 import { formatPath, parse, urlWithoutCredentials } from "../issues.ts";
 import { KubeconfigError } from "./errors.ts";
+import { type ExecConfig, parseExecConfig } from "./exec.ts";
 
 export interface Connection {
   server: string;
@@ -17,6 +18,8 @@ export interface Connection {
   tokenFile?: string;
   clientCertPem?: string;
   clientKeyPem?: string;
+  /** A credential plugin (humans' kubeconfigs only), run by the HTTP layer when a request needs it. */
+  exec?: ExecConfig;
   namespace?: string;
 }
 
@@ -235,10 +238,9 @@ function clusterSettings(
 }
 
 function userSettings(u: User, src: Source, name: string): Partial<Connection> {
-  if ((u.exec || u["auth-provider"]) && !u.token && !u.tokenFile) {
-    const what = u.exec ? "exec" : "auth-provider";
+  if (u["auth-provider"] && !u.token && !u.tokenFile) {
     throw new KubeconfigError(
-      `Invalid kubeconfig ${src.path}: users[${name}].user.${what} is not supported; use a token, tokenFile or client certificate`,
+      `Invalid kubeconfig ${src.path}: users[${name}].user.auth-provider is not supported; use a token, tokenFile, client certificate or exec plugin`,
     );
   }
   const clientCertPem = pemFrom(u, "client-certificate", src);
@@ -249,7 +251,12 @@ function userSettings(u: User, src: Source, name: string): Partial<Connection> {
     );
   }
   const tokenFile = u.tokenFile ? resolvePath(u.tokenFile, src) : undefined;
-  return { token: u.token, tokenFile, clientCertPem, clientKeyPem };
+  // As client-go: a token or certificate in the kubeconfig wins; the plugin is then not run.
+  const exec =
+    u.exec && !u.token && !tokenFile && !clientCertPem
+      ? parseExecConfig(u.exec, `users[${name}].user.exec`, src.path)
+      : undefined;
+  return { token: u.token, tokenFile, clientCertPem, clientKeyPem, exec };
 }
 
 type PemKey = "certificate-authority" | "client-certificate" | "client-key";

@@ -21,6 +21,10 @@ import {
 } from "./inprocess.ts";
 
 const RUNS = Number(process.env.TICK_PROPERTY_RUNS ?? 30);
+// A fixed seed by default, so that CI explores the same histories every run and the reachability
+// check below cannot flake; TICK_PROPERTY_SEED=random (or a number) explores others.
+const SEED_ENV = process.env.TICK_PROPERTY_SEED;
+const SEED = SEED_ENV === "random" ? undefined : Number(SEED_ENV ?? 1);
 const seen = new Set<string>();
 
 let w: InProcessWorld;
@@ -138,7 +142,7 @@ test("every tick of a random history keeps SPEC's invariants", async () => {
       });
       for (const s of steps) await step(s, story);
     }),
-    { numRuns: RUNS, endOnFailure: true },
+    { numRuns: RUNS, endOnFailure: true, ...(SEED === undefined ? {} : { seed: SEED }) },
   );
   // Not vacuous: the histories reach the outcomes the invariants are about.
   for (const o of ["refreshed", "failed", "skipped", "noop", "locked_out", "unresolved", "stale", "held"])
