@@ -68,12 +68,8 @@ const discovery: Record<string, unknown> = {
 };
 
 describe.skipIf(gate.skip)("a one-off Job from the CronJob, as docs/on-call.md runs it", () => {
-  const rendered = cronJobOf(render("examples/two-deployments-and-daemonset"));
-  // A live object has a uid; kubectl copies it into the Job's ownerReference.
-  const cron = {
-    ...rendered,
-    metadata: { ...rendered.metadata, uid: "0f0e0d0c-0000-4000-8000-000000000001" },
-  };
+  // Rendered in beforeAll: Bun runs a skipped describe's body too, and rendering needs kubectl.
+  let cron: ReturnType<typeof cronJobOf> & { metadata: { uid: string } };
   const created: Array<{
     metadata: { ownerReferences?: Array<{ kind: string; name: string }> };
     spec: { template: { spec: { serviceAccountName?: string } } };
@@ -81,6 +77,9 @@ describe.skipIf(gate.skip)("a one-off Job from the CronJob, as docs/on-call.md r
   let server: ReturnType<typeof Bun.serve>;
   let dir: string;
   beforeAll(() => {
+    const rendered = cronJobOf(render("examples/two-deployments-and-daemonset"));
+    // A live object has a uid; kubectl copies it into the Job's ownerReference.
+    cron = { ...rendered, metadata: { ...rendered.metadata, uid: "0f0e0d0c-0000-4000-8000-000000000001" } };
     server = Bun.serve({
       hostname: "127.0.0.1",
       port: 0,
