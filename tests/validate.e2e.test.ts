@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { parseManifests } from "../lib/manifests.ts";
 import { runBinary } from "./binary.ts";
 import { K8S, renderText } from "./k8s-checks.ts";
+import { needTool } from "./tools.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "image-refresh-validate-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -24,12 +25,8 @@ function overlays(at = K8S, rel = ""): string[] {
   ];
 }
 
-// The rule of the ground rules (tests/tools.ts is not on this branch): a missing kubectl is one
-// printed line and a skip on a laptop, a failure in CI, where .ci/run installs kubernetes-client.
-const kubectl = Bun.which("kubectl");
-if (!kubectl && !process.env.CI)
-  console.log("skipping validate --manifests tests: kubectl not found (apt-get install kubernetes-client)");
-const withKubectl = kubectl || process.env.CI ? test : test.skip;
+// A missing kubectl is one printed line and a skip on a laptop, a failure in CI (tests/tools.ts).
+const withKubectl = test.skipIf(needTool("kubectl", { apt: "kubernetes-client" }));
 
 function write(name: string, text: string): string {
   const path = join(dir, name);
