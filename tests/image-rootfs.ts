@@ -1,7 +1,7 @@
 // The image's final stage, assembled on this machine from the same Debian release (bookworm) the
 // Dockerfile takes it from: the glibc build of the binary, glibc's loader and the libraries the
 // binary lists as NEEDED, a CA bundle and the non-root user; plus buildah/podman helpers.
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 
@@ -167,20 +167,4 @@ export function podmanRun(
   extra: string[] = [],
 ): Run {
   return run(podmanArgv(tag, args, extra), env);
-}
-
-/**
- * Tools from Debian a suite needs, as [command or file, apt package]. tests/tools.ts (issue 14)
- * is not on this branch; same rule: outside CI a missing tool skips the suite with one printed
- * line, with CI set it fails.
- */
-export function toolGate(
-  suite: string,
-  tools: Array<[string, string]>,
-): { skip: boolean; missing: string[] } {
-  const missing = tools
-    .filter(([name]) => !Bun.which(name) && !existsSync(name))
-    .map(([n, apt]) => `${n} (apt ${apt})`);
-  if (missing.length > 0 && !process.env.CI) console.log(`skip ${suite}: needs ${missing.join(", ")}`);
-  return { skip: missing.length > 0, missing };
 }

@@ -6,7 +6,8 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
-import { type Arch, BUILD_FLAGS, GLIBC, LIBS, ROOT, run, toolGate } from "./image-rootfs.ts";
+import { type Arch, BUILD_FLAGS, GLIBC, LIBS, ROOT, run } from "./image-rootfs.ts";
+import { needTools } from "./tools.ts";
 
 interface Instruction {
   op: string;
@@ -69,13 +70,9 @@ describe("Dockerfile", () => {
   });
 });
 
-const gate = toolGate("tests/image.test.ts (readelf)", [["readelf", "binutils"]]);
-if (gate.skip && process.env.CI)
-  test("CI has readelf", () => {
-    throw new Error(`Cannot check the binaries: missing ${gate.missing.join(", ")}`);
-  });
+const gate = needTools([{ tool: "readelf", apt: "binutils" }]);
 
-describe.skipIf(gate.skip)("each architecture's binary needs only what the image carries", () => {
+describe.skipIf(gate)("each architecture's binary needs only what the image carries", () => {
   const binaries: Partial<Record<Arch, string>> = {};
   beforeAll(() => {
     // The release build itself (npm run build:release), with the environment a cross-compile needs.
@@ -95,16 +92,12 @@ describe.skipIf(gate.skip)("each architecture's binary needs only what the image
   }
 });
 
-const qemu = toolGate("tests/image.test.ts (arm64 under qemu)", [
-  ["qemu-aarch64-static", "qemu-user-static"],
-  [`${GLIBC.arm64.dir}/${GLIBC.arm64.loader.split("/").pop()}`, "libc6-arm64-cross"],
+const qemu = needTools([
+  { tool: "qemu-aarch64-static", apt: "qemu-user-static" },
+  { tool: `${GLIBC.arm64.dir}/${GLIBC.arm64.loader.split("/").pop()}`, apt: "libc6-arm64-cross" },
 ]);
-if (qemu.skip && process.env.CI)
-  test("CI has qemu-user-static and the arm64 C library", () => {
-    throw new Error(`Cannot run the arm64 binary: missing ${qemu.missing.join(", ")}`);
-  });
 
-describe.skipIf(qemu.skip || gate.skip)("the arm64 release binary under qemu-user-static", () => {
+describe.skipIf(qemu || gate)("the arm64 release binary under qemu-user-static", () => {
   // -L: the loader and libraries are looked up under Debian's arm64 C library (libc6-arm64-cross).
   const arm64 = (args: string[]) =>
     run(

@@ -7,15 +7,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { toolGate } from "./image-rootfs.ts";
 import { cronJobOf, render } from "./k8s-checks.ts";
+import { needTools } from "./tools.ts";
 
 const NS = "image-refresh";
-const gate = toolGate("tests/k8s-jobs.test.ts", [["kubectl", "kubernetes-client"]]);
-if (gate.skip && process.env.CI)
-  test("CI has kubectl", () => {
-    throw new Error(`Cannot run the on-call pipeline: missing ${gate.missing.join(", ")}`);
-  });
+const gate = needTools([{ tool: "kubectl", apt: "kubernetes-client" }]);
 
 /** The commands of docs/on-call.md, as argv lists, for `args`. */
 function oneOffJob(name: string, args: string[]): string[][] {
@@ -67,7 +63,7 @@ const discovery: Record<string, unknown> = {
   },
 };
 
-describe.skipIf(gate.skip)("a one-off Job from the CronJob, as docs/on-call.md runs it", () => {
+describe.skipIf(gate)("a one-off Job from the CronJob, as docs/on-call.md runs it", () => {
   // Rendered in beforeAll: Bun runs a skipped describe's body too, and rendering needs kubectl.
   let cron: ReturnType<typeof cronJobOf> & { metadata: { uid: string } };
   const created: Array<{
