@@ -1,6 +1,7 @@
 // SPEC "Outcomes": every outcome's exit code and the severity order, as tables; a CronJob's
 // alerting keys on the exit code, and the tick's outcome is the most severe image verdict.
 import { expect, test } from "bun:test";
+import { SPEC_SEVERITY } from "../tests/spec-outcomes.ts";
 import { EXIT_USAGE, exitCodeFor, mostSevere, OUTCOMES } from "./outcomes.ts";
 
 const WANT: Record<(typeof OUTCOMES)[number], 0 | 1> = {
@@ -26,22 +27,7 @@ test("each outcome exits as SPEC says; usage errors exit 2", () => {
 });
 
 test("the order of severity is SPEC's table, top to bottom", () => {
-  expect([...OUTCOMES]).toEqual([
-    "error",
-    "failed",
-    "frozen",
-    "stale",
-    "held",
-    "locked_out",
-    "paused",
-    "pending",
-    "drifted",
-    "unresolved",
-    "skipped",
-    "refreshed",
-    "recorded",
-    "noop",
-  ]);
+  expect([...OUTCOMES]).toEqual([...SPEC_SEVERITY]);
 });
 
 test.each([

@@ -4,6 +4,7 @@
 import { settled } from "../../sim/apiserver/testing.ts";
 import type { Fault } from "../../sim/faults.ts";
 import type { RunResult } from "../binary.ts";
+import { SPEC_SEVERITY, specExitCode } from "../spec-outcomes.ts";
 import { PREFIX, STATE_PATH, startWorld, type World } from "../world.ts";
 
 export const k = (name: string) => `${PREFIX}/${name}`;
@@ -109,26 +110,9 @@ export function inject(
   faults.add({ method: t.method, path: t.path, times: t.times, fault });
 }
 
-/** SPEC "Outcomes", most severe first: written out here, not imported, so lib cannot move it. */
-export const SEVERITY = [
-  "error",
-  "failed",
-  "frozen",
-  "stale",
-  "held",
-  "locked_out",
-  "paused",
-  "pending",
-  "drifted",
-  "unresolved",
-  "skipped",
-  "refreshed",
-  "recorded",
-  "noop",
-] as const;
-const EXIT_ONE = new Set(["error", "failed", "frozen", "stale", "held"]);
-/** SPEC's exit code for an outcome. */
-export const exitCodeFor = (o: string) => (EXIT_ONE.has(o) ? 1 : 0);
+/** SPEC "Outcomes", most severe first, and its exit codes (tests/spec-outcomes.ts). */
+export const SEVERITY = SPEC_SEVERITY;
+export const exitCodeFor = specExitCode;
 
 const OUTCOME_LINE = new RegExp(
   `^\\[image-refresh\\] (?:ERROR: |WARNING: )?(${SEVERITY.join("|")}): (.*?)(?: outcome=|$)`,
