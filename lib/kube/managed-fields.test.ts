@@ -1,0 +1,96 @@
+// Who owns a container's image in managedFields: shapes as kube-apiserver serialises them
+// (reference live-spec-and-credentials.md §1.2; argo-cd controller/testdata/live-deployment.yaml).
+import { expect, test } from "bun:test";
+import { FIELD_MANAGER, imageOwners, lastOwner } from "./managed-fields.ts";
+
+const image = (name: string, extra: Record<string, unknown> = {}) => ({
+  "f:spec": {
+    "f:template": {
+      "f:spec": {
+        "f:containers": { [`k:{"name":"${name}"}`]: { ".": {}, "f:image": {}, ...extra } },
+      },
+    },
+  },
+});
+const entry = (manager: string, fieldsV1: unknown, more: Record<string, unknown> = {}) => ({
+  manager,
+  operation: "Update",
+  apiVersion: "apps/v1",
+  time: "2026-12-01T10:00:00Z",
+  fieldsType: "FieldsV1",
+  fieldsV1,
+  ...more,
+});
+
+test("the manager whose set holds f:image of the named container owns it", () => {
+  const mf = [
+    entry("kube-controller-manager", { "f:status": { "f:replicas": {} } }, { subresource: "status" }),
+    entry("helm", image("sidecar")),
+    entry("kubectl-set", image("api"), { time: "2026-12-01T11:00:00Z" }),
+  ];
+  expect(imageOwners(mf, "api")).toEqual([
+    { manager: "kubectl-set", operation: "Update", time: "2026-12-01T11:00:00Z" },
+  ]);
+  expect(imageOwners(mf, "sidecar").map((o) => o.manager)).toEqual(["helm"]);
+  expect(imageOwners(mf, "other")).toEqual([]);
+});
+
+test("owning the list item's existence is not owning its image", () => {
+  const mf = [
+    entry("kubectl-client-side-apply", {
+      "f:spec": {
+        "f:template": { "f:spec": { "f:containers": { 'k:{"name":"api"}': { ".": {}, "f:name": {} } } } },
+      },
+    }),
+  ];
+  expect(imageOwners(mf, "api")).toEqual([]);
+});
+
+test("init containers are their own list", () => {
+  const mf = [
+    entry("helm", {
+      "f:spec": {
+        "f:template": { "f:spec": { "f:initContainers": { 'k:{"name":"migrate"}': { "f:image": {} } } } },
+      },
+    }),
+  ];
+  expect(imageOwners(mf, "migrate")).toEqual([]);
+  expect(imageOwners(mf, "migrate", "initContainers").map((o) => o.manager)).toEqual(["helm"]);
+});
+
+test("an atomic containers list (no item keys) is owned as a whole", () => {
+  const mf = [
+    entry("rollouts-controller", { "f:spec": { "f:template": { "f:spec": { "f:containers": {} } } } }),
+  ];
+  expect(imageOwners(mf, "api").map((o) => o.manager)).toEqual(["rollouts-controller"]);
+});
+
+test("shared Apply ownership lists every owner; the newest is the one a human reads", () => {
+  const mf = [
+    entry("helm", image("api"), { operation: "Apply", time: "2026-12-01T09:00:00Z" }),
+    entry(FIELD_MANAGER, image("api"), { operation: "Apply", time: "2026-12-01T12:00:00Z" }),
+  ];
+  const owners = imageOwners(mf, "api");
+  expect(owners.map((o) => o.manager)).toEqual(["helm", FIELD_MANAGER]);
+  expect(lastOwner(owners)?.manager).toBe(FIELD_MANAGER);
+  expect(lastOwner([])).toBeUndefined();
+});
+
+test("absent, reset or malformed managedFields name nobody, never a guess", () => {
+  for (const mf of [undefined, null, [], [{}], "x", [{ manager: 3 }], [entry("x", "not a trie")]])
+    expect(imageOwners(mf, "api")).toEqual([]);
+  // A key whose JSON does not parse is skipped, not thrown.
+  const bad = [
+    entry("x", { "f:spec": { "f:template": { "f:spec": { "f:containers": { "k:{bad": {} } } } } }),
+  ];
+  expect(imageOwners(bad, "api")).toEqual([]);
+  // Key fields in another spelling order still match by name.
+  const spaced = [
+    entry("kubectl-edit", {
+      "f:spec": {
+        "f:template": { "f:spec": { "f:containers": { 'k:{ "name" : "api" }': { "f:image": {} } } } },
+      },
+    }),
+  ];
+  expect(imageOwners(spaced, "api").map((o) => o.manager)).toEqual(["kubectl-edit"]);
+});
