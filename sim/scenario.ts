@@ -1,5 +1,6 @@
 // The standard scenario: one application as SPEC's configuration example describes it, shared
 // by `image-refresh demo`, the end-to-end tests and the benchmarks so they all tell one story.
+// Containers name the simulated registry's host, as a real pod spec must for its pulls to reach it.
 // Deployment apps/api (the state object, with a sidecar we never touch) and apps/api-proxy follow
 // myorg/api; DaemonSet agents/node-agent follows the multi-arch myorg/node-agent.
 import { exampleConfig } from "../lib/example-config.ts";
@@ -13,7 +14,7 @@ export function seedScenario(api: SimApiServer, registry: SimRegistry): void {
     name: "api",
     replicas: 3,
     containers: [
-      { name: "api", image: "myorg/api:stable" },
+      { name: "api", image: `${registry.host}/myorg/api:stable` },
       { name: "sidecar", image: "envoy:1" },
     ],
   });
@@ -22,13 +23,13 @@ export function seedScenario(api: SimApiServer, registry: SimRegistry): void {
     namespace: "apps",
     name: "api-proxy",
     replicas: 2,
-    containers: [{ name: "proxy", image: "myorg/api:stable" }],
+    containers: [{ name: "proxy", image: `${registry.host}/myorg/api:stable` }],
   });
   api.addWorkload({
     kind: "DaemonSet",
     namespace: "agents",
     name: "node-agent",
-    containers: [{ name: "agent", image: "myorg/node-agent:stable" }],
+    containers: [{ name: "agent", image: `${registry.host}/myorg/node-agent:stable` }],
   });
   registry.push("myorg/api", "stable");
   registry.push("myorg/node-agent", "stable", { multiArch: true });

@@ -50,15 +50,12 @@ const used = (prefix: string) =>
   );
 /**
  * SPEC "Telemetry" names these per-image metrics, which the product does not emit yet: reverts
- * come with `onFailure: revert`, repins and in_sync with reading the targets' live spec on every
- * tick. The dashboard already shows them. Once METRICS has one, its entry here is ignored and can
+ * come with `onFailure: revert`, repins with re-pinning a tag re-rendered over a pin. The dashboard already shows them. Once METRICS has one, its entry here is ignored and can
  * be deleted.
  */
 const SPEC_ONLY: Array<Pick<MetricDef, "name" | "kind" | "unit">> = (
   [
     { name: "image_refresh.reverts", kind: "counter", unit: "{revert}" },
-    { name: "image_refresh.repins", kind: "counter", unit: "{repin}" },
-    { name: "image_refresh.in_sync", kind: "gauge", unit: "" },
   ] as const
 )
   // Not yet in the MetricName union; prometheusName only reads the string.

@@ -9,9 +9,10 @@ import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { Workload } from "../kube/workloads.ts";
 import { writeStdout } from "../output.ts";
 import type { DigestResult } from "../registry/client.ts";
+import { type LiveContainer, liveImage } from "../tick/live.ts";
 import type { ImageVerdict, Observed, ObservedWorkload } from "../tick/model.ts";
 import { describeWorkload, workloadId } from "../tick/model.ts";
-import { registryNotBefore, stateRef } from "../tick/observe.ts";
+import { observeWorkload, registryNotBefore, stateRef } from "../tick/observe.ts";
 import { plan } from "../tick/plan.ts";
 import { checkImageKeys } from "./rearm.ts";
 import type { Runtime } from "./runtime.ts";
@@ -25,6 +26,13 @@ export interface TargetStatus {
   error?: string;
   /** Why a refresh would be held at this target (OnDelete, paused): it can start no rollout. */
   blocked?: string;
+  /**
+   * What the container runs against the config: `in_sync` (pinned to the recorded digest),
+   * `pinned_elsewhere`, `floating` (the tag without a digest), `other_tag`, `other_repo`.
+   */
+  classification?: "in_sync" | "pinned_elsewhere" | "floating" | "other_tag" | "other_repo";
+  /** Who last changed the image field, from managedFields; absent when nobody is on record. */
+  lastChangedBy?: { manager: string; operation: string; time?: string };
 }
 
 export interface ImageStatus {
@@ -96,6 +104,7 @@ export async function buildReport(rt: Runtime, named: readonly string[] = []): P
     : new Map();
   const observed = observedFor(c, state, rollout.done, digests, live);
   const verdicts = new Map(plan(observed, c).images.map((v) => [v.key, v]));
+  const liveOf = (img: Config["images"][number]) => liveImage(img, observed, c)?.containers ?? [];
   const keys = annotationKeys(c.annotationPrefix);
   const images = wanted.map((img): ImageStatus => {
     const counters = imageCounters(a, c.annotationPrefix, img.key);
@@ -117,9 +126,18 @@ export async function buildReport(rt: Runtime, named: readonly string[] = []): P
       rejectedDigest: counters.rejected ?? null,
       verdict: verdictOf(v, rollout.done, c),
       next: nextStep(img.key, v, rollout.done, c),
-      targets: img.targets.map((t) =>
-        targetStatus(live.get(workloadId(t)) as Workload | Error, describeWorkload(t), t.container, recorded),
-      ),
+      targets: img.targets.map((t) => ({
+        ...targetStatus(
+          live.get(workloadId(t)) as Workload | Error,
+          describeWorkload(t),
+          t.container,
+          recorded,
+        ),
+        ...classified(
+          liveOf(img).find((x) => x.target === t),
+          recorded,
+        ),
+      })),
     };
   });
   return {
@@ -160,12 +178,7 @@ function observedFor(
   const workloads: Record<string, ObservedWorkload> = {};
   for (const [id, w] of live) {
     if (w instanceof Error) workloads[id] = { found: false, message: w.message };
-    else {
-      const blocked = rolloutBlocked(w);
-      workloads[id] = blocked
-        ? { found: false, message: blocked }
-        : { found: true, images: Object.fromEntries([...containerImages(w)].map(([n, x]) => [n, x.image])) };
-    }
+    else workloads[id] = observeWorkload(w).observed;
   }
   const out: Observed["digests"] = {};
   for (const img of c.images) {
@@ -219,11 +232,28 @@ function nextStep(key: string, v: ImageVerdict | undefined, settled: boolean, c:
       return `deal with the image it waits for (\`image-refresh status\`)`;
     case "digest_changed":
       return "nothing: the next tick rolls it out";
+    case "pin_restored":
+      return "nothing: the next tick re-pins the containers that name the floating tag";
+    case "pinned_by_human":
+      return `when the pin is no longer needed, set the container back to the tag: ${v.resume ?? "kubectl set image"}`;
+    case "pin_contested":
+      return `make the tool that keeps rendering the tag leave the image field alone (see above), then \`image-refresh rearm ${key}\``;
+    case "tag_rerendered":
+      return "pin the digest in the deploy tool's source, or set `reconcile: repin` to let image-refresh re-pin it";
+    case "target_mismatch":
+      return "fix images[].targets[].container (or the repository) in the config: that container runs another image";
     case "first_observation":
       return "nothing: the next tick records it";
     default:
       return "nothing to do";
   }
+}
+
+function classified(x: LiveContainer | undefined, recorded: string | null): Partial<TargetStatus> {
+  if (!x) return {};
+  const classification =
+    x.state === "pinned" ? (x.digest === recorded ? "in_sync" : "pinned_elsewhere") : x.state;
+  return { classification, ...(x.owner ? { lastChangedBy: x.owner } : {}) };
 }
 
 function targetStatus(
@@ -260,6 +290,14 @@ function lockoutNote(i: ImageStatus): string {
   return "";
 }
 
+const CLASSIFIED: Record<NonNullable<TargetStatus["classification"]>, string> = {
+  in_sync: "in sync: pinned to the recorded digest",
+  pinned_elsewhere: "pinned to another digest",
+  floating: "the floating tag, not pinned",
+  other_tag: "another tag of the repository",
+  other_repo: "ANOTHER REPOSITORY than the config names",
+};
+
 export function formatReport(r: StatusReport): string {
   const lines = [
     `state object: ${r.state.workload} (${r.state.settled ? "settled" : "not settled"}: ${r.state.message})`,
@@ -283,15 +321,14 @@ export function formatReport(r: StatusReport): string {
     lines.push(`  unresolved streak: ${i.unresolvedStreak ?? 0}/${i.maxUnresolvedTicks}`);
     if (i.rejectedDigest) lines.push(`  rejected build: ${i.rejectedDigest}`);
     for (const t of i.targets) {
-      const state = t.error
-        ? `ERROR ${t.error}`
-        : t.matchesRecorded
-          ? "matches recorded digest"
-          : t.pinnedDigest
-            ? "pinned to another digest"
-            : "not pinned to a digest";
+      const state = t.error ? `ERROR ${t.error}` : CLASSIFIED[t.classification ?? "other_repo"];
+      const by = t.lastChangedBy
+        ? `; image last changed by ${t.lastChangedBy.manager}${t.lastChangedBy.time ? ` at ${t.lastChangedBy.time}` : ""}`
+        : t.error
+          ? ""
+          : "; no field manager on record";
       const blocked = t.blocked ? `; a refresh is held here: ${t.blocked}` : "";
-      lines.push(`  ${t.workload} container ${t.container}: ${t.image ?? "-"} (${state}${blocked})`);
+      lines.push(`  ${t.workload} container ${t.container}: ${t.image ?? "-"} (${state}${by}${blocked})`);
     }
     lines.push(`  next: ${i.next}`);
   }

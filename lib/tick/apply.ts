@@ -127,6 +127,8 @@ async function step(run: Run, a: Action): Promise<void> {
       return reset(run, a.counts);
     case "record-digests":
       return recordDigests(run, a.digests);
+    case "pin-restored":
+      return pinRestored(run, a.images);
     case "event":
       return postEvent(run, a);
   }
@@ -220,6 +222,10 @@ async function writeState(run: Run, w: StateWrite): Promise<void> {
     v.lockedOut = n >= ctx.config.maxRefreshAttempts;
     run.root.addEvent("attempt", { "image_refresh.image": key, "image_refresh.attempt": n });
     ctx.telemetry.counter("image_refresh.attempts", 1, baseAttrs(run, key));
+    if (w.repins.includes(key)) {
+      run.root.addEvent("repin", { "image_refresh.image": key, "image_refresh.attempt": n });
+      ctx.telemetry.counter("image_refresh.repins", 1, baseAttrs(run, key));
+    }
     ctx.log.info(`refresh attempt ${n}/${ctx.config.maxRefreshAttempts} of ${key}`, {
       image: key,
       attempt: n,
@@ -355,7 +361,14 @@ async function reset(run: Run, counts: Record<string, number>): Promise<void> {
 export function failImage(run: Run, key: string, f: Failure): void {
   const v = run.verdicts.get(key);
   if (!v) return;
-  Object.assign(v, { outcome: f.outcome, reason: f.reason, message: f.message, short: undefined });
+  // A failed image's workloads may run the new build while the old one is recorded.
+  Object.assign(v, {
+    outcome: f.outcome,
+    reason: f.reason,
+    message: f.message,
+    short: undefined,
+    inSync: false,
+  });
 }
 
 /** JSON pointer to an annotation; RFC 6901 escapes "~" and "/", and every key of ours has a "/". */
@@ -403,8 +416,26 @@ async function recordDigests(run: Run, digests: Record<string, string>): Promise
     }
     return;
   }
-  for (const [key, d] of entries) run.ctx.log.info(`recorded ${key}=${d}`, { image: key, digest: d });
+  for (const [key, d] of entries) {
+    run.ctx.log.info(`recorded ${key}=${d}`, { image: key, digest: d });
+    // Every target of a refreshed image settled on this pin: in sync with what is recorded now.
+    const v = run.verdicts.get(key) as ImageVerdict;
+    if (v.outcome === "refreshed") v.inSync = true;
+  }
   await refreshedEvent(run, digests);
+}
+
+/** Re-pinned images that settled are back on the recorded pin: one Warning Event names who had removed it. */
+async function pinRestored(run: Run, images: string[]): Promise<void> {
+  const done = stillRefreshing(run, images);
+  if (done.length === 0) return;
+  const parts = done.map((key) => {
+    const v = run.verdicts.get(key) as ImageVerdict;
+    v.inSync = true;
+    return `${key} back on ${v.digest} (the pin had been replaced by ${v.restoredFrom?.join(", ") || "an unknown writer"})`;
+  });
+  const note = `re-pinned ${parts.join("; ")}; if the tag is rendered over the pin again before a tick finds it in place, image-refresh stops re-pinning and reports pin_contested`;
+  await postEvent(run, { type: "event", eventType: "Warning", reason: "PinRestored", note });
 }
 
 /** One Normal Event for the images that refreshed and were recorded. */

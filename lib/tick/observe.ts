@@ -2,6 +2,7 @@
 // settled; the target workloads only when a refresh could actually start.
 import { annotationKeys } from "../annotations.ts";
 import type { Config } from "../config.ts";
+import { type FieldOwner, imageOwners } from "../kube/managed-fields.ts";
 import { containerImages } from "../kube/objects.ts";
 import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { KubeClient, Workload } from "../kube/workloads.ts";
@@ -145,14 +146,23 @@ async function readTarget(
   } catch (err) {
     return { observed: { found: false, message: (err as Error).message }, paths: {} };
   }
-  // A patch that can start no rollout would only fail the wait and count an attempt.
+  return observeWorkload(w);
+}
+
+/** A target as the plan sees it: each container's image and who last changed it, and its paths. */
+export function observeWorkload(w: Workload): { observed: ObservedWorkload; paths: Record<string, string> } {
+  // A patch that can start no rollout would only fail the wait and count an attempt: it holds a
+  // due refresh (verdict.ts), but the workload's images are still read.
   const blocked = rolloutBlocked(w);
-  if (blocked) return { observed: { found: false, message: blocked }, paths: {} };
   const images: Record<string, string> = {};
+  const owners: Record<string, FieldOwner[]> = {};
   const paths: Record<string, string> = {};
   for (const [name, c] of containerImages(w)) {
     images[name] = c.image;
     paths[name] = c.path;
+    const list = c.path.includes("/initContainers/") ? "initContainers" : "containers";
+    owners[name] = imageOwners(w.metadata.managedFields, name, list);
   }
-  return { observed: { found: true, images }, paths };
+  const observed: ObservedWorkload = { found: true, images, owners, ...(blocked ? { blocked } : {}) };
+  return { observed, paths };
 }

@@ -169,6 +169,7 @@ function reportImage(ctx: TickContext, root: SpanHandle, v: ImageVerdict): void 
   if (v.unresolvedStreak !== undefined)
     telemetry.gauge("image_refresh.unresolved_streak", v.unresolvedStreak, attrs);
   telemetry.gauge("image_refresh.paused", v.paused ? 1 : 0, attrs);
+  if (v.inSync !== undefined) telemetry.gauge("image_refresh.in_sync", v.inSync ? 1 : 0, attrs);
   if (v.verified)
     telemetry.gauge("image_refresh.last_verified_timestamp", Math.floor(ctx.now() / 1000), attrs);
   const fields = {
