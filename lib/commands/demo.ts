@@ -39,7 +39,7 @@ export async function demoCommand(_args: CliArgs): Promise<number> {
 }
 
 async function story(api: SimApiServer, registry: SimRegistry, ca: string): Promise<number> {
-  seedScenario(api, registry);
+  seedScenario(api, registry, { pinned: false });
   const files: Record<string, string> = {
     "/demo/config.json": JSON.stringify(scenarioConfig(registry.host, DEMO_SETTINGS)),
     "/demo/kubeconfig": api.kubeconfig(),
@@ -72,6 +72,9 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
   };
   const outcomes: string[] = [];
   outcomes.push(await tick("first run: record the digests, touch nothing"));
+  outcomes.push(
+    await tick("the containers name the floating tag: re-pin them once to the recorded builds (adoption)"),
+  );
   outcomes.push(await tick("nothing changed: no writes at all"));
   registry.push("myorg/api", "stable");
   outcomes.push(await tick("myorg/api:stable was rebuilt: pin both Deployments to the new digest"));
@@ -100,6 +103,7 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
   outcomes.push(await tick("the registry answers again: the streak is removed"));
   const want = [
     "recorded",
+    "refreshed",
     "noop",
     "refreshed",
     "failed",
