@@ -1,8 +1,10 @@
 // `image-refresh demo`: the real tick, in-process, against the built-in simulated cluster and
 // registry. It tells the per-image story a user needs to trust the tool: first observation, a
 // refresh, a flapping DaemonSet image locked out after three attempts while the other image still
-// refreshes beside it, a human rejecting the bad build, the next build rolling out, and an image
-// the registry cannot resolve turning stale (a loud failure) instead of a quiet no-op.
+// refreshes beside it, a human rejecting the bad build, the next build rolling out, an image
+// the registry cannot resolve turning stale (a loud failure) instead of a quiet no-op, and the
+// live spec: adoption of containers that name the tag, a Helm re-render re-pinned, a human's pin
+// stood back from, and a GitOps controller's endless revert contested instead of looped.
 // The demo is loaded only by `image-refresh demo` (a chunk of its own), so the simulators it
 // imports cost a tick nothing.
 import { type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
@@ -10,6 +12,8 @@ import { type SimRegistry, startRegistry } from "../../sim/registry.ts";
 import { scenarioConfig, seedScenario } from "../../sim/scenario.ts";
 import { generateTls } from "../../sim/tls.ts";
 import type { CliArgs } from "../cli.ts";
+import { parseWorkload, type WorkloadKind } from "../kube/objects.ts";
+import { rolloutStatus } from "../kube/settled.ts";
 import { createLogger } from "../log.ts";
 import { writeStdout } from "../output.ts";
 import { noopTelemetry } from "../telemetry.ts";
@@ -26,6 +30,75 @@ const DEMO_SETTINGS = {
 };
 
 const out = (line: string) => writeStdout(`${line}\n`);
+
+type Tick = (title: string) => Promise<string>;
+
+const LIVE_SPEC_OUTCOMES = [
+  "refreshed",
+  "noop",
+  "refreshed",
+  "paused",
+  "refreshed",
+  "noop",
+  "refreshed",
+  "held",
+];
+
+/**
+ * The live spec (SPEC step 6): a deploy tool renders the tag over the pin (re-pinned once), a human
+ * rolls a Deployment back by hand (paused until handed back), and a GitOps controller that reverts
+ * after every tick (one re-pin, then the pin is contested instead of a restart loop).
+ */
+async function liveSpec(api: SimApiServer, registry: SimRegistry, tick: Tick): Promise<string[]> {
+  const outcomes: string[] = [];
+  const tag = `${registry.host}/myorg/api:stable`;
+  const as = async (
+    kind: WorkloadKind,
+    ns: string,
+    name: string,
+    c: string,
+    image: string,
+    manager: string,
+  ) => {
+    api.setImage(kind, ns, name, c, image, { manager });
+    await settled(api, kind, ns, name);
+  };
+  const previous = api.getObject("Deployment", "apps", "api-proxy").spec.template.spec.containers[0].image;
+  out("\n── `helm upgrade` renders myorg/api:stable over the pin of Deployment apps/api");
+  await as("Deployment", "apps", "api", "api", tag, "helm");
+  outcomes.push(await tick("the tag is back where the pin was: re-pin it once, a counted refresh"));
+  outcomes.push(await tick("the pin is in place again: the repin streak is removed"));
+  registry.push("myorg/api", "stable");
+  outcomes.push(await tick("a new api build rolls out as usual"));
+  out(
+    "\n── a human rolls api-proxy back by hand: `kubectl set image deployment/api-proxy proxy=<the older pin>`",
+  );
+  await as("Deployment", "apps", "api-proxy", "proxy", previous, "kubectl-set");
+  outcomes.push(await tick("a human pinned api-proxy: api is paused, nothing is patched"));
+  out("\n── the human hands it back: `kubectl set image deployment/api-proxy proxy=myorg/api:stable`");
+  await as("Deployment", "apps", "api-proxy", "proxy", tag, "kubectl-set");
+  outcomes.push(await tick("handed back: api-proxy is re-pinned to the recorded build"));
+  outcomes.push(await tick("every pin in place"));
+  out(
+    "\n── a GitOps controller (argocd-controller) re-applies myorg/api:stable to api-proxy after every tick",
+  );
+  await as("Deployment", "apps", "api-proxy", "proxy", tag, "argocd-controller");
+  outcomes.push(await tick("re-pinned once"));
+  await as("Deployment", "apps", "api-proxy", "proxy", tag, "argocd-controller");
+  outcomes.push(
+    await tick("reverted again: the pin is contested; no second re-pin, no restart loop (exit 1)"),
+  );
+  return outcomes;
+}
+
+/** Waits for another writer's rollout to finish, as `helm upgrade --wait` would, so the next tick meets it settled. */
+async function settled(api: SimApiServer, kind: WorkloadKind, ns: string, name: string): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (rolloutStatus(parseWorkload(kind, api.getObject(kind, ns, name))).done) return;
+    await Bun.sleep(10);
+  }
+  throw new Error(`${kind} ${ns}/${name} did not settle`);
+}
 
 export async function demoCommand(_args: CliArgs): Promise<number> {
   const tls = generateTls();
@@ -101,6 +174,7 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
   outcomes.push(await tick("still unresolved: the image is stale, the tick fails loudly (exit 1)"));
   registry.faults.clear();
   outcomes.push(await tick("the registry answers again: the streak is removed"));
+  outcomes.push(...(await liveSpec(api, registry, tick)));
   const want = [
     "recorded",
     "refreshed",
@@ -116,6 +190,7 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
     "unresolved",
     "stale",
     "noop",
+    ...LIVE_SPEC_OUTCOMES,
   ];
   const ok = want.every((w, i) => outcomes[i] === w);
   out(
