@@ -27,6 +27,7 @@ export type MetricName =
   | "image_refresh.resets"
   | "image_refresh.lockouts"
   | "image_refresh.repins"
+  | "image_refresh.reverts"
   | "image_refresh.paused"
   | "image_refresh.in_sync"
   | "image_refresh.unresolved_streak"

@@ -35,6 +35,12 @@ export const METRICS = [
     description: "Ticks that held a refresh of an image back because of its lockout",
   },
   {
+    name: "image_refresh.reverts",
+    kind: "counter",
+    unit: "{revert}",
+    description: "Failed rollouts of an image whose workloads were patched back to the images they had",
+  },
+  {
     name: "image_refresh.repins",
     kind: "counter",
     unit: "{repin}",

@@ -14,6 +14,7 @@ import type { TickContext } from "./context.ts";
 import type { Action, Decision, ImageVerdict, Reason, StateWrite } from "./model.ts";
 import type { Observation } from "./observe.ts";
 import { stateRef } from "./observe.ts";
+import type { Patched } from "./revert.ts";
 import { rolloutGroup } from "./rollouts.ts";
 
 export interface Applied {
@@ -59,6 +60,8 @@ export interface Run {
   started: Set<number>;
   /** Some workload was patched: a lost compare-and-swap can no longer send the tick back. */
   rolledOut: boolean;
+  /** Every workload this tick patched, in order, with the images it had: what a revert restores. */
+  patched: Patched[];
   skipStreak?: number;
 }
 
@@ -79,6 +82,7 @@ export async function apply(
     failed: new Map(),
     started: new Set(),
     rolledOut: false,
+    patched: [],
     skipStreak: counterValue(
       readCounter(obs.state.metadata.annotations[annotationKeys(ctx.config.annotationPrefix).skipStreak]),
     ),

@@ -31,6 +31,8 @@ export const REASONS = [
   "attempt_claimed",
   "flap_marker_not_written",
   "rollout_failed",
+  "rollout_failed_reverted",
+  "revert_failed",
   "reset_failed",
   "record_failed",
   "state_unreadable",
