@@ -61,6 +61,7 @@ export class Controllers {
     this.#workloads.set(keyOf(w.kind, w.ns, w.name), w);
     const annotations = w.kind === "Deployment" ? { [DEPLOYMENT_REVISION]: "1" } : undefined;
     this.#write(w, obj, Number(m.generation), annotations);
+    this.#syncReplicaSets(w, "1");
     this.setMode(w.kind, w.ns, w.name, opts.mode);
   }
 
@@ -133,6 +134,7 @@ export class Controllers {
   #observe(w: Workload, obj: JsonObject, generation: number): void {
     const hash = templateHash(obj);
     let annotations: Record<string, string> | undefined;
+    let revision = String((meta(obj).annotations as JsonObject | undefined)?.[DEPLOYMENT_REVISION] ?? "1");
     if (hash !== w.updateHash) {
       if (w.step === 4) w.currentHash = w.updateHash;
       w.updateHash = hash;
@@ -140,14 +142,22 @@ export class Controllers {
       w.deadlineExceeded = false;
       w.flicker = false;
       if (w.kind === "Deployment") {
-        const revision = Number(
+        const previous = Number(
           (meta(obj).annotations as JsonObject | undefined)?.[DEPLOYMENT_REVISION] ?? 0,
         );
-        annotations = { [DEPLOYMENT_REVISION]: String(revision + 1) };
+        annotations = { [DEPLOYMENT_REVISION]: String(previous + 1) };
       }
     }
+    revision = annotations?.[DEPLOYMENT_REVISION] ?? revision;
     this.#write(w, obj, generation, annotations);
+    this.#syncReplicaSets(w, revision);
     if (w.step !== 4 && w.step !== 0) this.#schedule(w, this.stepMs);
+  }
+
+  /** A Deployment's ReplicaSets follow every observed generation (template and annotations). */
+  #syncReplicaSets(w: Workload, revision: string): void {
+    const obj = this.store.get(w.kind, w.ns, w.name);
+    if (obj && w.kind === "Deployment") this.store.replicaSets.sync(obj, revision, w.updateHash);
   }
 
   /** Moves the rollout one step; returns the delay to the next sync, or "idle" to wait for a change. */

@@ -19,6 +19,7 @@ import {
   type WorkloadKind,
 } from "./objects.ts";
 import { clone, deepEqual, type Json, type JsonObject } from "./patch.ts";
+import { ReplicaSets } from "./replicasets.ts";
 import { badRequest, conflict, notFound, type Status } from "./status.ts";
 
 export type EventType = "ADDED" | "MODIFIED" | "DELETED";
@@ -64,6 +65,8 @@ export class Store {
   /** Namespaces exist once something was created in them (kubectl checks them after a NotFound). */
   readonly namespaces = new Map<string, JsonObject>();
   onMainWrite: (kind: WorkloadKind, ns: string, name: string) => void = () => {};
+  /** The deployment controller's ReplicaSets (their resourceVersions share the store's counter). */
+  readonly replicaSets = new ReplicaSets(() => String(++this.rv));
   /** The clock of managedFields times (tests pin it to see a time bumped or kept). */
   now: () => Date = () => new Date();
 
@@ -231,6 +234,7 @@ export class Store {
 
   delete(kind: WorkloadKind, ns: string, name: string): JsonObject | undefined {
     const old = this.get(kind, ns, name);
+    if (old && kind === "Deployment") this.replicaSets.dropOwnedBy(meta(old).uid);
     return old ? this.#commit("DELETED", clone(old)) : undefined;
   }
 }

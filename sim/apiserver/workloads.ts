@@ -74,7 +74,7 @@ function fieldSelectorName(selector: string | undefined): string | undefined | E
   return name;
 }
 
-function labelsMatch(obj: JsonObject, selector: string | undefined): boolean {
+export function labelsMatch(obj: JsonObject, selector: string | undefined): boolean {
   if (!selector) return true;
   const labels = ((obj.metadata as JsonObject).labels ?? {}) as JsonObject;
   return selector.split(",").every((term) => {
@@ -158,6 +158,28 @@ function patch(ctx: Ctx, store: Store, route: Required<WorkloadRoute>) {
     if (e instanceof WriteError) return sendStatus(ctx, e.status);
     throw e;
   }
+}
+
+/** GET and LIST of the deployment controller's ReplicaSets (what kubectl rollout undo reads). */
+export function serveReplicaSets(ctx: Ctx, store: Store, namespace?: string, name?: string, sub?: string) {
+  const res = { plural: "replicasets", group: "apps" };
+  if (sub)
+    return sendStatus(ctx, failure(404, "the server could not find the requested resource", "NotFound", {}));
+  if (ctx.method !== "GET") return sendStatus(ctx, methodNotAllowed());
+  if (name) {
+    const rs = namespace ? store.replicaSets.get(namespace, name) : undefined;
+    return rs ? sendJson(ctx, 200, rs) : sendStatus(ctx, notFound(res, name));
+  }
+  const items = store.replicaSets
+    .list(namespace)
+    .filter((o) => labelsMatch(o, ctx.query.labelSelector))
+    .map(({ apiVersion: _a, kind: _k, ...rest }) => rest);
+  sendJson(ctx, 200, {
+    kind: "ReplicaSetList",
+    apiVersion: "apps/v1",
+    metadata: { resourceVersion: String(store.rv) },
+    items,
+  });
 }
 
 export { RESOURCES };
