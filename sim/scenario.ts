@@ -12,7 +12,11 @@ import { exampleConfig } from "../lib/example-config.ts";
 import type { SimApiServer } from "./apiserver/index.ts";
 import type { SimRegistry } from "./registry.ts";
 
-export function seedScenario(api: SimApiServer, registry: SimRegistry, opts: { pinned?: boolean } = {}): void {
+export function seedScenario(
+  api: SimApiServer,
+  registry: SimRegistry,
+  opts: { pinned?: boolean } = {},
+): void {
   const api1 = registry.push("myorg/api", "stable");
   const agent1 = registry.push("myorg/node-agent", "stable", { multiArch: true });
   const pinned = opts.pinned ?? true;

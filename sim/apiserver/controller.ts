@@ -23,6 +23,8 @@ interface Workload {
   currentHash: string;
   updateHash: string;
   changedAt: number;
+  /** Images this workload's pods never become available on (a bad build), whatever its mode. */
+  badImages?: Set<string>;
   timer?: ReturnType<typeof setTimeout>;
 }
 
@@ -82,6 +84,27 @@ export class Controllers {
       this.#writeCurrent(w);
     }
     this.#schedule(w, this.stepMs);
+  }
+
+  /** A rollout of this workload to a template naming one of these images flaps, as a crash-looping build would. */
+  failImages(kind: WorkloadKind, ns: string, name: string, images: readonly string[]): void {
+    const w = this.#workloads.get(keyOf(kind, ns, name));
+    if (!w) throw new Error(`Cannot set bad images of ${kind} ${ns}/${name}: no such workload`);
+    w.badImages = new Set(images);
+    this.#schedule(w, this.stepMs);
+  }
+
+  #runsBadImage(w: Workload): boolean {
+    if (!w.badImages?.size) return false;
+    const obj = this.store.get(w.kind, w.ns, w.name);
+    const spec = ((obj?.spec as JsonObject | undefined)?.template as JsonObject | undefined)?.spec as
+      | JsonObject
+      | undefined;
+    const containers = [
+      ...((spec?.containers as JsonObject[]) ?? []),
+      ...((spec?.initContainers as JsonObject[]) ?? []),
+    ];
+    return containers.some((c) => w.badImages?.has(String(c.image)));
   }
 
   forget(kind: WorkloadKind, ns: string, name: string): void {
@@ -163,7 +186,7 @@ export class Controllers {
   /** Moves the rollout one step; returns the delay to the next sync, or "idle" to wait for a change. */
   #advance(w: Workload): number | "idle" {
     if (w.step === 4 || w.step === 0) return "idle";
-    switch (w.mode) {
+    switch (this.#runsBadImage(w) ? "flap" : w.mode) {
       case "healthy":
         w.deadlineExceeded = false;
         w.flicker = false;

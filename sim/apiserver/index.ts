@@ -108,6 +108,11 @@ export interface SimApiServer {
     opts?: { slowMs?: number },
   ): void;
   deleteObject(kind: WorkloadKind, namespace: string, name: string): void;
+  /**
+   * A bad build for this workload: a rollout to a template that names one of these images never
+   * becomes available (as "flap"), while a rollout back to other images settles as its mode says.
+   */
+  failImages(kind: WorkloadKind, namespace: string, name: string, images: readonly string[]): void;
   faults: { add(rule: FaultRule): void; clear(): void };
   readonly log: RequestLogEntry[];
   clearLog(): void;
@@ -291,6 +296,7 @@ function makeHandle(rt: Runtime, d: HandleDeps): SimApiServer {
       store.updateMain(kind, ns, name, next, { manager: o.manager });
     },
     setMode: (kind, ns, name, mode, o) => d.controllers.setMode(kind, ns, name, mode, o),
+    failImages: (kind, ns, name, images) => d.controllers.failImages(kind, ns, name, images),
     deleteObject(kind, ns, name) {
       requireObject(store, kind, ns, name);
       d.controllers.forget(kind, ns, name);
