@@ -4,9 +4,9 @@
 // where it is installed), a container that runs another repository, and `reconcile: report`.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { imageOwners } from "../lib/kube/managed-fields.ts";
-import { parseWorkload, type WorkloadKind } from "../lib/kube/objects.ts";
-import { rolloutStatus } from "../lib/kube/settled.ts";
+import type { WorkloadKind } from "../lib/kube/objects.ts";
 import { kubectlFor } from "./kubectl.ts";
+import { settled } from "./settle.ts";
 import { needTool } from "./tools.ts";
 import { PREFIX, recorded, startWorld, type World } from "./world.ts";
 
@@ -39,11 +39,7 @@ async function setImage(
   manager: string,
 ) {
   w.api.setImage(kind, ns, name, container, image, { manager });
-  for (let i = 0; i < 400; i++) {
-    if (rolloutStatus(parseWorkload(kind, w.api.getObject(kind, ns, name))).done) return;
-    await Bun.sleep(10);
-  }
-  throw new Error(`${kind} ${ns}/${name} did not settle after the change`);
+  await settled(w.api, kind, ns, name);
 }
 
 /** Workload patches the API server accepted, by workload name. */
@@ -54,7 +50,10 @@ const workloadPatches = () =>
     .concat(
       w.api.log
         .filter((e) => e.method === "PATCH" && e.status < 300 && e.path.endsWith("/deployments/api"))
-        .filter((e) => e.contentType?.startsWith("application/json-patch+json") && e.body?.includes("/spec/template/"))
+        .filter(
+          (e) =>
+            e.contentType?.startsWith("application/json-patch+json") && e.body?.includes("/spec/template/"),
+        )
         .map(() => "api"),
     );
 const events = () =>

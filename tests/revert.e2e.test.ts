@@ -5,6 +5,7 @@
 // while a rollout back to the old images settles.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { start } from "./reliability/spawn.ts";
+import { settled } from "./settle.ts";
 import { PREFIX, recorded, startWorld, type World } from "./world.ts";
 
 const k = (name: string) => `${PREFIX}/${name}`;
@@ -133,4 +134,26 @@ describe("when the revert cannot help", () => {
     expect(w.api.log.filter((e) => e.start >= signalled && e.method !== "GET")).toEqual([]);
     expect(proxyImage()).toBe(pin(bad));
   }, 20_000);
+});
+
+describe("a re-pin that fails", () => {
+  test("is reverted to the tag, then retried as the next attempt (never contested by our own revert), then locked out", async () => {
+    await recorded(w);
+    const R = w.ours()[k("last-refreshed-api-digest")] as string;
+    const tag = `${w.registry.host}/myorg/api:stable`;
+    w.api.setImage("Deployment", "apps", "api-proxy", "proxy", tag, { manager: "helm" });
+    await settled(w.api, "Deployment", "apps", "api-proxy");
+    w.api.failImages("Deployment", "apps", "api-proxy", [pin(R)]);
+    for (const n of [1, 2, 3]) {
+      const r = await w.run();
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr).toContain("reason=rollout_failed_reverted");
+      expect(r.stderr).not.toContain("pin_contested");
+      expect(w.ours()[k("refresh-attempt-api")]).toBe(String(n));
+      expect(proxyImage()).toBe(tag);
+    }
+    const locked = await w.run();
+    expect(locked.code).toBe(0);
+    expect(locked.stderr).toContain("locked_out: api: locked_out 3/3");
+  }, 30_000);
 });

@@ -70,6 +70,25 @@ const cases: Case[] = [
     ],
   },
   {
+    name: "the tag put back by image-refresh's own revert of a failed re-pin is re-pinned again (attempt 2), not contested",
+    o: both(
+      live("Deployment/apps/api", "api", "myorg/api:stable", {
+        manager: "image-refresh",
+        operation: "Update",
+      }),
+      (o) => ann(o, "repin-streak-api", "1"),
+      (o) => ann(o, "refresh-attempt-api", "1"),
+    ),
+    outcome: "refreshed",
+    reason: "pin_restored",
+    actions: [
+      write({ attempts: { api: 2 }, repins: ["api"] }),
+      roll("api", [["api", REPIN_API]], ["api"]),
+      { type: "reset", counts: { api: 2 } },
+      { type: "pin-restored", images: ["api"] },
+    ],
+  },
+  {
     name: "a contest already announced stays held with no write and no Event",
     o: both(apiRendered, (o) => ann(o, "repin-streak-api", "2")),
     outcome: "held",

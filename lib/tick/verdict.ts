@@ -158,11 +158,14 @@ function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]): Judgem
     );
   }
   const streak = readCounter(o.state.annotations[key]);
-  if (streak.kind !== "absent") return contested(j, img, x, what, streak, key);
+  // Only another writer contests a pin: the tag put back by our own revert of a failed re-pin is
+  // that re-pin's next attempt (counted; the lockout ends it), not a deploy tool fighting us.
+  const foreign = off.some((y) => !y.ours);
+  if (streak.kind !== "absent" && foreign) return contested(j, img, x, what, streak, key);
   const managers = [...new Set(off.filter((y) => !y.ours).map((y) => y.owner?.manager ?? "unknown"))];
   const only = off.map((y) => `${workloadId(y.target)}/${y.target.container}`);
   const d = due(j, { ...input, repin: { only, managers, what } });
-  if (d.due) j.writes[key] = "1";
+  if (d.due && o.state.annotations[key] !== "1") j.writes[key] = "1";
   return d;
 }
 
