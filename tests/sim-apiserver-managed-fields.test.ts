@@ -282,6 +282,15 @@ describe("ownership moves as SMD merge/update.go does for Update", () => {
     expect(w.managers()).not.toContain("kubectl-annotate");
   });
 
+  test("setImage names the container it cannot find, and writes nothing", () => {
+    const w = fresh();
+    const before = w.get();
+    expect(() => sim.setImage(w.kind, "apps", w.name, "nope", PIN)).toThrow(
+      `Cannot set the image of Deployment apps/${w.name}: no container "nope"`,
+    );
+    expect(w.get()).toEqual(before);
+  });
+
   test("lastOwner reads a human's change after a Helm upgrade reverted ours", () => {
     const w = fresh({ manager: "helm" });
     sim.setImage(w.kind, "apps", w.name, "app", PIN, { manager: "image-refresh" });
