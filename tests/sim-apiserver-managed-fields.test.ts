@@ -282,6 +282,15 @@ describe("ownership moves as SMD merge/update.go does for Update", () => {
     expect(w.managers()).not.toContain("kubectl-annotate");
   });
 
+  test("setImage names the container it cannot find, and writes nothing", () => {
+    const w = fresh();
+    const before = w.get();
+    expect(() => sim.setImage(w.kind, "apps", w.name, "nope", PIN)).toThrow(
+      `Cannot set the image of Deployment apps/${w.name}: no container "nope"`,
+    );
+    expect(w.get()).toEqual(before);
+  });
+
   test("lastOwner reads a human's change after a Helm upgrade reverted ours", () => {
     const w = fresh({ manager: "helm" });
     sim.setImage(w.kind, "apps", w.name, "app", PIN, { manager: "image-refresh" });
@@ -352,6 +361,57 @@ describe("entries sent by the client (fieldmanager.go decodeLiveOrNew)", () => {
       "Update:zeta",
       "Update:aardvark",
     ]);
+  });
+});
+
+describe("more than 10 Update entries (capmanagers.go)", () => {
+  // Names that sort against their age (u9 is the oldest), so "oldest" cannot pass for "first by name".
+  const u = (i: number) => `u${10 - i}`;
+  const us = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => u(from + i));
+
+  test("the oldest fold into ancient-changes, which takes the newer time; later ones join it", () => {
+    const w = fresh({ kind: "StatefulSet", manager: "creator" }); // creator + kube-controller-manager/status
+    const created = at(clock);
+    for (let i = 1; i <= 9; i++) {
+      tick();
+      sim.setAnnotations(w.kind, "apps", w.name, { [`x.io/k${i}`]: "v" }, { manager: u(i) });
+    }
+    expect(w.managers()).toEqual(["ancient-changes", ...us(1, 9)]);
+    const ancient = w.entry("ancient-changes");
+    expect(ancient).toMatchObject({ operation: "Update", apiVersion: "apps/v1", time: created });
+    expect(ancient.subresource).toBeUndefined();
+    expect(Object.keys(ancient.fieldsV1)).toEqual(["f:metadata", "f:spec", "f:status"]); // both merged
+    expect(w.owner()).toEqual(["ancient-changes"]);
+    tick();
+    const t1 = w.entry(u(1)).time;
+    sim.setAnnotations(w.kind, "apps", w.name, { "x.io/k10": "v" }, { manager: u(10) });
+    expect(w.managers()).toEqual(["ancient-changes", ...us(2, 10)]);
+    expect(w.entry("ancient-changes").time).toBe(t1);
+    expect(owns(w.entry("ancient-changes"), ANNOTATION("x.io/k1"))).toBe(true);
+  });
+
+  test("an existing bucket takes the merge even when it is not the oldest; the oldest stays itself", () => {
+    const w = fresh({ kind: "StatefulSet", manager: null });
+    const entry = (manager: string, time: string, key: string) => ({
+      manager,
+      operation: "Update",
+      apiVersion: "apps/v1",
+      time,
+      fieldsType: "FieldsV1",
+      fieldsV1: { "f:metadata": { "f:labels": { [`f:${key}`]: {} } } },
+    });
+    const old = Array.from({ length: 9 }, (_, i) => entry(`o${i}`, `2020-01-0${i + 1}T00:00:00Z`, `k${i}`));
+    const bucket = entry("ancient-changes", "2021-01-01T00:00:00Z", "kb");
+    sim.update(w.kind, "apps", w.name, (o) => (o.metadata.managedFields = [...old, bucket]), {
+      manager: "x",
+    });
+    sim.setAnnotations(w.kind, "apps", w.name, { "x.io/new": "v" }, { manager: "writer" });
+    const managers = w.mf().map((e) => e.manager);
+    expect(managers.filter((m) => m === "ancient-changes").length).toBe(1);
+    expect(managers).toContain("o0");
+    expect(managers).not.toContain("o1");
+    expect(owns(w.entry("ancient-changes"), ["f:metadata", "f:labels", "f:k1"])).toBe(true);
+    expect(w.entry("ancient-changes").time).toBe("2020-01-02T00:00:00Z");
   });
 });
 

@@ -8,6 +8,9 @@ import { type Comparison, compare, decodeFields, encodeFields, type FieldSet, wi
 import { isObject, type Json, type JsonObject } from "./patch.ts";
 import type { FieldError } from "./status.ts";
 
+/** capmanagers.go DefaultMaxUpdateManagers: more Update entries are folded into ancient-changes. */
+export const MAX_UPDATE_MANAGERS = 10;
+export const ANCIENT_CHANGES = "ancient-changes";
 /** apimachinery validation.go FieldManagerMaxLength, in bytes. */
 export const FIELD_MANAGER_MAX = 128;
 /** What the deployment, daemonset and statefulset controllers are named by their User-Agent. */
@@ -60,15 +63,15 @@ interface Entry {
   set: FieldSet;
 }
 
-/** BuildManagerIdentifier: manager + operation + subresource, plus apiVersion for Update only. */
+/**
+ * BuildManagerIdentifier: the entry's JSON without fieldsType, fieldsV1 and time, and without
+ * apiVersion for Apply, so manager + operation + subresource (+ apiVersion for Update).
+ */
 function identity(e: JsonObject): string {
-  const op = String(e.operation ?? "");
-  return JSON.stringify([
-    e.manager ?? "",
-    op,
-    e.subresource ?? "",
-    op === "Update" ? (e.apiVersion ?? "") : "",
-  ]);
+  const id: JsonObject = { manager: e.manager ?? "", operation: e.operation ?? "" };
+  if (e.operation !== "Apply" && e.apiVersion) id.apiVersion = e.apiVersion;
+  if (e.subresource) id.subresource = e.subresource;
+  return JSON.stringify(id);
 }
 
 /** A client's managedFields, or undefined when they do not decode (the server then keeps the live ones). */
@@ -126,9 +129,54 @@ function moveOwnership(entries: Entry[], cmp: Comparison): Entry[] {
     .filter((e) => e.set.size > 0); // a manager left with nothing is dropped
 }
 
+const seconds = (v: Json | undefined): number => (v ? Math.floor(Date.parse(String(v)) / 1000) : 0);
+
+/**
+ * capmanagers.go: past MAX_UPDATE_MANAGERS Update entries, the oldest (by time, then identity)
+ * are merged per apiVersion into one `ancient-changes` entry, which takes the newer time.
+ */
+function capUpdaters(entries: Entry[]): Entry[] {
+  const updaters = entries.filter((e) => e.fields.operation !== "Apply");
+  if (updaters.length <= MAX_UPDATE_MANAGERS) return entries;
+  const oldest = [...updaters].sort(
+    (a, b) =>
+      seconds(a.fields.time) - seconds(b.fields.time) || (identity(a.fields) < identity(b.fields) ? -1 : 1),
+  );
+  const firsts = new Map<string, Entry>(); // per apiVersion, the oldest entry, kept as it is
+  const merged = new Set<Entry>();
+  let count = updaters.length;
+  for (const e of oldest) {
+    if (count <= MAX_UPDATE_MANAGERS) break;
+    const version = String(e.fields.apiVersion ?? "");
+    const ancient = {
+      manager: ANCIENT_CHANGES,
+      operation: "Update",
+      apiVersion: version,
+      fieldsType: "FieldsV1",
+    };
+    const bucketId = identity(ancient);
+    const first = firsts.get(version);
+    if (!first) {
+      firsts.set(version, e);
+      continue;
+    }
+    if (identity(e.fields) === bucketId) continue; // the bucket is never merged into itself
+    // An existing bucket takes the merge; else the first entry of that version becomes it.
+    let bucket = entries.find((x) => !merged.has(x) && identity(x.fields) === bucketId);
+    if (!bucket) {
+      bucket = first;
+      bucket.fields = { ...ancient };
+    }
+    bucket.set = new Set([...bucket.set, ...e.set]);
+    bucket.fields.time = e.fields.time ?? null; // the merged update is the newer one
+    merged.add(e);
+    count--;
+  }
+  return entries.filter((e) => !merged.has(e));
+}
+
 function compareEntries(a: JsonObject, b: JsonObject): number {
   const str = (v: Json | undefined) => String(v ?? "");
-  const seconds = (v: Json | undefined) => (v ? Math.floor(Date.parse(String(v)) / 1000) : 0);
   for (const [x, y] of [
     [str(a.operation), str(b.operation)],
     [seconds(a.time), seconds(b.time)],
@@ -178,7 +226,7 @@ export function managedFieldsAfter(w: ManagedWrite): JsonObject[] {
       previous.fields.time = w.now;
     } else entries.push({ fields, set: changed });
   }
-  return entries
+  return capUpdaters(entries)
     .map((e) => ({ ...e.fields, fieldsV1: encodeFields(e.set) }))
     .sort(compareEntries)
     .map(order);
