@@ -56,6 +56,9 @@ export function judgeImage(img: ImageConfig, o: Observed, c: Config): Judgement 
   if (live) {
     const held = targetFindings(j, img, live, c);
     if (held) return held;
+    // Known from the targets alone, so an unresolved image still says whether it runs its pin.
+    const R = a[keys.digest];
+    j.verdict.inSync = R !== undefined && live.containers.every((x) => x.digest === R);
   }
   const seen = o.digests?.[img.key];
   if (!seen?.ok) return unresolved(j, img, counters, c, seen?.ok === false ? seen : undefined);
@@ -63,7 +66,6 @@ export function judgeImage(img: ImageConfig, o: Observed, c: Config): Judgement 
   const recorded = a[keys.digest];
   const L = seen.digest;
   j.verdict.digest = L;
-  if (live) j.verdict.inSync = recorded !== undefined && live.containers.every((x) => x.digest === recorded);
   if (recorded === undefined) {
     j.firstSeen = L;
     return say(j, "recorded", "first_observation", `first observation of ${img.key}: ${L}`);
