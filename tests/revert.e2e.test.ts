@@ -55,7 +55,7 @@ describe("onFailure: revert (the default)", () => {
     const { old, bad } = await badBuildOnProxy();
     const r = await w.run();
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("failed: api: failed; node-agent: noop");
+    expect(r.stderr).toContain("failed: api: failed (reverted); node-agent: noop");
     expect(r.stderr).toContain("reverted Deployment apps/api-proxy, Deployment apps/api");
     expect(imagePatches()).toEqual([
       `api ${pin(bad)}`,

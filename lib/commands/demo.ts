@@ -1,6 +1,6 @@
 // `image-refresh demo`: the real tick, in-process, against the built-in simulated cluster and
 // registry. It tells the per-image story a user needs to trust the tool: first observation, a
-// refresh, a flapping DaemonSet image locked out after three attempts while the other image still
+// refresh, a bad DaemonSet build reverted, then locked out after three attempts while the other image still
 // refreshes beside it, a human rejecting the bad build, the next build rolling out, an image
 // the registry cannot resolve turning stale (a loud failure) instead of a quiet no-op, and the
 // live spec: adoption of containers that name the tag, a Helm re-render re-pinned, a human's pin
@@ -151,11 +151,14 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
   outcomes.push(await tick("nothing changed: no writes at all"));
   registry.push("myorg/api", "stable");
   outcomes.push(await tick("myorg/api:stable was rebuilt: pin both Deployments to the new digest"));
-  registry.push("myorg/node-agent", "stable", { multiArch: true });
-  api.setMode("DaemonSet", "agents", "node-agent", "flap");
+  const bad = registry.push("myorg/node-agent", "stable", { multiArch: true });
+  // A bad build: its pods never become available; the old build's still do.
+  api.failImages("DaemonSet", "agents", "node-agent", [`${registry.host}/myorg/node-agent@${bad}`]);
   for (let i = 1; i <= 3; i++)
     outcomes.push(
-      await tick(`myorg/node-agent was rebuilt, but its new pods never become available (attempt ${i})`),
+      await tick(
+        `myorg/node-agent was rebuilt, but its new pods never become available: reverted to the old build (attempt ${i})`,
+      ),
     );
   registry.push("myorg/api", "stable");
   outcomes.push(
@@ -165,7 +168,6 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
   out("\n── a human looks at the agent's build and runs `image-refresh reject node-agent`: not this build");
   await rejectCommand(await runtime(), false, ["node-agent"]);
   outcomes.push(await tick("the rejected build is never rolled out: node-agent is paused"));
-  api.setMode("DaemonSet", "agents", "node-agent", "healthy");
   registry.push("myorg/node-agent", "stable", { multiArch: true });
   outcomes.push(await tick("a fixed node-agent build is pushed: it rolls out"));
   out("\n── the registry stops answering for myorg/api (a deleted repository, a refused pull secret)");

@@ -7,7 +7,7 @@
 import { waitForRollout } from "../kube/rollout.ts";
 import type { Workload } from "../kube/workloads.ts";
 import { baseAttrs, type Failure, failImage, postEvent, type Run, remember } from "./apply.ts";
-import type { WorkloadRef } from "./model.ts";
+import type { ImageVerdict, WorkloadRef } from "./model.ts";
 import { describeWorkload, workloadId } from "./model.ts";
 import { stateRef } from "./observe.ts";
 
@@ -47,7 +47,10 @@ export async function revertGroup(
     ? `${failed.message}; reverted ${what} to the images they had before this tick (settled)`
     : `${failed.message}; the revert did not settle: ${problems.join("; ")}`;
   const reason = settled ? "rollout_failed_reverted" : "revert_failed";
-  for (const key of members) failImage(run, key, { outcome: "failed", reason, message });
+  for (const key of members) {
+    failImage(run, key, { outcome: "failed", reason, message });
+    (run.verdicts.get(key) as ImageVerdict).short = settled ? "(reverted)" : "(revert failed)";
+  }
   const note = `${message} (images ${members.join(", ")})`;
   const event = {
     type: "event" as const,
