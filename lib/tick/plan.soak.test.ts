@@ -1,0 +1,217 @@
+// plan() with minimumAge (SPEC step 6, `candidates-<key>`): a new build waits until this
+// installation has seen it for minimumAge by the tick's clock (Observed.clock, the API server's
+// Date); the newest aged candidate rolls out by digest; at most 5 kept, always the oldest. Same
+// base world and table shape as plan.test.ts: api recorded on a, the registry now says c.
+import { describe, expect, test } from "bun:test";
+import { parseCandidates } from "./candidates.ts";
+import type { Observed } from "./model.ts";
+import {
+  ann,
+  both,
+  type Case,
+  config,
+  D,
+  newApi,
+  observed,
+  P,
+  REFRESH_API,
+  roll,
+  runCases,
+  write,
+} from "./plan.fixtures.ts";
+import { plan } from "./plan.ts";
+
+const T = Date.parse("2026-12-01T12:00:00Z");
+const H = 3_600_000;
+const at = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, "Z");
+const entry = (digest: string, seenAgo: number) => `${digest}=${at(T - seenAgo)}`;
+const KEY = `${P}/candidates-api`;
+const soak6h = (c: { minimumAge?: string }) => (c.minimumAge = "6h");
+const clock = (ms: number) => (o: Observed) => {
+  o.clock = ms;
+};
+const listed =
+  (...entries: string[]) =>
+  (o: Observed) =>
+    ann(o, "candidates-api", entries.join(","));
+const api = (d: string) => `docker.io/myorg/api@${d}`;
+const rollApi = (d: string): Case["actions"] => [
+  roll("api", [["api", api(d)]], ["api"]),
+  roll("api-proxy", [["proxy", api(d)]], ["api"]),
+  { type: "reset", counts: { api: 1 } },
+];
+const newBuild = (d: string) => (o: Observed) => {
+  o.digests = { ...o.digests, api: { ok: true, digest: d } };
+};
+
+const cases: Case[] = [
+  {
+    name: "minimumAge 0s is today's behaviour exactly: no candidates written, the new build rolls out",
+    o: both(newApi, clock(T)),
+    outcome: "refreshed",
+    reason: "digest_changed",
+    actions: REFRESH_API,
+  },
+  {
+    name: "a new build is first seen: stored in candidates with the tick's clock, pending, no workload touched",
+    c: soak6h,
+    o: both(newApi, clock(T)),
+    outcome: "pending",
+    reason: "minimum_age",
+    images: { api: "pending/minimum_age", "node-agent": "noop/unchanged" },
+    actions: [write({ annotations: { [KEY]: entry(D("c"), 0) } })],
+  },
+  {
+    name: "seen 1 s short of minimumAge: still pending, and nothing is written (its first-seen time stays)",
+    c: soak6h,
+    o: both(newApi, clock(T), listed(entry(D("c"), 6 * H - 1000))),
+    outcome: "pending",
+    actions: [],
+  },
+  {
+    name: "seen exactly minimumAge ago: rolls out; the record write removes the emptied candidates",
+    c: soak6h,
+    o: both(newApi, clock(T), listed(entry(D("c"), 6 * H))),
+    outcome: "refreshed",
+    reason: "digest_changed",
+    actions: [
+      write({ attempts: { api: 1 } }),
+      ...rollApi(D("c")),
+      { type: "record-digests", digests: { api: D("c") }, candidates: { api: null } },
+    ],
+  },
+  {
+    name: "ratchet: the tag moved on to a new build, an older candidate has aged: the aged one rolls out, the new one waits on",
+    c: soak6h,
+    o: both(newApi, clock(T), listed(entry(D("d"), 7 * H))),
+    outcome: "refreshed",
+    actions: [
+      write({ attempts: { api: 1 }, annotations: { [KEY]: `${entry(D("c"), 0)},${entry(D("d"), 7 * H)}` } }),
+      ...rollApi(D("d")),
+      { type: "record-digests", digests: { api: D("d") }, candidates: { api: entry(D("c"), 0) } },
+    ],
+  },
+  {
+    name: "two aged candidates: the newest aged rolls out; the older one and the chosen are dropped with the record",
+    c: soak6h,
+    o: both(newBuild(D("f")), clock(T), listed(entry(D("e"), 6.5 * H), entry(D("d"), 7 * H))),
+    outcome: "refreshed",
+    actions: [
+      write({
+        attempts: { api: 1 },
+        annotations: { [KEY]: [entry(D("f"), 0), entry(D("e"), 6.5 * H), entry(D("d"), 7 * H)].join(",") },
+      }),
+      ...rollApi(D("e")),
+      { type: "record-digests", digests: { api: D("e") }, candidates: { api: entry(D("f"), 0) } },
+    ],
+  },
+  {
+    name: "at most 5, always keeping the oldest: a sixth build drops the second-oldest, which then never rolls out",
+    c: soak6h,
+    o: both(
+      newBuild(D("9")),
+      clock(T),
+      listed(...["5", "4", "3", "2", "1"].map((d, i) => entry(D(d), (i + 1) * H))),
+    ),
+    outcome: "pending",
+    actions: [
+      write({
+        annotations: {
+          [KEY]: [
+            entry(D("9"), 0),
+            ...["5", "4", "3"].map((d, i) => entry(D(d), (i + 1) * H)),
+            entry(D("1"), 5 * H),
+          ].join(","),
+        },
+      }),
+    ],
+  },
+  {
+    name: "the recorded digest in the list is dropped from it in the tick's write",
+    c: soak6h,
+    o: both(newApi, clock(T), listed(entry(D("a"), 8 * H))),
+    outcome: "pending",
+    actions: [write({ annotations: { [KEY]: entry(D("c"), 0) } })],
+  },
+  {
+    name: "a candidate a human rejected never rolls out, also once it has aged; the new build waits",
+    c: soak6h,
+    o: both(newApi, clock(T), listed(entry(D("d"), 7 * H)), (o) => ann(o, "rejected-api-digest", D("d"))),
+    outcome: "pending",
+    actions: [write({ annotations: { [KEY]: `${entry(D("c"), 0)},${entry(D("d"), 7 * H)}` } })],
+  },
+  {
+    name: "locked out with a young candidate: pending (no refresh is due yet), the build is still timed",
+    c: soak6h,
+    o: both(newApi, clock(T), (o) => ann(o, "refresh-attempt-api", "3")),
+    outcome: "pending",
+    actions: [write({ annotations: { [KEY]: entry(D("c"), 0) } })],
+  },
+  {
+    name: "locked out with an aged candidate: the lockout holds it, flap marker written, candidates kept",
+    c: soak6h,
+    o: both(newApi, clock(T), listed(entry(D("c"), 7 * H)), (o) => ann(o, "refresh-attempt-api", "3")),
+    outcome: "locked_out",
+    actions: [
+      write({ flaps: ["api"], annotations: { [`${P}/refresh-flap-detected-api`]: "3" } }),
+      {
+        type: "event",
+        eventType: "Warning",
+        reason: "RefreshLockedOut",
+        note: expect.any(String) as unknown as string,
+        image: "api",
+      },
+    ],
+  },
+  {
+    name: "in sync under a soak writes nothing, candidates or not",
+    c: soak6h,
+    o: both(clock(T), listed(entry(D("d"), 1 * H))),
+    outcome: "noop",
+    actions: [],
+  },
+];
+
+describe("plan: minimumAge and candidates", () => {
+  runCases(cases);
+
+  test("pending says which build waits and when it is due, and the next one after it", () => {
+    const o = observed(both(newApi, clock(T), listed(entry(D("d"), 2 * H))));
+    const v = plan(o, config(soak6h)).images[0];
+    expect(v?.outcome).toBe("pending");
+    expect(v?.message).toContain(`build ${D("d")} waits out minimumAge 6h`);
+    expect(v?.message).toContain(`due ${at(T + 4 * H)} (in 4h)`);
+    expect(v?.message).toContain(`the tag now names ${D("c")} (due ${at(T + 6 * H)})`);
+    expect(v?.short).toBe(`(due ${at(T + 4 * H)})`);
+  });
+
+  test("an unreadable candidates value is treated as empty and rewritten, with a warning naming it", () => {
+    const o = observed(both(newApi, clock(T), listed("garbage", `${D("d")}=yesterday`)));
+    const d = plan(o, config(soak6h));
+    expect(d.outcome).toBe("pending");
+    expect(d.actions).toEqual([write({ annotations: { [KEY]: entry(D("c"), 0) } })]);
+    expect(d.images[0]?.warnings?.[0]).toContain('"garbage", "sha256:');
+  });
+
+  test("an unreadable entry beside readable ones: only it is dropped", () => {
+    const o = observed(both(newApi, clock(T), listed(entry(D("d"), 7 * H), "oops")));
+    const d = plan(o, config(soak6h));
+    expect(d.images[0]?.digest).toBe(D("d"));
+    expect(d.images[0]?.warnings).toHaveLength(1);
+  });
+
+  test("the API server's clock decides, not a time stored in the future", () => {
+    const o = observed(both(newApi, clock(T), listed(entry(D("c"), -H))));
+    expect(plan(o, config(soak6h)).outcome).toBe("pending");
+  });
+
+  test("a soak without a clock is a programming error, never a guessed time", () => {
+    expect(() => plan(observed(newApi), config(soak6h))).toThrow(/clock/);
+  });
+
+  test("the stored list reads back newest first, duplicates once", () => {
+    const p = parseCandidates(`${entry(D("d"), 2 * H)},${entry(D("c"), 1 * H)},${entry(D("d"), 3 * H)}`);
+    expect(p.list.map((x) => x.digest)).toEqual([D("c"), D("d")]);
+    expect(p.unreadable).toEqual([]);
+  });
+});
