@@ -137,6 +137,33 @@ describe("soak: minimumAge against the API server's clock", () => {
   }, 60_000);
 });
 
+describe("status under a soak", () => {
+  test("shows each candidate with its age and when it is due, by the API server's clock", async () => {
+    const world = await soakWorld();
+    const b1 = push(world);
+    await tick(world);
+    clock = T0 + 2 * H;
+    const b2 = push(world);
+    await tick(world);
+    clock = T0 + 7 * H - 30_000;
+    const r = await world.run(["status"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("candidates (minimumAge), newest first:");
+    expect(r.stdout).toContain(
+      `${b2} first seen ${at(T0 + 2 * H)} (4h59m30s ago), due ${at(T0 + 8 * H)} (in 1h30s)`,
+    );
+    expect(r.stdout).toContain(`${b1} first seen ${at(T0)} (6h59m30s ago), aged`);
+    expect(r.stdout).toContain("REFRESHED (digest_changed)");
+    const json = JSON.parse((await world.run(["status", "--json"])).stdout);
+    const api = json.images.find((i: { key: string }) => i.key === "api");
+    expect(api.candidates.map((x: { digest: string; due: boolean }) => [x.digest, x.due])).toEqual([
+      [b2, false],
+      [b1, true],
+    ]);
+    expect(api.candidates[0].ageSeconds).toBe(5 * 3600 - 30);
+  }, 60_000);
+});
+
 describe("the tick's clock: the API server's Date header", () => {
   test("the simulated API server's Date follows its settable clock (IMF-fixdate, whole seconds)", async () => {
     const world = await soakWorld();
