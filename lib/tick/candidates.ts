@@ -66,10 +66,17 @@ export function chooseCandidate(
   return list.find((c) => clock - c.seen >= minimumAgeMs && !excluded.includes(c.digest));
 }
 
-/** After a rollout to `chosen` is recorded: only the candidates newer than it wait on. */
-export function afterRollout(list: Candidate[], chosen: Candidate, recorded: string): Candidate[] {
+/**
+ * After a rollout to `chosen` is recorded: only the candidates newer than it wait on, less those
+ * `dropped` (the recorded digest, and a rejected build, whose marker that record removes).
+ */
+export function afterRollout(
+  list: Candidate[],
+  chosen: Candidate,
+  dropped: ReadonlyArray<string | undefined>,
+): Candidate[] {
   const at = list.findIndex((c) => c.digest === chosen.digest);
-  return list.slice(0, at < 0 ? list.length : at).filter((c) => c.digest !== recorded);
+  return list.slice(0, at < 0 ? list.length : at).filter((c) => !dropped.includes(c.digest));
 }
 
 export function dueAt(c: Candidate, minimumAgeMs: number): number {

@@ -141,6 +141,22 @@ const cases: Case[] = [
     actions: [write({ annotations: { [KEY]: `${entry(D("c"), 0)},${entry(D("d"), 7 * H)}` } })],
   },
   {
+    name: "a rejected candidate newer than the one rolling out leaves the list with the record (the record removes the rejected marker)",
+    c: soak6h,
+    o: both(newApi, clock(T), listed(entry(D("e"), 6.5 * H), entry(D("d"), 7 * H)), (o) =>
+      ann(o, "rejected-api-digest", D("e")),
+    ),
+    outcome: "refreshed",
+    actions: [
+      write({
+        attempts: { api: 1 },
+        annotations: { [KEY]: [entry(D("c"), 0), entry(D("e"), 6.5 * H), entry(D("d"), 7 * H)].join(",") },
+      }),
+      ...rollApi(D("d")),
+      { type: "record-digests", digests: { api: D("d") }, candidates: { api: entry(D("c"), 0) } },
+    ],
+  },
+  {
     name: "locked out with a young candidate: pending (no refresh is due yet), the build is still timed",
     c: soak6h,
     o: both(newApi, clock(T), (o) => ann(o, "refresh-attempt-api", "3")),

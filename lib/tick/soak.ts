@@ -39,7 +39,8 @@ export function soak(j: Judgement, input: DueInput, recorded: string): Judgement
   if (!chosen) return pending(j, input, list);
   const d = due(j, { ...input, digest: chosen.digest });
   if (!d.due) return d;
-  d.due.candidates = formatCandidates(afterRollout(list, chosen, recorded));
+  // The record removes the rejected marker (apply.ts), so a rejected build leaves the list with it.
+  d.due.candidates = formatCandidates(afterRollout(list, chosen, [recorded, counters.rejected]));
   j.verdict.digest = chosen.digest;
   const seen = `first seen ${stamp(chosen.seen)}, minimumAge ${age(c.minimumAgeMs)}`;
   const newer = chosen.digest === L ? "" : `; the tag now names ${L}, which waits its turn`;
