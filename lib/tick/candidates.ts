@@ -46,14 +46,23 @@ export function formatCandidates(list: Candidate[]): string | null {
 }
 
 /** The list with `digest` first seen at `clock` if it is new, trimmed to MAX keeping the oldest. */
+/** The list with `digest` first seen at `clock` if it is new (untrimmed: see `trim`). */
 export function addCandidate(list: Candidate[], digest: string, clock: number): Candidate[] {
   if (list.some((c) => c.digest === digest)) return list;
-  return trim(newestFirst([{ digest, seen: clock }, ...list]));
+  return newestFirst([{ digest, seen: clock }, ...list]);
 }
 
-export function trim(list: Candidate[]): Candidate[] {
+/**
+ * At most MAX: the newest and the oldest. `keep` (the candidate this tick rolls out) is never
+ * trimmed: an aged build must not give way to a younger one, and a failed rollout retries it.
+ */
+export function trim(list: Candidate[], keep?: string): Candidate[] {
   if (list.length <= MAX_CANDIDATES) return list;
-  return [...list.slice(0, MAX_CANDIDATES - 1), list[list.length - 1] as Candidate];
+  const oldest = list[list.length - 1] as Candidate;
+  const kept = list.slice(0, MAX_CANDIDATES - 1);
+  const k = list.find((c) => c.digest === keep);
+  if (!k || kept.includes(k) || k === oldest) return [...kept, oldest];
+  return [...list.slice(0, MAX_CANDIDATES - 2), k, oldest];
 }
 
 /** The newest candidate seen at least `minimumAgeMs` ago that may roll out (not excluded). */

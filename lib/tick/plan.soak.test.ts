@@ -3,6 +3,7 @@
 // Date); the newest aged candidate rolls out by digest; at most 5 kept, always the oldest. Same
 // base world and table shape as plan.test.ts: api recorded on a, the registry now says c.
 import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import { parseCandidates } from "./candidates.ts";
 import type { Observed } from "./model.ts";
 import {
@@ -127,6 +128,42 @@ const cases: Case[] = [
     ],
   },
   {
+    name: "at most 5, but an aged candidate never gives way to a younger one: the second-oldest that rolls out is kept, the one after it goes",
+    c: soak6h,
+    o: both(
+      newBuild(D("9")),
+      clock(T),
+      listed(
+        entry(D("5"), 1 * H),
+        entry(D("4"), 2 * H),
+        entry(D("3"), 3 * H),
+        entry(D("2"), 6.5 * H),
+        entry(D("1"), 8 * H),
+      ),
+    ),
+    outcome: "refreshed",
+    actions: [
+      write({
+        attempts: { api: 1 },
+        annotations: {
+          [KEY]: [
+            entry(D("9"), 0),
+            entry(D("5"), H),
+            entry(D("4"), 2 * H),
+            entry(D("2"), 6.5 * H),
+            entry(D("1"), 8 * H),
+          ].join(","),
+        },
+      }),
+      ...rollApi(D("2")),
+      {
+        type: "record-digests",
+        digests: { api: D("2") },
+        candidates: { api: [entry(D("9"), 0), entry(D("5"), H), entry(D("4"), 2 * H)].join(",") },
+      },
+    ],
+  },
+  {
     name: "the recorded digest in the list is dropped from it in the tick's write",
     c: soak6h,
     o: both(newApi, clock(T), listed(entry(D("a"), 8 * H))),
@@ -229,5 +266,50 @@ describe("plan: minimumAge and candidates", () => {
     const p = parseCandidates(`${entry(D("d"), 2 * H)},${entry(D("c"), 1 * H)},${entry(D("d"), 3 * H)}`);
     expect(p.list.map((x) => x.digest)).toEqual([D("c"), D("d")]);
     expect(p.unreadable).toEqual([]);
+  });
+});
+
+describe("plan: minimumAge over random histories", () => {
+  // Not a (api's recorded digest) nor b (node-agent's).
+  const digits = "123456789cdef".split("");
+  // Up to 7 stored candidates (more than the 5 kept: a hand-edited list), seen 0..12 h ago.
+  const history = fc.record({
+    stored: fc.uniqueArray(
+      fc.record({ d: fc.constantFrom(...digits), ago: fc.integer({ min: 0, max: 12 * 3600 }) }),
+      {
+        selector: (x) => x.d,
+        maxLength: 7,
+      },
+    ),
+    latest: fc.constantFrom(...digits),
+  });
+
+  test("what rolls out was seen minimumAge ago by the clock; the list keeps at most 5 and the oldest; pending rolls nothing", () => {
+    fc.assert(
+      fc.property(history, ({ stored, latest }) => {
+        const list = stored.map((x) => entry(D(x.d), x.ago * 1000));
+        const o = observed(both(newBuild(D(latest)), clock(T), listed(...list)));
+        const d = plan(o, config(soak6h));
+        const rolled = d.actions.filter((a) => a.type === "rollout" && a.images.includes("api"));
+        const seen = new Map(stored.map((x) => [D(x.d), T - x.ago * 1000]));
+        if (!seen.has(D(latest))) seen.set(D(latest), T);
+        const v = d.images[0];
+        if (v?.outcome === "pending") expect(rolled).toEqual([]);
+        else {
+          expect(v?.outcome).toBe("refreshed");
+          expect(T - (seen.get(v?.digest as string) as number)).toBeGreaterThanOrEqual(6 * H);
+          // The newest aged one: nothing newer than it has aged.
+          for (const [, at] of seen)
+            if (at > (seen.get(v?.digest as string) as number)) expect(T - at).toBeLessThan(6 * H);
+        }
+        const w = d.actions.find((a) => a.type === "write-state");
+        const written = w?.type === "write-state" ? w.annotations[KEY] : undefined;
+        const after = parseCandidates(written ?? (o.state.annotations[KEY] as string)).list;
+        expect(after.length).toBeLessThanOrEqual(5);
+        // The oldest first-seen time stays (with ties, one of the builds seen then).
+        expect(Math.min(...after.map((x) => x.seen))).toBe(Math.min(...seen.values()));
+      }),
+      { numRuns: 300 },
+    );
   });
 });

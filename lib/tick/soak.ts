@@ -11,6 +11,7 @@ import {
   formatCandidates,
   parseCandidates,
   stamp,
+  trim,
 } from "./candidates.ts";
 import { type DueInput, due, type Judgement, say } from "./verdict.ts";
 
@@ -27,15 +28,16 @@ export function soak(j: Judgement, input: DueInput, recorded: string): Judgement
     j.verdict.warnings = [
       `${key} has entries that are not <digest>=<RFC 3339 time>: ${parsed.unreadable.map((e) => JSON.stringify(e)).join(", ")}; they are dropped and the list is rewritten (a build among them waits its minimumAge again)`,
     ];
-  const list = addCandidate(
+  const all = addCandidate(
     parsed.list.filter((x) => x.digest !== recorded),
     L,
     clock,
   );
+  // A rejected build never rolls out, also when it aged as a candidate before the tag moved on.
+  const chosen = chooseCandidate(all, clock, c.minimumAgeMs, [recorded, counters.rejected]);
+  const list = trim(all, chosen?.digest);
   const value = formatCandidates(list);
   if (value !== (raw ?? null)) j.writes[key] = value;
-  // A rejected build never rolls out, also when it aged as a candidate before the tag moved on.
-  const chosen = chooseCandidate(list, clock, c.minimumAgeMs, [recorded, counters.rejected]);
   if (!chosen) return pending(j, input, list);
   const d = due(j, { ...input, digest: chosen.digest });
   if (!d.due) return d;
