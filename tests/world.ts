@@ -37,9 +37,10 @@ export function defaultConfig(registryHost: string): any {
   return scenarioConfig(registryHost);
 }
 
-export async function startWorld(): Promise<World> {
+/** `now`: the API server's clock (its Date headers and managedFields times), for soak tests. */
+export async function startWorld(opts: { now?: () => Date } = {}): Promise<World> {
   const tls = generateTls();
-  const api = await startApiServer({ tls, stepMs: 5 });
+  const api = await startApiServer({ tls, stepMs: 5, ...(opts.now ? { now: opts.now } : {}) });
   const registry = await startRegistry({ tls });
   seedScenario(api, registry);
   const dir = mkdtempSync(join(tmpdir(), "image-refresh-e2e-"));

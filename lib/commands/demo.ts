@@ -18,6 +18,7 @@ import { createLogger } from "../log.ts";
 import { writeStdout } from "../output.ts";
 import { noopTelemetry } from "../telemetry.ts";
 import { runTick } from "../tick/run.ts";
+import { rearmCommand } from "./rearm.ts";
 import { rejectCommand } from "./reject.ts";
 import { createRuntime } from "./runtime.ts";
 
@@ -177,6 +178,7 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
   registry.faults.clear();
   outcomes.push(await tick("the registry answers again: the streak is removed"));
   outcomes.push(...(await liveSpec(api, registry, tick)));
+  outcomes.push(...(await soakChapter({ api, registry, tick, runtime, files })));
   const want = [
     "recorded",
     "refreshed",
@@ -193,10 +195,62 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
     "stale",
     "noop",
     ...LIVE_SPEC_OUTCOMES,
+    ...SOAK_OUTCOMES,
   ];
   const ok = want.every((w, i) => outcomes[i] === w);
   out(
     `\n${ok ? "demo finished: every tick did what it should" : `demo went wrong: outcomes ${outcomes.join(", ")}, expected ${want.join(", ")}`}`,
   );
   return ok ? 0 : 1;
+}
+
+const SOAK_OUTCOMES = ["refreshed", "pending", "pending", "refreshed", "refreshed"];
+// Seconds in the demo; hours in a fleet.
+const DEMO_SOAK = 3000;
+
+/**
+ * A soak (minimumAge, SPEC step 6): this cluster joins the slow ring; a new build waits, the tag
+ * moves on, the older build still rolls out once it has aged (the ratchet), then the newer one.
+ */
+async function soakChapter(d: {
+  api: SimApiServer;
+  registry: SimRegistry;
+  tick: Tick;
+  runtime: () => ReturnType<typeof createRuntime>;
+  files: Record<string, string>;
+}): Promise<string[]> {
+  const { api, registry, tick } = d;
+  const outcomes: string[] = [];
+  out("\n── the team makes argocd-controller ignore the image field and runs `image-refresh rearm api`");
+  await rearmCommand(await d.runtime(), false, ["api"]);
+  outcomes.push(await tick("handed back: api-proxy is re-pinned, and this time it stays"));
+  out("\n── this cluster joins the slow ring: `minimumAge: 3s` (hours in a fleet; canary clusters keep 0s)");
+  d.files["/demo/config.json"] = JSON.stringify(
+    scenarioConfig(registry.host, { ...DEMO_SETTINGS, minimumAge: `${DEMO_SOAK / 1000}s` }),
+  );
+  const first = registry.push("myorg/api", "stable");
+  outcomes.push(await tick("a new api build: stored as a candidate with the API server's clock, pending"));
+  await Bun.sleep(1500);
+  const second = registry.push("myorg/api", "stable");
+  outcomes.push(await tick("the tag moved on before the first build aged: both wait"));
+  await untilAged(api, first);
+  outcomes.push(await tick("the first build has aged: it rolls out by digest, though the tag moved on"));
+  await untilAged(api, second);
+  outcomes.push(await tick("the newer build has aged too: it rolls out, no candidate is left"));
+  return outcomes;
+}
+
+/** Sleeps until a candidate's first-seen time (the API server's clock) is minimumAge behind. */
+async function untilAged(api: SimApiServer, digest: string): Promise<void> {
+  const raw: string =
+    api.getObject("Deployment", "apps", "api").metadata.annotations?.["image-refresh.io/candidates-api"] ??
+    "";
+  const seen = Date.parse(
+    raw
+      .split(",")
+      .find((e) => e.startsWith(digest))
+      ?.split("=")[1] ?? "",
+  );
+  if (!Number.isFinite(seen)) throw new Error(`${digest} is not a candidate: ${raw}`);
+  await Bun.sleep(Math.max(0, seen + DEMO_SOAK + 200 - Date.now()));
 }

@@ -9,11 +9,13 @@ import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { Workload } from "../kube/workloads.ts";
 import { writeStdout } from "../output.ts";
 import type { DigestResult } from "../registry/client.ts";
+import { dueAt, parseCandidates, stamp } from "../tick/candidates.ts";
 import { type LiveContainer, liveImage } from "../tick/live.ts";
 import type { ImageVerdict, Observed, ObservedWorkload } from "../tick/model.ts";
 import { describeWorkload, workloadId } from "../tick/model.ts";
-import { observeWorkload, registryNotBefore, stateRef } from "../tick/observe.ts";
+import { observeWorkload, registryNotBefore, stateRef, tickClock } from "../tick/observe.ts";
 import { plan } from "../tick/plan.ts";
+import { age } from "../tick/soak.ts";
 import { checkImageKeys } from "./rearm.ts";
 import type { Runtime } from "./runtime.ts";
 
@@ -53,6 +55,18 @@ export interface ImageStatus {
   /** The one command (or step) that helps. */
   next: string;
   targets: TargetStatus[];
+  /** minimumAge: the builds waiting out their age, newest first, by the API server's clock. */
+  candidates?: CandidateStatus[];
+}
+
+export interface CandidateStatus {
+  digest: string;
+  firstSeen: string;
+  /** Seconds since first seen, by the API server's clock. */
+  ageSeconds: number;
+  dueAt: string;
+  /** It has been seen for minimumAge: the next tick may roll it out. */
+  due: boolean;
 }
 
 export interface StatusReport {
@@ -91,7 +105,9 @@ export async function statusCommand(
 
 export async function buildReport(rt: Runtime, named: readonly string[] = []): Promise<StatusReport> {
   const c = rt.config;
-  const state = await rt.kube.get(stateRef(c));
+  const { workload: state, date } = await rt.kube.getDated(stateRef(c));
+  // Ages are told by the API server's clock, as the tick judges them (SPEC step 1).
+  const clock = tickClock(date, { now: () => Date.now(), log: rt.log }, c.minimumAgeMs > 0);
   const a = state.metadata.annotations;
   const rollout = rolloutStatus(state);
   const wanted = c.images.filter((i) => named.length === 0 || named.includes(i.key));
@@ -102,7 +118,7 @@ export async function buildReport(rt: Runtime, named: readonly string[] = []): P
   const digests: Map<string, DigestResult> = repos.length
     ? await rt.tickContext(true).resolve(repos, { notBefore })
     : new Map();
-  const observed = observedFor(c, state, rollout.done, digests, live);
+  const observed = { ...observedFor(c, state, rollout.done, digests, live), clock };
   const verdicts = new Map(plan(observed, c).images.map((v) => [v.key, v]));
   const liveOf = (img: Config["images"][number]) => liveImage(img, observed, c)?.containers ?? [];
   const keys = annotationKeys(c.annotationPrefix);
@@ -124,6 +140,7 @@ export async function buildReport(rt: Runtime, named: readonly string[] = []): P
       unresolvedStreak: a[keys.image(img.key).unresolved] ?? null,
       maxUnresolvedTicks: c.maxUnresolvedTicks,
       rejectedDigest: counters.rejected ?? null,
+      ...candidatesOf(a[keys.image(img.key).candidates], clock, c),
       verdict: verdictOf(v, rollout.done, c),
       next: nextStep(img.key, v, rollout.done, c),
       targets: img.targets.map((t) => ({
@@ -195,6 +212,18 @@ function observedFor(
   };
 }
 
+function candidatesOf(raw: string | undefined, clock: number, c: Config): Pick<ImageStatus, "candidates"> {
+  if (raw === undefined && c.minimumAgeMs === 0) return {};
+  const candidates = parseCandidates(raw).list.map((x) => ({
+    digest: x.digest,
+    firstSeen: stamp(x.seen),
+    ageSeconds: Math.floor((clock - x.seen) / 1000),
+    dueAt: stamp(dueAt(x, c.minimumAgeMs)),
+    due: clock >= dueAt(x, c.minimumAgeMs),
+  }));
+  return { candidates };
+}
+
 function verdictOf(v: ImageVerdict | undefined, settled: boolean, c: Config): ImageStatus["verdict"] {
   if (!settled)
     return {
@@ -244,6 +273,8 @@ function nextStep(key: string, v: ImageVerdict | undefined, settled: boolean, c:
       return "fix images[].targets[].container (or the repository) in the config: that container runs another image";
     case "first_observation":
       return "nothing: the next tick records it";
+    case "minimum_age":
+      return "nothing: the first tick after it is due rolls it out (minimumAge: 0s on a canary cluster takes builds at once)";
     default:
       return "nothing to do";
   }
@@ -290,6 +321,20 @@ function lockoutNote(i: ImageStatus): string {
   return "";
 }
 
+function candidateLines(list: CandidateStatus[]): string[] {
+  if (list.length === 0) return ["  candidates (minimumAge): none waiting"];
+  return [
+    "  candidates (minimumAge), newest first:",
+    ...list.map((x) => {
+      const left = Date.parse(x.dueAt) - Date.parse(x.firstSeen) - x.ageSeconds * 1000;
+      const when = x.due
+        ? "aged: the newest aged candidate rolls out on the next tick"
+        : `due ${x.dueAt} (in ${age(left)})`;
+      return `    ${x.digest} first seen ${x.firstSeen} (${age(x.ageSeconds * 1000)} ago), ${when}`;
+    }),
+  ];
+}
+
 const CLASSIFIED: Record<NonNullable<TargetStatus["classification"]>, string> = {
   in_sync: "in sync: pinned to the recorded digest",
   pinned_elsewhere: "pinned to another digest",
@@ -320,6 +365,7 @@ export function formatReport(r: StatusReport): string {
     lines.push(`  refresh attempts: ${i.attemptCount ?? 0}/${i.maxRefreshAttempts}${lockoutNote(i)}`);
     lines.push(`  unresolved streak: ${i.unresolvedStreak ?? 0}/${i.maxUnresolvedTicks}`);
     if (i.rejectedDigest) lines.push(`  rejected build: ${i.rejectedDigest}`);
+    if (i.candidates) lines.push(...candidateLines(i.candidates));
     for (const t of i.targets) {
       const state = t.error ? `ERROR ${t.error}` : CLASSIFIED[t.classification ?? "other_repo"];
       const by = t.lastChangedBy

@@ -130,7 +130,7 @@ async function step(run: Run, a: Action): Promise<void> {
     case "reset":
       return reset(run, a.counts);
     case "record-digests":
-      return recordDigests(run, a.digests);
+      return recordDigests(run, a.digests, a.candidates);
     case "pin-restored":
       return pinRestored(run, a.images);
     case "event":
@@ -397,7 +397,11 @@ export function remember(run: Run, updated: Workload): void {
  * Records the digests of the images that settled (and first observations not yet written).
  * Digests are facts, not counters: no precondition, so a controller's status write cannot fail it.
  */
-async function recordDigests(run: Run, digests: Record<string, string>): Promise<void> {
+async function recordDigests(
+  run: Run,
+  digests: Record<string, string>,
+  candidates: Record<string, string | null> = {},
+): Promise<void> {
   const keys = annotationKeys(run.ctx.config.annotationPrefix);
   const entries = Object.entries(digests).filter(([key]) => {
     const v = run.verdicts.get(key);
@@ -409,6 +413,7 @@ async function recordDigests(run: Run, digests: Record<string, string>): Promise
     annotations[keys.digest(key)] = d;
     // A rejected build is history once another build of the image is recorded.
     if (run.annotations[keys.image(key).rejected] !== undefined) annotations[keys.image(key).rejected] = null;
+    if (key in candidates) annotations[keys.image(key).candidates] = candidates[key] as string | null;
   }
   try {
     await patchState(run, annotations, false);

@@ -27,12 +27,20 @@ export function combine(o: Observed, c: Config, judged: Map<string, Judgement>):
     actions.push({ type: "reset", counts });
   }
   const record: Record<string, string> = {};
+  const candidates: Record<string, string | null> = {};
   for (const j of judged.values()) {
     // A re-pin's digest is the recorded one already.
     if (j.due && !j.due.repin) record[j.verdict.key] = j.due.digest;
     else if (j.firstSeen && !write) record[j.verdict.key] = j.firstSeen;
+    // The candidates a rollout leaves behind go with its record: both land, or neither.
+    if (j.due?.candidates !== undefined) candidates[j.verdict.key] = j.due.candidates;
   }
-  if (Object.keys(record).length) actions.push({ type: "record-digests", digests: record });
+  if (Object.keys(record).length)
+    actions.push({
+      type: "record-digests",
+      digests: record,
+      ...(Object.keys(candidates).length ? { candidates } : {}),
+    });
   const repinned = due.filter((j) => j.due?.repin).map((j) => j.verdict.key);
   if (repinned.length) actions.push({ type: "pin-restored", images: repinned });
   const images = c.images.map((img) => (judged.get(img.key) as Judgement).verdict);

@@ -25,6 +25,7 @@ export const REASONS = [
   "tag_rerendered",
   "pin_restored",
   "pin_contested",
+  "minimum_age",
   // Reasons only apply can reach, when a planned write or wait does not go through.
   "streak_not_counted",
   "attempt_not_persisted",
@@ -83,6 +84,11 @@ export interface Observed {
    * 3339); `held` means a stored one was still in force, so the registry was not called.
    */
   registry?: { retryAfter?: string; held: boolean };
+  /**
+   * The tick's clock in ms (SPEC step 1: the state GET's `Date`, whole seconds), for the times
+   * stored in `candidates-<key>`; set when `minimumAge` is on.
+   */
+  clock?: number;
 }
 
 /** One image's verdict for this tick, as planned; apply amends it when a write or rollout fails. */
@@ -110,6 +116,8 @@ export interface ImageVerdict {
   restoredFrom?: string[];
   /** A pause: the command that hands the container back. */
   resume?: string;
+  /** Lines logged at warn beside the verdict (an unreadable annotation this tick rewrites). */
+  warnings?: string[];
 }
 
 /** The one compare-and-swap write before any workload is touched (SPEC step 7 and the streaks). */
@@ -144,7 +152,8 @@ export type Action =
   | ({ type: "rollout" } & Rollout)
   /** Resets the counters of the images that settled; the value is the count this tick wrote. */
   | { type: "reset"; counts: Record<string, number> }
-  | { type: "record-digests"; digests: Record<string, string> }
+  /** `candidates`: minimumAge lists by image key, rewritten in the same patch (null: removed). */
+  | { type: "record-digests"; digests: Record<string, string>; candidates?: Record<string, string | null> }
   /** Re-pinned images whose rollouts settled: one PinRestored Event naming who had removed the pin. */
   | { type: "pin-restored"; images: string[] }
   | { type: "event"; eventType: "Normal" | "Warning"; reason: string; note: string; image?: string };

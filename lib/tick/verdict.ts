@@ -12,6 +12,7 @@ import type { Config, ImageConfig } from "../config.ts";
 import { stopUndoingAdvice } from "./advice.ts";
 import { describeContainer, describeOwner, type LiveContainer, type LiveImage, liveImage } from "./live.ts";
 import { type ImageVerdict, type Observed, workloadId } from "./model.ts";
+import { soak } from "./soak.ts";
 
 export interface Judgement {
   verdict: ImageVerdict;
@@ -19,7 +20,14 @@ export interface Judgement {
    * A refresh is due to this digest, if nothing else holds it (isolation). A re-pin (`repin`)
    * patches only the containers in `only` (`<workloadId>/<container>`), the ones not on the pin.
    */
-  due?: { digest: string; count: number; repin?: boolean; only?: string[] };
+  due?: {
+    digest: string;
+    count: number;
+    repin?: boolean;
+    only?: string[];
+    /** minimumAge: `candidates-<key>` as the write that records this rollout leaves it (null: removed). */
+    candidates?: string | null;
+  };
   /** This image holds every workload it has a container in (lockout, untrusted count, pause). */
   blocks: boolean;
   /** Annotation writes this image needs before any rollout (streaks, flap marker). */
@@ -86,7 +94,8 @@ export function judgeImage(img: ImageConfig, o: Observed, c: Config): Judgement 
     if (a[keys.repin] !== undefined) j.writes[keys.repin] = null;
     return say(j, "noop", "unchanged", `${img.key} is on ${L}`);
   }
-  return due(j, { img, counters, c, o, digest: L, live });
+  const input: DueInput = { img, counters, c, o, digest: L, live };
+  return c.minimumAgeMs > 0 ? soak(j, input, recorded) : due(j, input);
 }
 
 /** Targets that cannot be read, or that run another repository, hold the image first (steps 4, 6). */
@@ -204,7 +213,7 @@ function candidateDigests(raw: string | undefined): string[] {
     .filter((d) => d.startsWith("sha256:"));
 }
 
-function say(
+export function say(
   j: Judgement,
   outcome: ImageVerdict["outcome"],
   reason: ImageVerdict["reason"],
@@ -247,7 +256,7 @@ function unresolved(
   return say(j, "stale", "unresolved_ceiling", msg);
 }
 
-interface DueInput {
+export interface DueInput {
   img: ImageConfig;
   counters: ImageCounters;
   c: Config;
@@ -258,7 +267,7 @@ interface DueInput {
   repin?: { only: string[]; managers: string[]; what: string };
 }
 
-function due(j: Judgement, { img, counters, c, o, digest, live, repin }: DueInput): Judgement {
+export function due(j: Judgement, { img, counters, c, o, digest, live, repin }: DueInput): Judgement {
   const max = c.maxRefreshAttempts;
   if (counters.attempt.kind === "untrusted") {
     const msg = `${counters.attemptFrom} is ${quoteForLog(counters.attempt.raw)}, not a count; no rollout of ${img.key} until a human checks its workloads and runs \`image-refresh rearm ${img.key}\``;

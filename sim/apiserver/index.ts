@@ -29,7 +29,10 @@ export interface StartApiServerOptions {
   stepMs?: number;
   /** Interval of BOOKMARK events on watches that allow them; default 1000 ms. */
   bookmarkMs?: number;
-  /** The clock of managedFields `time` (whole seconds); default the real one. */
+  /**
+   * The server's clock: managedFields `time` and every response's `Date` header (both whole
+   * seconds, as kube-apiserver's); default the real one.
+   */
   now?: () => Date;
 }
 
@@ -152,6 +155,9 @@ function rbacDenial(rt: Runtime, ctx: Ctx): Status | undefined {
 
 async function handle(rt: Runtime, req: IncomingMessage, res: ServerResponse): Promise<void> {
   let ctx: Ctx | undefined;
+  // Go's net/http stamps Date on every answer the apiserver writes (reference §5); node's own
+  // stamp would be the real clock, not the one a test set.
+  res.setHeader("date", rt.state.store.now().toUTCString());
   try {
     ctx = await readContext(req, res);
     rt.log.push(ctx.entry);
