@@ -110,6 +110,31 @@ const cases: Case[] = [
     actions: [write({ annotations: { [`${P}/repin-streak-api`]: null } })],
   },
   {
+    name: "a tick with a new build that finds every target on the pin also removes the repin streak",
+    o: both(newApi, (o) => ann(o, "repin-streak-api", "1")),
+    outcome: "refreshed",
+    actions: [
+      write({ attempts: { api: 1 }, annotations: { [`${P}/repin-streak-api`]: null } }),
+      ...REFRESH_API.slice(1),
+    ],
+  },
+  {
+    name: "an unresolved image whose targets run the pin removes the repin streak too",
+    o: both(
+      (o) => {
+        o.digests = { ...o.digests, api: { ok: false, failure: "not_found", message: "404" } };
+      },
+      (o) => ann(o, "repin-streak-api", "1"),
+    ),
+    outcome: "unresolved",
+    actions: [
+      write({
+        annotations: { [`${P}/repin-streak-api`]: null, [`${P}/unresolved-streak-api`]: "1" },
+        streaks: ["api"],
+      }),
+    ],
+  },
+  {
     name: "reconcile: report leaves a re-rendered tag alone: drifted, exit 0, nothing written",
     o: both(apiRendered, proxyRendered),
     c: (c) => (c.reconcile = "report"),

@@ -67,6 +67,9 @@ export function judgeImage(img: ImageConfig, o: Observed, c: Config): Judgement 
     // Known from the targets alone, so an unresolved image still says whether it runs its pin.
     const R = a[keys.digest];
     j.verdict.inSync = R !== undefined && live.containers.every((x) => x.digest === R);
+    // The first tick that finds the pin in place ends a repin streak, whatever the registry
+    // says now: a later re-render then gets its one re-pin again.
+    if (j.verdict.inSync && a[keys.repin] !== undefined) j.writes[keys.repin] = null;
   }
   const seen = o.digests?.[img.key];
   if (!seen?.ok) return unresolved(j, img, counters, c, seen?.ok === false ? seen : undefined);
@@ -91,7 +94,6 @@ export function judgeImage(img: ImageConfig, o: Observed, c: Config): Judgement 
     j.verdict.verified = true;
     const off = live?.containers.filter((x) => x.digest !== recorded) ?? [];
     if (off.length > 0) return rerendered(j, { img, counters, c, o, digest: L, live }, off);
-    if (a[keys.repin] !== undefined) j.writes[keys.repin] = null;
     return say(j, "noop", "unchanged", `${img.key} is on ${L}`);
   }
   const input: DueInput = { img, counters, c, o, digest: L, live };
