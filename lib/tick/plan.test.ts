@@ -2,7 +2,6 @@
 // node-agent on a DaemonSet, both recorded and in sync), one tweak per case, the outcome, every
 // image's verdict and every action compared whole.
 import { describe, expect, test } from "bun:test";
-import type { Action, Decision, Observed } from "./model.ts";
 import {
   AGENT_E,
   API_C,
@@ -12,18 +11,15 @@ import {
   type Case,
   config,
   D,
-  helm,
   newAgent,
   newApi,
   observed,
-  ours,
   P,
   REFRESH_API,
   roll,
   runCases,
   shareProxy,
   unsettled,
-  verdicts,
   write,
 } from "./plan.fixtures.ts";
 import { plan, targetsToRead } from "./plan.ts";

@@ -13,7 +13,7 @@ import {
   stamp,
   trim,
 } from "./candidates.ts";
-import { type DueInput, due, type Judgement, say } from "./verdict.ts";
+import { type DueInput, due, type Judgement, say } from "./due.ts";
 
 export function soak(j: Judgement, input: DueInput, recorded: string): Judgement {
   const { img, c, o, digest: L, counters } = input;
