@@ -75,8 +75,8 @@ describe("isolation", () => {
       name: "api-proxy",
       replicas: 2,
       containers: [
-        { name: "proxy", image: "myorg/api:stable" },
-        { name: "agent", image: "myorg/node-agent:stable" },
+        { name: "proxy", image: `${w.registry.host}/myorg/api:stable` },
+        { name: "agent", image: `${w.registry.host}/myorg/node-agent:stable` },
       ],
     });
     w.writeConfig((c) =>
@@ -152,12 +152,11 @@ describe("legacy keys", () => {
 });
 
 describe("unresolved is never noop", () => {
-  test("a typo'd repository: unresolved below the ceiling, stale exit 1 at it, one Event, streak removed on recovery", async () => {
-    w.writeConfig((c) => {
-      c.maxUnresolvedTicks = 3;
-      c.images[1].key = "node-agent";
-      c.images[1].repository = "myorg/nodeagent";
-    });
+  test("a tag the registry does not have: unresolved below the ceiling, stale exit 1 at it, one Event, streak removed on recovery", async () => {
+    w.writeConfig((c) => (c.maxUnresolvedTicks = 3));
+    // node-agent's tag is missing (deleted, or not pushed yet); its workload names the right repository.
+    const notFound = { type: "status", code: 404, reason: "MANIFEST_UNKNOWN" } as const;
+    w.registry.faults.add({ method: "HEAD", path: AGENT_MANIFESTS, fault: notFound });
     const outcomes: Array<[number, string]> = [];
     for (let i = 0; i < 4; i++) {
       const r = await w.run();
@@ -171,14 +170,30 @@ describe("unresolved is never noop", () => {
     ]);
     expect(w.api.events.filter((e) => e.reason === "ImageStale")).toHaveLength(1);
     expect(w.ours()[k("unresolved-streak-node-agent")]).toBe("4");
-    w.writeConfig((c) => {
-      c.maxUnresolvedTicks = 3;
-      c.images[1].key = "node-agent";
-    });
+    w.registry.faults.clear();
     const fixed = await w.run();
     expect(fixed.code).toBe(0);
     expect(lastLine(fixed.stderr)).toBe("recorded: api: noop; node-agent: recorded");
     expect(w.ours()[k("unresolved-streak-node-agent")]).toBeUndefined();
+  });
+
+  // SPEC step 6: a configured repository that the target does not run is the config pointing at
+  // the wrong container, held whatever the registry says (before, a typo'd repository was only
+  // unresolved, exit 0, until it went stale).
+  test("a typo'd repository is a target mismatch: held, exit 1, from the first tick, never patched", async () => {
+    w.writeConfig((c) => {
+      c.images[1].key = "node-agent";
+      c.images[1].repository = "myorg/nodeagent";
+    });
+    const before = w.image("DaemonSet", "agents", "node-agent", "agent");
+    for (const first of ["recorded", "noop"]) {
+      const r = await w.run();
+      expect(r.code).toBe(1);
+      expect(lastLine(r.stderr)).toBe(`held: api: ${first}; node-agent: held`);
+      expect(r.stderr).toContain("reason=target_mismatch");
+    }
+    expect(w.image("DaemonSet", "agents", "node-agent", "agent")).toBe(before);
+    expect(w.ours()[k("last-refreshed-node-agent-digest")]).toBeUndefined();
   });
 
   test("a refused pull secret (every image 401) is never noop, and the streaks are counted", async () => {

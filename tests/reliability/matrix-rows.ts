@@ -209,6 +209,21 @@ export const ROWS: Row[] = [
     na: NO_409,
   },
   {
+    name: "target GET (node-agent), nothing due",
+    scenario: "unchanged",
+    target: { server: "api", method: "GET", path: AGENT_PATH, read: true },
+    // SPEC step 4: every settled tick reads its targets, so an unreadable one holds its image even
+    // with nothing due; api's targets were read and it stays a quiet no-op.
+    fault: {
+      outcome: "held",
+      verdicts: { api: "noop", "node-agent": "held" },
+      attempts: BOTH(null),
+      patched: [],
+    },
+    healthy: { outcome: "noop", verdicts: { api: "noop", "node-agent": "noop" }, noWrites: true },
+    na: NO_409,
+  },
+  {
     name: "flap marker",
     scenario: "lockout",
     target: { server: "api", method: "PATCH", path: STATE_PATH },
