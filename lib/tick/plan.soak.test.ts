@@ -258,6 +258,14 @@ describe("plan: minimumAge and candidates", () => {
     expect(plan(o, config(soak6h)).outcome).toBe("pending");
   });
 
+  test("a full list whose times tie with the tag's build, which trimming drops: pending, never a crash", () => {
+    const ties = ["1", "c", "d", "4", "3"].map((x) => entry(D(x), 0));
+    const o = observed(both(newBuild(D("3")), clock(T), listed(...ties, entry(D("7"), 1000))));
+    const d = plan(o, config(soak6h));
+    expect(d.outcome).toBe("pending");
+    expect(d.images[0]?.message).toContain("not kept: the list holds at most 5");
+  });
+
   test("a soak without a clock is a programming error, never a guessed time", () => {
     expect(() => plan(observed(newApi), config(soak6h))).toThrow(/clock/);
   });

@@ -62,9 +62,12 @@ function pending(j: Judgement, { img, c, o, digest: L, counters }: DueInput, lis
   const at = dueAt(next, c.minimumAgeMs);
   j.verdict.digest = L;
   j.verdict.short = `(due ${stamp(at)})`;
-  const current = list.find((x) => x.digest === L) as Candidate;
-  const tag =
-    next.digest === L ? "" : `; the tag now names ${L} (due ${stamp(dueAt(current, c.minimumAgeMs))})`;
+  // The tag's build can be trimmed from a full list whose times tie with it (a hand-edited list).
+  const current = list.find((x) => x.digest === L);
+  const when = current
+    ? `due ${stamp(dueAt(current, c.minimumAgeMs))}`
+    : "not kept: the list holds at most 5";
+  const tag = next.digest === L ? "" : `; the tag now names ${L} (${when})`;
   const msg = `${img.key}: build ${next.digest} waits out minimumAge ${age(c.minimumAgeMs)}: first seen ${stamp(next.seen)}, due ${stamp(at)} (in ${age(at - clock)})${tag}`;
   return say(j, "pending", "minimum_age", msg);
 }
