@@ -31,8 +31,9 @@ function lastLine(stderr: string): string {
 describe("isolation", () => {
   test("a flapping DaemonSet image locks out while an unrelated image refreshes and records in the same tick", async () => {
     await recorded(w);
-    w.registry.push("myorg/node-agent", "stable", { multiArch: true });
-    w.api.setMode("DaemonSet", "agents", "node-agent", "flap");
+    // A bad build: its pods never become available, so each attempt is reverted to the old one.
+    const bad = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
+    w.api.failImages("DaemonSet", "agents", "node-agent", [`${w.registry.host}/myorg/node-agent@${bad}`]);
     for (const n of [1, 2]) {
       const r = await w.run();
       expect(r.code).toBe(1);
@@ -43,7 +44,7 @@ describe("isolation", () => {
     w.api.clearLog();
     const third = await w.run();
     expect(third.code).toBe(1);
-    expect(lastLine(third.stderr)).toBe("failed: api: refreshed; node-agent: failed");
+    expect(lastLine(third.stderr)).toBe("failed: api: refreshed; node-agent: failed (reverted)");
     expect(w.ours()[k("last-refreshed-api-digest")]).toBe(api);
     expect(w.ours()[k("refresh-attempt-api")]).toBeUndefined();
     expect(w.ours()[k("refresh-attempt-node-agent")]).toBe("3");
@@ -84,19 +85,21 @@ describe("isolation", () => {
     );
     await recorded(w);
     w.registry.push("myorg/api", "stable");
-    w.registry.push("myorg/node-agent", "stable", { multiArch: true });
-    w.api.setMode("DaemonSet", "agents", "node-agent", "flap");
+    const bad = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
+    w.api.failImages("DaemonSet", "agents", "node-agent", [`${w.registry.host}/myorg/node-agent@${bad}`]);
     const r = await w.run();
     expect(r.code).toBe(1);
-    // The DaemonSet's failure fails node-agent, and api with it: they share api-proxy.
-    expect(lastLine(r.stderr)).toBe("failed: api: failed; node-agent: failed");
+    // The DaemonSet's failure fails node-agent, and api with it: they share api-proxy; both
+    // workloads go back to what they ran (newest first: the DaemonSet, then api-proxy).
+    expect(lastLine(r.stderr)).toBe("failed: api: failed (reverted); node-agent: failed (reverted)");
     expect(r.stderr).toContain(
       "api moves with node-agent: rollout of DaemonSet agents/node-agent did not settle",
     );
     const proxyPatches = w.api.log.filter(
       (e) => e.method === "PATCH" && e.path.endsWith("/deployments/api-proxy"),
     );
-    expect(proxyPatches).toHaveLength(1);
+    // Forward, then back.
+    expect(proxyPatches).toHaveLength(2);
     expect(
       JSON.parse(proxyPatches[0]?.body ?? "[]").filter((o: { op: string }) => o.op === "replace"),
     ).toHaveLength(2);

@@ -43,13 +43,16 @@ export async function revertGroup(
   }
   const what = todo.map((p) => describeWorkload(p.workload)).join(", ");
   const settled = problems.length === 0;
-  const message = settled
-    ? `${failed.message}; reverted ${what} to the images they had before this tick (settled)`
-    : `${failed.message}; the revert did not settle: ${problems.join("; ")}`;
+  const outcome = settled
+    ? `reverted ${what} to the images they had before this tick (settled)`
+    : `the revert did not settle: ${problems.join("; ")}`;
+  const message = `${failed.message}; ${outcome}`;
   const reason = settled ? "rollout_failed_reverted" : "revert_failed";
   for (const key of members) {
-    failImage(run, key, { outcome: "failed", reason, message });
-    (run.verdicts.get(key) as ImageVerdict).short = settled ? "(reverted)" : "(revert failed)";
+    // Each image keeps what its failure said (one that moves with another says so).
+    const v = run.verdicts.get(key) as ImageVerdict;
+    failImage(run, key, { outcome: "failed", reason, message: `${v.message}; ${outcome}` });
+    v.short = settled ? "(reverted)" : "(revert failed)";
   }
   const note = `${message} (images ${members.join(", ")})`;
   const event = {
