@@ -70,6 +70,20 @@ const imageOps = (e: RequestLogEntry): any[] =>
 const carried = (e: RequestLogEntry) =>
   imageOps(e).map((op: any) => /\/myorg\/([^@/]+)@sha256:/.exec(String(op.value))?.[1] ?? "?");
 const workloadName = (e: RequestLogEntry) => e.path.split("/").at(-1) as string;
+/**
+ * The image patches that put a workload back (onFailure: revert): a workload patched a second
+ * time in one tick, after its forward patch went through.
+ */
+function reverts(log: readonly RequestLogEntry[]): Set<RequestLogEntry> {
+  const patched = new Set<string>();
+  const out = new Set<RequestLogEntry>();
+  for (const e of log) {
+    if (imageOps(e).length === 0) continue;
+    if (patched.has(e.path)) out.add(e);
+    else if (ok(e)) patched.add(e.path);
+  }
+  return out;
+}
 /** The annotations a merge patch of the state object sets (null: removes). */
 const merged = (e: RequestLogEntry): Record<string, string | null> | undefined =>
   e.method === "PATCH" && e.path === STATE_PATH && !isJsonPatch(e)
@@ -182,7 +196,9 @@ function lastLine(c: Ctx): Record<string, string> | undefined {
 /** (1) no image is patched unless its own count+1 was persisted first, in this tick. */
 function checkRollouts(c: Ctx, verdicts: Record<string, string> | undefined): void {
   const { log, was, must } = c;
+  const back = reverts(log);
   log.forEach((e, i) => {
+    if (back.has(e)) return checkRevert(c, e);
     for (const key of carried(e)) {
       must(IMAGE_KEYS.includes(key), `(1) a patch pins an unknown repository: ${e.body}`);
       const n = attemptOf(was, PREFIX, key);
@@ -208,7 +224,46 @@ function checkRollouts(c: Ctx, verdicts: Record<string, string> | undefined): vo
         `(8) ${key} refreshed without a patch`,
       );
     if (verdicts[key] === "failed") must(tried, `(8) ${key} failed without a patch`);
+    // (9) a rollout failure of an image whose workload was patched this tick is reverted
+    // (onFailure: revert is the default): its reason says whether the revert settled, never the
+    // plain rollout_failed of onFailure: keep.
+    const patchedOk = log.some((e) => ok(e) && !back.has(e) && carried(e).includes(key));
+    const unreverted = c.w.lines.some((l) =>
+      l.includes(`image=${key} outcome=failed reason=rollout_failed `),
+    );
+    must(
+      !(patchedOk && unreverted),
+      `(9) ${key}'s rollout failed after a patch went through, and was not reverted`,
+    );
   }
+}
+
+/**
+ * (9) onFailure: revert — a revert patch names exactly the images the workload had before the
+ * tick, and a workload put back runs them when the tick ends (SPEC step 7).
+ */
+function checkRevert(c: Ctx, e: RequestLogEntry): void {
+  const name = workloadName(e);
+  const had = c.before.live[name] ?? [];
+  for (const op of imageOps(e)) {
+    const index = Number(/\/containers\/(\d+)\/image$/.exec(String(op.path))?.[1]);
+    c.must(
+      had[index]?.image === op.value,
+      `(9) the revert of ${name} sets ${op.value}, it had ${had[index]?.image}`,
+    );
+  }
+  if (!ok(e)) return;
+  // /apis/apps/v1/namespaces/<ns>/<plural>/<name>
+  const [ns, plural] = e.path.split("/").slice(5, 7);
+  const kind = { deployments: "Deployment", daemonsets: "DaemonSet", statefulsets: "StatefulSet" }[
+    plural ?? ""
+  ];
+  const spec = c.w.api.getObject(kind as "Deployment", ns as string, name)?.spec.template.spec;
+  const now = (spec?.containers ?? []).map((x: any) => x.image);
+  c.must(
+    now.join() === had.map((h) => h.image).join(),
+    `(9) ${name} was reverted but runs ${now.join()}, it had ${had.map((h) => h.image).join()}`,
+  );
 }
 
 /** (2) each count moves by this tick's own writes only: +1 when persisted, 0 after its reset. */
