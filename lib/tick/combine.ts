@@ -167,7 +167,11 @@ function stateWrite(o: Observed, c: Config, judged: Map<string, Judgement>): Sta
     if (j.countsStreak) w.streaks.push(j.verdict.key);
     if (j.flap) w.flaps.push(j.verdict.key);
     if (j.due) w.attempts[j.verdict.key] = j.due.count;
-    if (j.due?.repin) w.repins.push(j.verdict.key);
+    if (j.due?.repin) {
+      w.repins.push(j.verdict.key);
+      const repin = annotationKeys(c.annotationPrefix).image(j.verdict.key).repin;
+      if (o.state.annotations[repin] !== "1") w.annotations[repin] = "1";
+    }
   }
   const counterWrite = w.flaps.length > 0 || Object.keys(w.attempts).length > 0;
   if (counterWrite) {

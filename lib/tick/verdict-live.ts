@@ -90,9 +90,9 @@ export function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]):
   if (streak.kind !== "absent" && foreign) return contested(j, img, x, what, streak, key);
   const managers = [...new Set(off.filter((y) => !y.ours).map((y) => y.owner?.manager ?? "unknown"))];
   const only = off.map((y) => `${workloadId(y.target)}/${y.target.container}`);
-  const d = due(j, { ...input, repin: { only, managers, what } });
-  if (d.due && o.state.annotations[key] !== "1") j.writes[key] = "1";
-  return d;
+  // The streak itself rides with the re-pin's attempt (combine.ts), so a re-pin that isolation
+  // holds back (a shared workload) writes none.
+  return due(j, { ...input, repin: { only, managers, what } });
 }
 
 function contested(
