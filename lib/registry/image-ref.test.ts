@@ -8,7 +8,9 @@ const CASES: Array<[string, ImageRef | undefined]> = [
   ["nginx:1.25", { host: "docker.io", path: "library/nginx", tag: "1.25" }],
   ["docker.io/nginx", { host: "docker.io", path: "library/nginx" }],
   ["index.docker.io/library/nginx", { host: "docker.io", path: "library/nginx" }],
-  ["registry-1.docker.io/nginx:latest", { host: "docker.io", path: "library/nginx", tag: "latest" }],
+  ["index.docker.io/nginx:latest", { host: "docker.io", path: "library/nginx", tag: "latest" }],
+  // Not a name distribution/reference folds into docker.io, and one component keeps no library/.
+  ["registry-1.docker.io/nginx", { host: "registry-1.docker.io", path: "nginx" }],
   ["myorg/api:stable", { host: "docker.io", path: "myorg/api", tag: "stable" }],
   ["docker.io/myorg/api", { host: "docker.io", path: "myorg/api" }],
   [`myorg/api@${D}`, { host: "docker.io", path: "myorg/api", digest: D }],

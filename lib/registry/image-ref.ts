@@ -17,7 +17,9 @@ const TAG = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
 const DIGEST = /^[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}$/;
 const HOST =
   /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?$/;
-const HUB = new Set(["docker.io", "index.docker.io", "registry-1.docker.io"]);
+// distribution/reference normalises these two only (defaultDomain, legacyDefaultDomain): a
+// runtime pulls `registry-1.docker.io/x` from that host by that name, not as docker.io/x.
+const HUB = new Set(["docker.io", "index.docker.io"]);
 
 /** The reference parsed, or undefined when it is not one a runtime would pull. */
 export function parseImageRef(ref: string): ImageRef | undefined {

@@ -282,7 +282,7 @@ const cases: Case[] = [
     o: both(
       newApi,
       live("Deployment/apps/api", "api", `index.docker.io/myorg/api@${D("a")}`, helm),
-      live("Deployment/apps/api-proxy", "proxy", `registry-1.docker.io/myorg/api:stable@${D("a")}`, helm),
+      live("Deployment/apps/api-proxy", "proxy", `docker.io/myorg/api:stable@${D("a")}`, helm),
     ),
     outcome: "refreshed",
     actions: REFRESH_API,
