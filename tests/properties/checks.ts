@@ -198,7 +198,10 @@ function checkRollouts(c: Ctx, verdicts: Record<string, string> | undefined): vo
   const { log, was, must } = c;
   const back = reverts(log);
   log.forEach((e, i) => {
-    if (back.has(e)) return checkRevert(c, e);
+    if (back.has(e)) {
+      checkRevert(c, e);
+      return;
+    }
     for (const key of carried(e)) {
       must(IMAGE_KEYS.includes(key), `(1) a patch pins an unknown repository: ${e.body}`);
       const n = attemptOf(was, PREFIX, key);
