@@ -2,7 +2,7 @@
 // report says they make. No time is asserted here; benchmarks print, tests check behaviour.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { needTools } from "../tests/tools.ts";
-import { LIMIT_SOURCE, runKubectlWay, runLimit } from "./clients.ts";
+import { LIMIT_SOURCE, outcomeOf, runKubectlWay, runLimit, runProduct } from "./clients.ts";
 import { type BenchWorld, STATE_PATH, startBenchWorld } from "./world.ts";
 
 let w: BenchWorld;
@@ -13,18 +13,34 @@ afterAll(() => w.stop());
 
 const manifests = () => w.images.map((i) => `HEAD /v2/${i.repository}/manifests/stable`);
 
-test("the limit makes one state GET, one token request and one HEAD per repository", async () => {
+/** Every distinct target workload but the state object: what a tick reads after it (SPEC step 4). */
+const otherTargets = () => w.workloads.filter((x) => x.path !== STATE_PATH).map((x) => `GET ${x.path}`);
+const containers = () => w.workloads.reduce((n, x) => n + x.containers.length, 0);
+
+test("the limit makes one GET per distinct workload, one token request and one HEAD per repository", async () => {
   w.clearLogs();
   const r = await runLimit(w, [process.execPath, LIMIT_SOURCE]);
   expect(r.stderr).toBe("");
   expect(r.code).toBe(0);
-  // Nothing recorded yet, so every image counts as changed: the reads are the same either way.
-  expect(r.stdout.trim()).toBe(`changed ${w.images.length}`);
-  expect(w.api.log.map((e) => `${e.method} ${e.path}`)).toEqual([`GET ${STATE_PATH}`]);
+  // Nothing recorded yet, so every image and every target container counts as changed: the
+  // reads are the same either way.
+  expect(r.stdout.trim()).toBe(`changed ${w.images.length + containers()}`);
+  const api = w.api.log.map((e) => `${e.method} ${e.path}`);
+  expect(api[0]).toBe(`GET ${STATE_PATH}`);
+  expect(api.slice(1).sort()).toEqual(otherTargets().sort());
+  expect(otherTargets()).toHaveLength(3); // api-proxy, node-agent, worker; api is the state object
   const registry = w.registry.log.map((e) => `${e.method} ${e.path}`);
   expect(registry[0]).toBe("GET /token");
   expect(registry.slice(1).sort()).toEqual(manifests().sort());
   expect(w.registry.log[0]?.query.scope).toEqual(w.images.map((i) => `repository:${i.repository}:pull`));
+});
+
+test("the limit sees a target off its recorded pin, as a tick does", async () => {
+  // The product's first tick records what the registry serves, which the seeded containers run.
+  expect(outcomeOf(await runProduct(w))).toBe("recorded");
+  expect((await runLimit(w, [process.execPath, LIMIT_SOURCE])).stdout.trim()).toBe("noop");
+  w.api.setImage("Deployment", "apps", "api-proxy", "proxy", `${w.registry.host}/myorg/api:stable`);
+  expect((await runLimit(w, [process.execPath, LIMIT_SOURCE])).stdout.trim()).toBe("changed 1");
 });
 
 const noKubectlWay = needTools([
@@ -33,18 +49,23 @@ const noKubectlWay = needTools([
 ]);
 
 test.skipIf(noKubectlWay)(
-  "the kubectl way reads as the shell job did: rollout status, 7 annotation gets, token + HEAD per image",
+  "the kubectl way reads as the shell job did, plus one get per distinct target workload",
   async () => {
     w.clearLogs();
     const r = await runKubectlWay(w);
     expect(r.code).toBe(0);
-    expect(r.stdout.trim()).toBe(`changed ${w.images.length}`);
+    expect(r.stdout.trim()).toMatch(/^changed \d+$/);
     const api = w.api.log.map((e) => `${e.method} ${e.path}${e.query.watch ? " (watch)" : ""}`);
-    // rollout status gets the object, lists and watches it; then 4 counters + 3 digests, one get each.
-    expect(api.filter((l) => l === `GET ${STATE_PATH}`)).toHaveLength(1 + 4 + w.images.length);
+    // rollout status gets the object, lists and watches it; then 4 counters + 3 digests, one get
+    // each; then the live spec of every distinct target workload, the state object among them.
+    expect(api.filter((l) => l === `GET ${STATE_PATH}`)).toHaveLength(1 + 4 + w.images.length + 1);
+    for (const path of otherTargets()) expect(api.filter((l) => l === path)).toHaveLength(1);
     expect(api.filter((l) => l.endsWith("(watch)"))).toHaveLength(1);
     // Everything else is kubectl's discovery and version checks, which an empty cache makes it ask.
-    const rest = api.filter((l) => !l.startsWith(`GET ${STATE_PATH}`) && !l.includes("/deployments"));
+    const reads = new Set([`GET ${STATE_PATH}`, ...otherTargets()]);
+    const rest = api.filter(
+      (l) => !reads.has(l) && !/^GET \/apis\/apps\/v1\/namespaces\/apps\/deployments(\?| \(|$)/.test(l),
+    );
     for (const l of rest) expect(l).toMatch(/^GET \/(version|api|apis)(\/|$)/);
     expect(w.api.log.every((e) => e.method === "GET")).toBe(true);
     const registry = w.registry.log.map((e) => `${e.method} ${e.path}`);

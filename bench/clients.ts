@@ -40,6 +40,7 @@ export function limitPlan(w: BenchWorld): string {
     tag: TAG,
     prefix: PREFIX,
     images: w.images.map((i) => ({ key: i.key, repository: i.repository })),
+    workloads: w.workloads.map((x) => ({ path: x.path, containers: x.containers })),
   };
   const path = join(w.dir, "limit-plan.json");
   writeFileSync(path, JSON.stringify(plan));
@@ -64,6 +65,11 @@ export function runKubectlWay(w: BenchWorld): Promise<Spawned> {
     SERVICE,
     CA: w.caPath,
     TAG,
+    TARGETS: w.images
+      .flatMap((i) =>
+        i.targets.map((t) => `${i.key} ${t.namespace} ${t.kind.toLowerCase()}/${t.name} ${t.container}`),
+      )
+      .join("\n"),
   });
   return timed(["bash", KUBECTL_WAY, ...w.images.map((i) => `${i.key}=${i.repository}`)], env);
 }

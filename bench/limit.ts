@@ -1,6 +1,8 @@
 // The limit: the least a no-op tick can do, written as plainly as possible. One GET of the state
-// object, one token request naming every repository, one manifest HEAD per repository (8 in
-// flight, as the product), then compare with the recorded digests. No config validation, no
+// object; then, all at once, one GET of every other target workload (SPEC step 4) and one token
+// request naming every repository followed by one manifest HEAD per repository (8 in flight, as
+// the product); then compare the registry's digests and every target container's image with the
+// recorded digests. No config validation, no
 // settled rules, no telemetry, no error handling beyond the exit code: whatever the product spends
 // above this is its own overhead. The token realm is known in advance (an argument), which is
 // why there is no challenge probe: a real client learns the realm from one.
@@ -18,7 +20,14 @@ export interface LimitPlan {
   tag: string;
   prefix: string;
   images: Array<{ key: string; repository: string }>;
+  /** Every distinct target workload (the state object's path too, when it is a target). */
+  workloads: Array<{ path: string; containers: Array<{ name: string; key: string }> }>;
 }
+
+type Workload = {
+  metadata?: { annotations?: Record<string, string> };
+  spec?: { template?: { spec?: { containers?: Array<{ name: string; image: string }> } } };
+};
 
 const ACCEPT = [
   "application/vnd.docker.distribution.manifest.v2+json",
@@ -28,17 +37,19 @@ const ACCEPT = [
 ].join(", ");
 const CONCURRENCY = 8;
 
-async function main(plan: LimitPlan): Promise<number> {
-  const state = await fetch(`${plan.apiUrl}${plan.statePath}`, {
+async function getJson(plan: LimitPlan, path: string): Promise<Workload | undefined> {
+  const res = await fetch(`${plan.apiUrl}${path}`, {
     headers: { Authorization: `Bearer ${plan.apiToken}`, Accept: "application/json" },
   });
-  if (!state.ok) return 1;
-  const object = (await state.json()) as { metadata?: { annotations?: Record<string, string> } };
-  const annotations = object.metadata?.annotations ?? {};
+  return res.ok ? ((await res.json()) as Workload) : undefined;
+}
+
+/** The registry's digest per image key: one token request, then the HEADs, 8 at a time. */
+async function digests(plan: LimitPlan): Promise<Map<string, string | null> | undefined> {
   const tokenRes = await fetch(plan.tokenUrl);
-  if (!tokenRes.ok) return 1;
+  if (!tokenRes.ok) return undefined;
   const { token } = (await tokenRes.json()) as { token: string };
-  let changed = 0;
+  const out = new Map<string, string | null>();
   let next = 0;
   const worker = async () => {
     while (next < plan.images.length) {
@@ -47,11 +58,31 @@ async function main(plan: LimitPlan): Promise<number> {
         method: "HEAD",
         headers: { Authorization: `Bearer ${token}`, Accept: ACCEPT },
       });
-      const digest = res.headers.get("docker-content-digest");
-      if (digest !== annotations[`${plan.prefix}/last-refreshed-${img.key}-digest`]) changed++;
+      out.set(img.key, res.headers.get("docker-content-digest"));
     }
   };
   await Promise.all(Array.from({ length: Math.min(CONCURRENCY, plan.images.length) }, worker));
+  return out;
+}
+
+async function main(plan: LimitPlan): Promise<number> {
+  const state = await getJson(plan, plan.statePath);
+  if (!state) return 1;
+  const annotations = state.metadata?.annotations ?? {};
+  const recorded = (key: string) => annotations[`${plan.prefix}/last-refreshed-${key}-digest`];
+  const others = plan.workloads.filter((w) => w.path !== plan.statePath);
+  const [live, seen] = await Promise.all([
+    Promise.all(others.map((w) => getJson(plan, w.path))),
+    digests(plan),
+  ]);
+  if (!seen || live.some((w) => w === undefined)) return 1;
+  let changed = plan.images.filter((img) => seen.get(img.key) !== recorded(img.key)).length;
+  // A target container not on its recorded pin is a change too (a re-render, a human's pin).
+  plan.workloads.forEach((w) => {
+    const obj = w.path === plan.statePath ? state : live[others.indexOf(w)];
+    const images = new Map((obj?.spec?.template?.spec?.containers ?? []).map((c) => [c.name, c.image]));
+    for (const c of w.containers) if (!images.get(c.name)?.endsWith(`@${recorded(c.key)}`)) changed++;
+  });
   process.stdout.write(changed ? `changed ${changed}\n` : "noop\n");
   return 0;
 }

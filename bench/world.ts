@@ -22,6 +22,30 @@ export interface Image {
   targets: Array<{ kind: "Deployment" | "DaemonSet"; namespace: string; name: string; container: string }>;
 }
 
+export interface Workload {
+  kind: "Deployment" | "DaemonSet";
+  namespace: string;
+  name: string;
+  /** The API path a GET of it reads. */
+  path: string;
+  /** Its target containers: name and the image key each follows. */
+  containers: Array<{ name: string; key: string }>;
+}
+
+/** The distinct target workloads of `images`, each once, in the order they first appear. */
+export function distinctWorkloads(images: Image[]): Workload[] {
+  const out = new Map<string, Workload>();
+  for (const img of images)
+    for (const t of img.targets) {
+      const plural = t.kind === "Deployment" ? "deployments" : "daemonsets";
+      const path = `/apis/apps/v1/namespaces/${t.namespace}/${plural}/${t.name}`;
+      const w = out.get(path) ?? { kind: t.kind, namespace: t.namespace, name: t.name, path, containers: [] };
+      w.containers.push({ name: t.container, key: img.key });
+      out.set(path, w);
+    }
+  return [...out.values()];
+}
+
 export interface BenchWorld {
   api: SimApiServer;
   registry: SimRegistry;
@@ -32,6 +56,8 @@ export interface BenchWorld {
   /** The same configuration with `registry.token` set, so the product skips the challenge probe. */
   tokenConfigPath: string;
   images: Image[];
+  /** Every distinct target workload once, in config order (the state object too when it is one). */
+  workloads: Workload[];
   /** Environment shared by every client under test: the CA, and nothing from the caller. */
   env(extra?: Record<string, string>): Record<string, string>;
   clearLogs(): void;
@@ -101,8 +127,15 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
   const api = await startApiServer({ tls, stepMs: opts.stepMs ?? 2 });
   const registry = await startRegistry({ tls });
   const images = opts.scale ? scaledImages(opts.scale.targets, opts.scale.maxRepos) : standardImages();
-  addWorkloads(api, images);
-  for (const img of images) registry.push(img.repository, TAG, { multiArch: img.key === "node-agent" });
+  const served = new Map(
+    images.map((img) => [
+      img.repository,
+      registry.push(img.repository, TAG, { multiArch: img.key === "node-agent" }),
+    ]),
+  );
+  // Pinned to the builds the registry serves, as image-refresh leaves an installation in sync:
+  // every later tick is a no-op (on the floating tag the tick after the first would re-pin).
+  addWorkloads(api, images, (repo) => `${registry.host}/${repo}@${served.get(repo)}`);
   const dir = mkdtempSync(join(tmpdir(), "image-refresh-bench-"));
   const caPath = join(dir, "ca.pem");
   const kubeconfigPath = join(dir, "kubeconfig");
@@ -124,6 +157,7 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
     configPath,
     tokenConfigPath,
     images,
+    workloads: distinctWorkloads(images),
     env: (extra = {}) => ({
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: dir,
@@ -153,7 +187,7 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
   };
 }
 
-function addWorkloads(api: SimApiServer, images: Image[]): void {
+function addWorkloads(api: SimApiServer, images: Image[], ref: (repository: string) => string): void {
   // The state object always exists; in the standard shape it is also a target.
   const containers = new Map<string, { kind: Image["targets"][0]["kind"]; c: Map<string, string> }>();
   containers.set(`Deployment/apps/api`, { kind: "Deployment", c: new Map([["sidecar", "envoy:1"]]) });
@@ -161,7 +195,7 @@ function addWorkloads(api: SimApiServer, images: Image[]): void {
     for (const t of img.targets) {
       const id = `${t.kind}/${t.namespace}/${t.name}`;
       const entry = containers.get(id) ?? { kind: t.kind, c: new Map() };
-      entry.c.set(t.container, `${img.repository}:${TAG}`);
+      entry.c.set(t.container, ref(img.repository));
       containers.set(id, entry);
     }
   for (const [id, { kind, c }] of containers) {

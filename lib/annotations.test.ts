@@ -27,6 +27,7 @@ test("keys with the tracebloc.io prefix: digest and skip streak are exactly the 
     traceparent: "tracebloc.io/refresh-attempt-traceparent-node-agent",
     unresolved: "tracebloc.io/unresolved-streak-node-agent",
     repin: "tracebloc.io/repin-streak-node-agent",
+    paused: "tracebloc.io/paused-node-agent",
     rejected: "tracebloc.io/rejected-node-agent-digest",
     candidates: "tracebloc.io/candidates-node-agent",
   });

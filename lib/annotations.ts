@@ -10,6 +10,8 @@ export interface ImageKeys {
   traceparent: string;
   unresolved: string;
   repin: string;
+  /** Not in SPEC's table: the live image whose pause was announced, so the Event is posted once. */
+  paused: string;
   rejected: string;
   candidates: string;
 }
@@ -31,6 +33,7 @@ export function annotationKeys(prefix: string): AnnotationKeys {
     traceparent: `${prefix}/refresh-attempt-traceparent-${key}`,
     unresolved: `${prefix}/unresolved-streak-${key}`,
     repin: `${prefix}/repin-streak-${key}`,
+    paused: `${prefix}/paused-${key}`,
     rejected: `${prefix}/rejected-${key}-digest`,
     candidates: `${prefix}/candidates-${key}`,
   });

@@ -160,8 +160,14 @@ function rulesOf(objects: readonly K8sObject[], ref: { kind: string; name: strin
   return parsed(RoleSchema, role, `${ref.kind} ${ref.name}`).rules ?? [];
 }
 
+/** With onFailure: revert every patched workload may be waited for twice: forward, and back. */
+function waitsPerWorkload(config: Config): number {
+  return config.onFailure === "revert" ? 2 : 1;
+}
+
 export function minimumDeadlineSeconds(config: Config): number {
-  return (targetsOf(config).length * config.rolloutTimeoutMs) / 1000 + DEADLINE_SLACK_SECONDS;
+  const waits = targetsOf(config).length * waitsPerWorkload(config);
+  return (waits * config.rolloutTimeoutMs) / 1000 + DEADLINE_SLACK_SECONDS;
 }
 
 /** `get, patch on deployments.apps/api in namespace apps`, one line per object. */
@@ -195,7 +201,7 @@ export function manifestProblems(config: Config, objects: readonly K8sObject[]):
   const needed = minimumDeadlineSeconds(config);
   if (deadline === undefined || deadline < needed)
     problems.push(
-      `CronJob ${job.metadata.name}: activeDeadlineSeconds ${deadline ?? "(unset)"} does not cover ${targetsOf(config).length} workloads × rolloutTimeout ${config.rolloutTimeoutMs / 1000}s + ${DEADLINE_SLACK_SECONDS}s = ${needed}s`,
+      `CronJob ${job.metadata.name}: activeDeadlineSeconds ${deadline ?? "(unset)"} does not cover ${targetsOf(config).length} workloads × ${waitsPerWorkload(config) === 2 ? "2 waits (onFailure: revert) × " : ""}rolloutTimeout ${config.rolloutTimeoutMs / 1000}s + ${DEADLINE_SLACK_SECONDS}s = ${needed}s`,
     );
   return problems;
 }

@@ -25,7 +25,12 @@ export type Fault =
   | { type: "lost" }
   | { type: "malformed" }
   /** Watch only: answer 200 and send one in-stream ERROR event carrying a 410 Expired Status. */
-  | { type: "expired" };
+  | { type: "expired" }
+  /**
+   * API server only: answer 200 with headers, then never a byte until the client leaves, as a
+   * proxy that buffers chunked responses does to a watch (its events would come at the end).
+   */
+  | { type: "silent" };
 
 export interface FaultRule {
   /** Upper-case HTTP method; absent matches every method. */

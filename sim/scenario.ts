@@ -1,19 +1,34 @@
 // The standard scenario: one application as SPEC's configuration example describes it, shared
 // by `image-refresh demo`, the end-to-end tests and the benchmarks so they all tell one story.
+// Containers name the simulated registry's host, as a real pod spec must for its pulls to reach it.
 // Deployment apps/api (the state object, with a sidecar we never touch) and apps/api-proxy follow
 // myorg/api; DaemonSet agents/node-agent follows the multi-arch myorg/node-agent.
+//
+// `pinned` (the tests' default) seeds the containers already pinned to the builds the registry
+// serves, as an installation that is in sync looks once its digests are recorded; without it the
+// containers name the floating tag, as a fresh Helm install does, and the tick after the first
+// observation re-pins them (SPEC step 6, adoption): the demo tells that story.
 import { exampleConfig } from "../lib/example-config.ts";
 import type { SimApiServer } from "./apiserver/index.ts";
 import type { SimRegistry } from "./registry.ts";
 
-export function seedScenario(api: SimApiServer, registry: SimRegistry): void {
+export function seedScenario(
+  api: SimApiServer,
+  registry: SimRegistry,
+  opts: { pinned?: boolean } = {},
+): void {
+  const api1 = registry.push("myorg/api", "stable");
+  const agent1 = registry.push("myorg/node-agent", "stable", { multiArch: true });
+  const pinned = opts.pinned ?? true;
+  const ref = (repo: string, digest: string) =>
+    pinned ? `${registry.host}/${repo}@${digest}` : `${registry.host}/${repo}:stable`;
   api.addWorkload({
     kind: "Deployment",
     namespace: "apps",
     name: "api",
     replicas: 3,
     containers: [
-      { name: "api", image: "myorg/api:stable" },
+      { name: "api", image: ref("myorg/api", api1) },
       { name: "sidecar", image: "envoy:1" },
     ],
   });
@@ -22,16 +37,14 @@ export function seedScenario(api: SimApiServer, registry: SimRegistry): void {
     namespace: "apps",
     name: "api-proxy",
     replicas: 2,
-    containers: [{ name: "proxy", image: "myorg/api:stable" }],
+    containers: [{ name: "proxy", image: ref("myorg/api", api1) }],
   });
   api.addWorkload({
     kind: "DaemonSet",
     namespace: "agents",
     name: "node-agent",
-    containers: [{ name: "agent", image: "myorg/node-agent:stable" }],
+    containers: [{ name: "agent", image: ref("myorg/node-agent", agent1) }],
   });
-  registry.push("myorg/api", "stable");
-  registry.push("myorg/node-agent", "stable", { multiArch: true });
 }
 
 /** The configuration (as a plain object, written out as JSON) that follows the scenario. */

@@ -96,7 +96,7 @@ describe("status", () => {
     expect(r.stdout).toContain("image api (myorg/api): NOOP (unchanged)");
     expect(r.stdout).toMatch(/ {2}recorded: sha256:[0-9a-f]{64}\n {2}registry: sha256:[0-9a-f]{64}/);
     expect(r.stdout).toMatch(
-      / {2}Deployment apps\/api-proxy container proxy: \S+\/myorg\/api@sha256:[0-9a-f]{64} \(matches recorded digest\)/,
+      / {2}Deployment apps\/api-proxy container proxy: \S+\/myorg\/api@sha256:[0-9a-f]{64} \(in sync: pinned to the recorded digest; image last changed by \S+ at \S+\)\n/,
     );
     expect(r.stdout).toContain("  next: nothing to do");
   });

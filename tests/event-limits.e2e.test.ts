@@ -52,7 +52,7 @@ describe("Events: note limit is 1024 bytes (Go len), not 1024 UTF-16 characters"
           namespace: "apps",
           name: `svc-${i}`,
           replicas: 1,
-          containers: [{ name: "app", image: `${repo}:stable` }],
+          containers: [{ name: "app", image: `${w.registry.host}/${repo}:stable` }],
         });
         w.registry.push(repo, "stable");
       });

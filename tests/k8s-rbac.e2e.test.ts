@@ -86,16 +86,24 @@ async function worldFor(s: Shipped, rules?: RbacRule[]): Promise<World> {
     if (!wanted.has(key)) wanted.set(key, { kind, namespace, name, replicas: 2, containers: [] });
     return wanted.get(key) as AddWorkload;
   };
+  // The targets name the floating tag on the world's registry, as a fresh Helm install renders them.
   for (const image of config.images)
     for (const t of image.targets)
       workload(t.kind, t.namespace, t.name).containers.push({
         name: t.container,
-        image: `${image.repository}:${config.tag}`,
+        image: `${w.registry.host}/${image.repository}:${config.tag}`,
       });
   const state = workload(config.state.kind, config.state.namespace, config.state.name);
   if (state.containers.length === 0) state.containers.push({ name: "main", image: "busybox:1" });
-  for (const wl of wanted.values())
+  for (const wl of wanted.values()) {
     if (!w.api.getObject(wl.kind, wl.namespace, wl.name)) w.api.addWorkload(wl);
+    else {
+      // A workload of the seeded scenario: its configured containers move onto the tag too.
+      for (const c of wl.containers)
+        w.api.setImage(wl.kind, wl.namespace, wl.name, c.name, c.image, { manager: "helm" });
+      await waitFor(w.api, wl.kind, wl.namespace, wl.name, settled);
+    }
+  }
   for (const image of config.images) if (image.pinned !== true) w.registry.push(image.repository, config.tag);
   const registry = { ...(s.raw.registry as object), host: w.registry.host };
   const file = { ...s.raw, registry, rolloutTimeout: "2s", requestTimeout: "2s" };

@@ -35,25 +35,32 @@ afterAll(() => sim.stop());
 async function patched(
   kind: WorkloadKind,
   mode: ControllerMode,
+  slowMs?: number,
 ): Promise<{ ref: ObjectRef; generation: number }> {
   const ref: ObjectRef = { kind, namespace: "apps", name: `w${++seq}` };
   sim.addWorkload({ ...ref, containers: [{ name: "app", image: "myorg/app:1" }], replicas: 2 });
   await Bun.sleep(30); // settled before the mode applies to the next rollout
-  sim.setMode(kind, ref.namespace, ref.name, mode);
+  sim.setMode(kind, ref.namespace, ref.name, mode, { slowMs });
   const w = await kube.strategicPatch(ref, {
     spec: { template: { spec: { containers: [{ name: "app", image: "myorg/app:2" }] } } },
   });
   return { ref, generation: w.metadata.generation };
 }
 
-async function wait(ref: ObjectRef, generation: number, timeoutMs: number) {
+async function wait(
+  ref: ObjectRef,
+  generation: number,
+  timeoutMs: number,
+  signal = new AbortController().signal,
+) {
   const telemetry = recordingTelemetry();
   const log = memoryLogger();
   const started = Date.now();
   const result = await waitForRollout(kube, ref, {
     afterGeneration: generation,
+    expectImages: { app: "myorg/app:2" },
     timeoutMs,
-    signal: new AbortController().signal,
+    signal,
     telemetry,
     log,
     retryDelayMs: 20,
@@ -147,5 +154,66 @@ describe("waitForRollout watch recovery", () => {
     const collection = sim.log.filter((e) => e.path.endsWith("/daemonsets"));
     expect(collection.length).toBeGreaterThan(0);
     for (const e of collection) expect(e.query.fieldSelector).toBe(`metadata.name=${ref.name}`);
+  });
+});
+
+// A proxy that buffers chunked responses answers the watch with headers and then nothing, so the
+// last observation is the LIST right after the patch; the verdict comes from a GET at the deadline.
+describe("waitForRollout at its deadline, behind a watch that never answers", () => {
+  const objectGets = (ref: ObjectRef) =>
+    sim.log.filter(
+      (e) => e.method === "GET" && e.path === `/apis/apps/v1/namespaces/apps/deployments/${ref.name}`,
+    );
+  const silentWatch = () =>
+    sim.faults.add({ method: "GET", path: /watch=1/, times: 1, fault: { type: "silent" } });
+
+  test("a workload that settled 100 ms after the patch is ok", async () => {
+    const { ref, generation } = await patched("Deployment", "slow", 100);
+    silentWatch();
+    const { result } = await wait(ref, generation, 1000);
+    expect(result).toEqual({ ok: true, message: `deployment "${ref.name}" successfully rolled out` });
+    expect(
+      sim.log.filter((e) => e.query.watch && e.query.fieldSelector === `metadata.name=${ref.name}`),
+    ).toEqual([expect.objectContaining({ fault: "silent" })]);
+    expect(objectGets(ref)).toHaveLength(1);
+  });
+
+  test("a workload that never settles still times out, with the re-read's message", async () => {
+    const { ref, generation } = await patched("Deployment", "unsettled");
+    silentWatch();
+    const { result } = await wait(ref, generation, 1000);
+    expect(result).toEqual({
+      ok: false,
+      reason: "timeout",
+      message: `timed out after 1s waiting for deployment apps/${ref.name}: Waiting for deployment "${ref.name}" rollout to finish: 1 out of 2 new replicas have been updated...`,
+    });
+    expect(objectGets(ref)).toHaveLength(1);
+  });
+
+  test("a re-read that fails (500) keeps the timeout and says so", async () => {
+    const { ref, generation } = await patched("Deployment", "slow", 100);
+    silentWatch();
+    const path = `/apis/apps/v1/namespaces/apps/deployments/${ref.name}`;
+    sim.faults.add({ method: "GET", path, fault: { type: "status", code: 500, reason: "InternalError" } });
+    try {
+      const { result } = await wait(ref, generation, 1000);
+      expect(outcome(result)).toBe("timeout");
+      expect(result.message).toContain(
+        `; re-reading it at the deadline failed: Cannot GET deployment apps/${ref.name}: InternalError (500)`,
+      );
+    } finally {
+      sim.faults.clear();
+    }
+  });
+
+  test("SIGTERM during the wait ends it with no re-read", async () => {
+    const { ref, generation } = await patched("Deployment", "slow", 100);
+    silentWatch();
+    const tick = new AbortController();
+    setTimeout(() => tick.abort(new Error("SIGTERM")), 300);
+    const { result } = await wait(ref, generation, 1000, tick.signal);
+    expect(outcome(result)).toBe("error");
+    expect(result.message).toStartWith(`wait for deployment apps/${ref.name} cancelled`);
+    expect(objectGets(ref)).toHaveLength(0);
   });
 });

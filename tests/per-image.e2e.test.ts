@@ -31,8 +31,9 @@ function lastLine(stderr: string): string {
 describe("isolation", () => {
   test("a flapping DaemonSet image locks out while an unrelated image refreshes and records in the same tick", async () => {
     await recorded(w);
-    w.registry.push("myorg/node-agent", "stable", { multiArch: true });
-    w.api.setMode("DaemonSet", "agents", "node-agent", "flap");
+    // A bad build: its pods never become available, so each attempt is reverted to the old one.
+    const bad = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
+    w.api.failImages("DaemonSet", "agents", "node-agent", [`${w.registry.host}/myorg/node-agent@${bad}`]);
     for (const n of [1, 2]) {
       const r = await w.run();
       expect(r.code).toBe(1);
@@ -43,7 +44,7 @@ describe("isolation", () => {
     w.api.clearLog();
     const third = await w.run();
     expect(third.code).toBe(1);
-    expect(lastLine(third.stderr)).toBe("failed: api: refreshed; node-agent: failed");
+    expect(lastLine(third.stderr)).toBe("failed: api: refreshed; node-agent: failed (reverted)");
     expect(w.ours()[k("last-refreshed-api-digest")]).toBe(api);
     expect(w.ours()[k("refresh-attempt-api")]).toBeUndefined();
     expect(w.ours()[k("refresh-attempt-node-agent")]).toBe("3");
@@ -75,8 +76,8 @@ describe("isolation", () => {
       name: "api-proxy",
       replicas: 2,
       containers: [
-        { name: "proxy", image: "myorg/api:stable" },
-        { name: "agent", image: "myorg/node-agent:stable" },
+        { name: "proxy", image: `${w.registry.host}/myorg/api:stable` },
+        { name: "agent", image: `${w.registry.host}/myorg/node-agent:stable` },
       ],
     });
     w.writeConfig((c) =>
@@ -84,19 +85,21 @@ describe("isolation", () => {
     );
     await recorded(w);
     w.registry.push("myorg/api", "stable");
-    w.registry.push("myorg/node-agent", "stable", { multiArch: true });
-    w.api.setMode("DaemonSet", "agents", "node-agent", "flap");
+    const bad = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
+    w.api.failImages("DaemonSet", "agents", "node-agent", [`${w.registry.host}/myorg/node-agent@${bad}`]);
     const r = await w.run();
     expect(r.code).toBe(1);
-    // The DaemonSet's failure fails node-agent, and api with it: they share api-proxy.
-    expect(lastLine(r.stderr)).toBe("failed: api: failed; node-agent: failed");
+    // The DaemonSet's failure fails node-agent, and api with it: they share api-proxy; both
+    // workloads go back to what they ran (newest first: the DaemonSet, then api-proxy).
+    expect(lastLine(r.stderr)).toBe("failed: api: failed (reverted); node-agent: failed (reverted)");
     expect(r.stderr).toContain(
       "api moves with node-agent: rollout of DaemonSet agents/node-agent did not settle",
     );
     const proxyPatches = w.api.log.filter(
       (e) => e.method === "PATCH" && e.path.endsWith("/deployments/api-proxy"),
     );
-    expect(proxyPatches).toHaveLength(1);
+    // Forward, then back.
+    expect(proxyPatches).toHaveLength(2);
     expect(
       JSON.parse(proxyPatches[0]?.body ?? "[]").filter((o: { op: string }) => o.op === "replace"),
     ).toHaveLength(2);
@@ -152,12 +155,11 @@ describe("legacy keys", () => {
 });
 
 describe("unresolved is never noop", () => {
-  test("a typo'd repository: unresolved below the ceiling, stale exit 1 at it, one Event, streak removed on recovery", async () => {
-    w.writeConfig((c) => {
-      c.maxUnresolvedTicks = 3;
-      c.images[1].key = "node-agent";
-      c.images[1].repository = "myorg/nodeagent";
-    });
+  test("a tag the registry does not have: unresolved below the ceiling, stale exit 1 at it, one Event, streak removed on recovery", async () => {
+    w.writeConfig((c) => (c.maxUnresolvedTicks = 3));
+    // node-agent's tag is missing (deleted, or not pushed yet); its workload names the right repository.
+    const notFound = { type: "status", code: 404, reason: "MANIFEST_UNKNOWN" } as const;
+    w.registry.faults.add({ method: "HEAD", path: AGENT_MANIFESTS, fault: notFound });
     const outcomes: Array<[number, string]> = [];
     for (let i = 0; i < 4; i++) {
       const r = await w.run();
@@ -171,14 +173,30 @@ describe("unresolved is never noop", () => {
     ]);
     expect(w.api.events.filter((e) => e.reason === "ImageStale")).toHaveLength(1);
     expect(w.ours()[k("unresolved-streak-node-agent")]).toBe("4");
-    w.writeConfig((c) => {
-      c.maxUnresolvedTicks = 3;
-      c.images[1].key = "node-agent";
-    });
+    w.registry.faults.clear();
     const fixed = await w.run();
     expect(fixed.code).toBe(0);
     expect(lastLine(fixed.stderr)).toBe("recorded: api: noop; node-agent: recorded");
     expect(w.ours()[k("unresolved-streak-node-agent")]).toBeUndefined();
+  });
+
+  // SPEC step 6: a configured repository that the target does not run is the config pointing at
+  // the wrong container, held whatever the registry says (before, a typo'd repository was only
+  // unresolved, exit 0, until it went stale).
+  test("a typo'd repository is a target mismatch: held, exit 1, from the first tick, never patched", async () => {
+    w.writeConfig((c) => {
+      c.images[1].key = "node-agent";
+      c.images[1].repository = "myorg/nodeagent";
+    });
+    const before = w.image("DaemonSet", "agents", "node-agent", "agent");
+    for (const first of ["recorded", "noop"]) {
+      const r = await w.run();
+      expect(r.code).toBe(1);
+      expect(lastLine(r.stderr)).toBe(`held: api: ${first}; node-agent: held`);
+      expect(r.stderr).toContain("reason=target_mismatch");
+    }
+    expect(w.image("DaemonSet", "agents", "node-agent", "agent")).toBe(before);
+    expect(w.ours()[k("last-refreshed-node-agent-digest")]).toBeUndefined();
   });
 
   test("a refused pull secret (every image 401) is never noop, and the streaks are counted", async () => {

@@ -44,10 +44,15 @@ describe.skipIf(noKubectl)("kubectl get", () => {
   for (const kind of KINDS) {
     test(`${kind}: get -o json returns the stored object over verified TLS`, async () => {
       const w = fresh(kind);
-      const r = await kubectl("get", w.ref, "-o", "json");
+      const r = await kubectl("get", w.ref, "-o", "json", "--show-managed-fields");
       expect(r.err).toBe("");
       expect(r.code).toBe(0);
       expect(JSON.parse(r.out)).toEqual(w.get());
+      // Without the flag kubectl drops managedFields client-side; nothing else differs.
+      const { managedFields, ...metadata } = w.get().metadata;
+      expect(managedFields.length).toBeGreaterThan(0);
+      const plain = await kubectl("get", w.ref, "-o", "json");
+      expect(JSON.parse(plain.out)).toEqual({ ...w.get(), metadata });
     });
   }
 

@@ -14,6 +14,8 @@ export const COUNTERS = [
   "image_refresh.resets",
   "image_refresh.lockouts",
   "image_refresh.skips",
+  "image_refresh.reverts",
+  "image_refresh.repins",
 ] as const;
 /** Gauges of the state object, one point a tick. */
 export const GAUGES = [

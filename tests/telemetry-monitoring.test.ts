@@ -22,9 +22,8 @@ import {
   toRuleTests,
 } from "../k8s/monitoring/generate.ts";
 import { DAYS, MINUTES } from "../k8s/monitoring/promises.ts";
-import { METRICS, type MetricDef, prometheusName, prometheusSeriesNames } from "../lib/telemetry/metrics.ts";
+import { METRICS, prometheusName, prometheusSeriesNames } from "../lib/telemetry/metrics.ts";
 import { ROOT_SPAN_NAME } from "../lib/telemetry/tracing.ts";
-import type { MetricName } from "../lib/telemetry.ts";
 import { needTool } from "./tools.ts";
 
 const DIR = join(import.meta.dir, "..", "k8s", "monitoring");
@@ -48,23 +47,7 @@ const used = (prefix: string) =>
   [...new Set(exprs.flatMap((e) => e.match(new RegExp(`\\b${prefix}[a-z0-9_]+`, "g")) ?? []))].filter(
     (n) => !LABELS.has(n),
   );
-/**
- * SPEC "Telemetry" names these per-image metrics, which the product does not emit yet: reverts
- * come with `onFailure: revert`, repins and in_sync with reading the targets' live spec on every
- * tick. The dashboard already shows them. Once METRICS has one, its entry here is ignored and can
- * be deleted.
- */
-const SPEC_ONLY: Array<Pick<MetricDef, "name" | "kind" | "unit">> = (
-  [
-    { name: "image_refresh.reverts", kind: "counter", unit: "{revert}" },
-    { name: "image_refresh.repins", kind: "counter", unit: "{repin}" },
-    { name: "image_refresh.in_sync", kind: "gauge", unit: "" },
-  ] as const
-)
-  // Not yet in the MetricName union; prometheusName only reads the string.
-  .map((m) => ({ ...m, name: m.name as MetricName }))
-  .filter((m) => !METRICS.some((d) => d.name === m.name));
-const ALL = [...METRICS, ...SPEC_ONLY];
+const ALL = [...METRICS];
 
 describe("Prometheus names", () => {
   test.each([
@@ -82,7 +65,7 @@ describe("Prometheus names", () => {
   });
 
   test("every image_refresh series in the rules and the dashboard is one we export (or SPEC names)", () => {
-    const known = new Set([...prometheusSeriesNames(), ...SPEC_ONLY.map((m) => prometheusName(m))]);
+    const known = new Set(prometheusSeriesNames());
     const names = used("image_refresh_");
     expect(names.length).toBeGreaterThan(8);
     expect(names.filter((n) => !known.has(n))).toEqual([]);

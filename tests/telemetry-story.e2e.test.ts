@@ -35,8 +35,9 @@ const STEPS: Step[] = [
   {
     name: "flap 1",
     before: (w) => {
-      w.registry.push("myorg/node-agent", "stable", { multiArch: true });
-      w.api.setMode("DaemonSet", "agents", "node-agent", "flap");
+      // A bad build: each attempt fails and is reverted to the old build.
+      const bad = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
+      w.api.failImages("DaemonSet", "agents", "node-agent", [`${w.registry.host}/myorg/node-agent@${bad}`]);
     },
     outcome: "failed",
     code: 1,
@@ -49,7 +50,8 @@ const STEPS: Step[] = [
   { name: "rearm", args: ["rearm"], code: 0 },
   {
     name: "refresh after rearm",
-    before: (w) => w.api.setMode("DaemonSet", "agents", "node-agent", "healthy"),
+    // The workload was fixed: the same build now comes up.
+    before: (w) => w.api.failImages("DaemonSet", "agents", "node-agent", []),
     outcome: "refreshed",
     code: 0,
   },
@@ -129,8 +131,8 @@ test("attempt ticks and the lockout form one chain of span links", () => {
   const events = Object.fromEntries(ticks.map((t) => [t.step.name, t.root.events.map((e) => e.name)]));
   expect(events).toMatchObject({
     refresh: ["attempt", "reset"],
-    "flap 1": ["attempt"],
-    "flap 3": ["attempt"],
+    "flap 1": ["attempt", "revert"],
+    "flap 3": ["attempt", "revert"],
     lockout: ["lockout"],
     "refresh after rearm": ["attempt", "reset"],
   });

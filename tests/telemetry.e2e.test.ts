@@ -46,6 +46,8 @@ interface Scenario {
   links: Array<{ traceId: string; spanId: string }>;
   /** One rollout.wait per re-imaged workload: its name and result ("timeout" for the flap). */
   rollouts: string[];
+  /** One `revert` child span per workload patched back, with its own rollout.wait's result. */
+  reverts?: string[];
   registry: boolean;
 }
 
@@ -185,19 +187,22 @@ const SCENARIOS: Scenario[] = [
     outcome: "failed",
     arrange: async (w) => {
       await recorded(w);
-      w.registry.push("myorg/node-agent", "stable", { multiArch: true });
-      w.api.setMode("DaemonSet", "agents", "node-agent", "flap");
+      // A bad build: it never becomes available, and the revert to the old one settles.
+      const bad = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
+      w.api.failImages("DaemonSet", "agents", "node-agent", [`${w.registry.host}/myorg/node-agent@${bad}`]);
     },
     code: 1,
-    counters: { "image_refresh.attempts": 1 },
+    counters: { "image_refresh.attempts": 1, "image_refresh.reverts": 1 },
     gauges: { skip_streak: 0, frozen: 0 },
     images: {
       api: { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
       "node-agent": { attempt_count: 1, locked_out: 0, paused: 0, unresolved_streak: 0, verified: false },
     },
-    events: ["attempt"],
+    events: ["attempt", "revert"],
     links: [],
     rollouts: ["node-agent timeout"],
+    // The wait back is a child of its revert span, not of the root.
+    reverts: ["node-agent ok"],
     registry: true,
   },
   {
@@ -342,6 +347,14 @@ function expectSpans(e: Exported, s: Scenario, leaked: string[]) {
   const children = childrenOf(e, root);
   const waits = children.filter((x) => x.name === "rollout.wait");
   const named = (a: Record<string, unknown>) => a["k8s.deployment.name"] ?? a["k8s.daemonset.name"];
+  const reverts = children.filter((x) => x.name === "revert");
+  expect(
+    reverts.flatMap((r) =>
+      childrenOf(e, r)
+        .filter((x) => x.name === "rollout.wait")
+        .map((x) => `${named(x.attributes)} ${x.attributes["image_refresh.rollout.result"]}`),
+    ),
+  ).toEqual(s.reverts ?? []);
   expect(waits.map((x) => `${named(x.attributes)} ${x.attributes["image_refresh.rollout.result"]}`)).toEqual(
     s.rollouts,
   );

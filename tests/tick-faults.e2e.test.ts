@@ -44,11 +44,12 @@ describe("attempt write fails", () => {
     await recorded(w);
     w.registry.push("myorg/api", "stable");
     w.api.faults.add({ method: "PATCH", path: STATE_PATH, times: 1, fault: { type: "status", code: 500 } });
+    const before = w.image("Deployment", "apps", "api", "api");
     const r = await w.run();
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("held:");
     expect(writes(w.api)).toEqual([`PATCH ${STATE_PATH}`]);
-    expect(w.image("Deployment", "apps", "api", "api")).toBe("myorg/api:stable");
+    expect(w.image("Deployment", "apps", "api", "api")).toBe(before);
   });
 
   test("409 on every try: re-read, decide again, never patch a workload", async () => {

@@ -1,7 +1,17 @@
 // SPEC "One tick, step by step", rule by rule, against the compiled binary over real HTTPS.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { patch } from "../sim/apiserver/testing.ts";
-import { PREFIX, recorded, STATE_PATH, startWorld, type World, writeStory, writes } from "./world.ts";
+import { patch, settled, waitFor } from "../sim/apiserver/testing.ts";
+import {
+  apiRequests,
+  PREFIX,
+  recorded,
+  STATE_PATH,
+  startWorld,
+  TARGET_READS,
+  type World,
+  writeStory,
+  writes,
+} from "./world.ts";
 
 const k = (name: string) => `${PREFIX}/${name}`;
 
@@ -15,6 +25,7 @@ afterEach(async () => {
 
 describe("first observation and no-op", () => {
   test("first observation records every digest and touches no workload", async () => {
+    const before = w.image("Deployment", "apps", "api", "api");
     const r = await w.run();
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("recorded:");
@@ -22,15 +33,16 @@ describe("first observation and no-op", () => {
     expect(a[k("last-refreshed-api-digest")]).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(a[k("last-refreshed-node-agent-digest")]).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(writes(w.api)).toEqual([`PATCH ${STATE_PATH}`]);
-    expect(w.image("Deployment", "apps", "api", "api")).toBe("myorg/api:stable");
+    expect(w.image("Deployment", "apps", "api", "api")).toBe(before);
   });
 
-  test("a healthy unchanged installation makes one API request and writes nothing", async () => {
+  test("a healthy unchanged installation makes one GET per distinct workload and writes nothing", async () => {
     await recorded(w);
     const r = await w.run();
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("noop:");
-    expect(w.api.log.map((e) => `${e.method} ${e.path}`)).toEqual([`GET ${STATE_PATH}`]);
+    // SPEC step 4: the state object once, then each other target workload once.
+    expect(apiRequests(w.api)).toEqual([`GET ${STATE_PATH}`, ...TARGET_READS]);
     // one challenge, one token request carrying both scopes, one HEAD per repository
     expect(w.registry.counts()).toMatchObject({ token: 1, head: 2, get: 0 });
     expect(w.registry.counts().challenge).toBeLessThanOrEqual(1);
@@ -42,7 +54,7 @@ describe("first observation and no-op", () => {
     const r = await w.run();
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("noop:");
-    expect(w.api.log.map((e) => `${e.method} ${e.path}`)).toEqual([`GET ${STATE_PATH}`]);
+    expect(apiRequests(w.api)).toEqual([`GET ${STATE_PATH}`, ...TARGET_READS]);
     expect(w.registry.counts()).toEqual({ challenge: 0, token: 1, head: 2, get: 0 });
   });
 });
@@ -87,6 +99,9 @@ describe("refresh", () => {
 
   test("two containers of one workload go in one patch", async () => {
     w.writeConfig((c) => c.images[0].targets.push({ kind: "Deployment", name: "api", container: "sidecar" }));
+    // The sidecar runs the same build as the app container (else it is a target_mismatch).
+    w.api.setImage("Deployment", "apps", "api", "sidecar", w.image("Deployment", "apps", "api", "api"));
+    await waitFor(w.api, "Deployment", "apps", "api", settled);
     await recorded(w);
     const digest = w.registry.push("myorg/api", "stable");
     expect((await w.run()).code).toBe(0);
@@ -103,8 +118,8 @@ describe("refresh", () => {
   });
 
   test("a missing container holds the refresh before any write", async () => {
-    w.writeConfig((c) => (c.images[0].targets[1].container = "nope"));
     await recorded(w);
+    w.writeConfig((c) => (c.images[0].targets[1].container = "nope"));
     w.registry.push("myorg/api", "stable");
     const r = await w.run();
     expect(r.code).toBe(1);
@@ -121,7 +136,7 @@ describe("refresh", () => {
       kind: "DaemonSet",
       namespace: "agents",
       name: "node-agent",
-      containers: [{ name: "agent", image: "myorg/node-agent:stable" }],
+      containers: [{ name: "agent", image: `${w.registry.host}/myorg/node-agent:stable` }],
       updateStrategy: "OnDelete",
     });
     await recorded(w);

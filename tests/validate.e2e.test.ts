@@ -144,8 +144,8 @@ describe("validate --manifests on broken overlays", () => {
     ],
     [
       "a short deadline",
-      (o) => (job(o).spec.jobTemplate.spec.activeDeadlineSeconds = 1800),
-      "CronJob image-refresh: activeDeadlineSeconds 1800 does not cover 3 workloads × rolloutTimeout 600s + 120s = 1920s",
+      (o) => (job(o).spec.jobTemplate.spec.activeDeadlineSeconds = 3600),
+      "CronJob image-refresh: activeDeadlineSeconds 3600 does not cover 3 workloads × 2 waits (onFailure: revert) × rolloutTimeout 600s + 120s = 3720s",
     ],
     [
       "no deadline",
@@ -159,7 +159,7 @@ describe("validate --manifests on broken overlays", () => {
           name: "ROLLOUT_TIMEOUT",
           value: "15m",
         }),
-      "activeDeadlineSeconds 2100 does not cover 3 workloads × rolloutTimeout 900s + 120s = 2820s",
+      "activeDeadlineSeconds 3900 does not cover 3 workloads × 2 waits (onFailure: revert) × rolloutTimeout 900s + 120s = 5520s",
     ],
     [
       "a binding to a missing Role",

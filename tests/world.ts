@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type SimApiServer, startApiServer } from "../sim/apiserver/index.ts";
+import { settled } from "../sim/apiserver/testing.ts";
 import { type SimRegistry, startRegistry } from "../sim/registry.ts";
 import { scenarioConfig, seedScenario } from "../sim/scenario.ts";
 import { generateTls } from "../sim/tls.ts";
@@ -37,9 +38,10 @@ export function defaultConfig(registryHost: string): any {
   return scenarioConfig(registryHost);
 }
 
-export async function startWorld(): Promise<World> {
+/** `now`: the API server's clock (its Date headers and managedFields times), for soak tests. */
+export async function startWorld(opts: { now?: () => Date } = {}): Promise<World> {
   const tls = generateTls();
-  const api = await startApiServer({ tls, stepMs: 5 });
+  const api = await startApiServer({ tls, stepMs: 5, ...(opts.now ? { now: opts.now } : {}) });
   const registry = await startRegistry({ tls });
   seedScenario(api, registry);
   const dir = mkdtempSync(join(tmpdir(), "image-refresh-e2e-"));
@@ -90,7 +92,71 @@ export async function startWorld(): Promise<World> {
   return world;
 }
 
-/** The writes (non-GET requests) the API server saw, as "METHOD path". */
+type TargetKind = "Deployment" | "DaemonSet";
+/** The scenario's targets per image key (sim/scenario.ts): what a recorded digest vouches for. */
+export const SCENARIO_TARGETS: Record<
+  string,
+  { repository: string; targets: Array<{ kind: TargetKind; ns: string; name: string; container: string }> }
+> = {
+  api: {
+    repository: "myorg/api",
+    targets: [
+      { kind: "Deployment", ns: "apps", name: "api", container: "api" },
+      { kind: "Deployment", ns: "apps", name: "api-proxy", container: "proxy" },
+    ],
+  },
+  "node-agent": {
+    repository: "myorg/node-agent",
+    targets: [{ kind: "DaemonSet", ns: "agents", name: "node-agent", container: "agent" }],
+  },
+};
+
+/**
+ * Pins every target of the given images to the given digests as image-refresh would have (its
+ * field manager owns the image field), then waits until those rollouts settle, so a test that
+ * records a digest by hand starts from the world an earlier refresh to it would have left.
+ * Without it the containers stay on the seed's pin, which SPEC step 6 reads as a human's pin.
+ */
+export function pinTargets(w: World, digests: Record<string, string>): Promise<void> {
+  const refs = Object.entries(digests).map(([key, digest]) => [key, `@${digest}`] as const);
+  return setTargets(w, Object.fromEntries(refs), "image-refresh");
+}
+
+/**
+ * Puts every target of the given images on the floating tag, as a deploy tool (`helm` unless
+ * named) renders it: an installation image-refresh has not pinned yet, or a re-render over a pin.
+ * `host` names another registry than the world's, for a test that configures one.
+ */
+export function floatTargets(
+  w: World,
+  keys: string[],
+  opts: { manager?: string; host?: string } = {},
+): Promise<void> {
+  const suffixes = Object.fromEntries(keys.map((key) => [key, ":stable"]));
+  return setTargets(w, suffixes, opts.manager ?? "helm", opts.host);
+}
+
+/** Sets each image's targets to `<host>/<repository><suffix>` as `manager`; waits for the rollouts. */
+async function setTargets(
+  w: World,
+  suffixes: Record<string, string>,
+  manager: string,
+  host = w.registry.host,
+): Promise<void> {
+  const all = Object.keys(suffixes).flatMap((key) => {
+    const img = SCENARIO_TARGETS[key];
+    if (!img) throw new Error(`Cannot set the targets of ${key}: not an image of the scenario`);
+    return img.targets.map((t) => ({ ...t, ref: `${host}/${img.repository}${suffixes[key]}` }));
+  });
+  for (const t of all) w.api.setImage(t.kind, t.ns, t.name, t.container, t.ref, { manager });
+  const deadline = Date.now() + 5000;
+  while (!all.every((t) => settled(w.api.getObject(t.kind, t.ns, t.name)))) {
+    if (Date.now() > deadline)
+      throw new Error("Cannot set the targets' images: their rollouts did not settle in 5 s");
+    await Bun.sleep(5);
+  }
+}
+
 /** Runs the first-observation tick so later ticks have digests to compare; clears the logs. */
 export async function recorded(w: World): Promise<void> {
   const r = await w.run();
@@ -99,11 +165,28 @@ export async function recorded(w: World): Promise<void> {
   w.registry.clearLog();
 }
 
+/** The writes (non-GET requests) the API server saw, as "METHOD path". */
 export function writes(api: SimApiServer): string[] {
   return api.log.filter((e) => e.method !== "GET").map((e) => `${e.method} ${e.path}`);
 }
 
 export const STATE_PATH = "/apis/apps/v1/namespaces/apps/deployments/api";
+/**
+ * SPEC step 4: after the state object, a settled tick reads every other distinct target workload
+ * of the scenario once, concurrently (so in no fixed order): sorted, as "GET path".
+ */
+export const TARGET_READS = [
+  "GET /apis/apps/v1/namespaces/agents/daemonsets/node-agent",
+  "GET /apis/apps/v1/namespaces/apps/deployments/api-proxy",
+];
+
+/** The API requests of a tick as "METHOD path", the concurrent target reads after the state GET sorted. */
+export function apiRequests(api: SimApiServer): string[] {
+  const all = api.log.map((e) => `${e.method} ${e.path}`);
+  const reads = all.slice(1, 1 + TARGET_READS.length);
+  if (all[0] === `GET ${STATE_PATH}` && reads.every((x) => TARGET_READS.includes(x))) reads.sort();
+  return [...all.slice(0, 1), ...reads, ...all.slice(1 + TARGET_READS.length)];
+}
 
 /**
  * The successful writes of a tick, named by what they did: the story SPEC prescribes, without

@@ -164,6 +164,34 @@ const perImage = (): Case => {
   };
 };
 
+const notInSync = (): Case => {
+  const scrape = { every: 1, until: 300 };
+  const at = ticks(0, 300);
+  const own = (image: Record<string, string>) => ({ ...api.labels, ...image });
+  return {
+    name: "NotInSync: a target off the recorded pin for 2 hours (a re-rendered tag left drifted)",
+    scrape,
+    series: [
+      ...tickCounters(api, { noop: ticks(0, 15), drifted: ticks(20, 300) }, scrape),
+      // In sync until 15; from 20 on, a deploy tool's tag is left in place (reconcile: report).
+      ...imageGauges(
+        api,
+        API,
+        at,
+        (t) => (t < 20 ? { in_sync: 1, verified: true } : { verified: true }),
+        scrape,
+      ),
+      // A refresh in progress reports in sync again on the next tick: never an alert.
+      ...imageGauges(api, NODE_AGENT, at, (t) => (t === 100 ? {} : { in_sync: 1, verified: true }), scrape),
+    ],
+    expect: [
+      ...during("ImageRefreshNotInSync", [139], []),
+      ...during("ImageRefreshNotInSync", [141, 300], [own(API)]),
+      ...during("ImageRefreshNotVerified", [300], []),
+    ],
+  };
+};
+
 const cronJobStopsBeingScheduled = (): Case => {
   const scrape = { every: 1, until: 120 };
   const lastSchedule = (t: number) => Math.floor(Math.min(t, 60) / 5) * 5 * 60;
@@ -257,6 +285,7 @@ export const MINUTES: Case[] = [
   stopsWhileLockedOut(),
   neverSucceeded(),
   perImage(),
+  notInSync(),
   cronJobStopsBeingScheduled(),
   cronJobNeverScheduled(),
   cronJobSuspended(),

@@ -1,8 +1,10 @@
 // `image-refresh demo`: the real tick, in-process, against the built-in simulated cluster and
 // registry. It tells the per-image story a user needs to trust the tool: first observation, a
-// refresh, a flapping DaemonSet image locked out after three attempts while the other image still
-// refreshes beside it, a human rejecting the bad build, the next build rolling out, and an image
-// the registry cannot resolve turning stale (a loud failure) instead of a quiet no-op.
+// refresh, a bad DaemonSet build reverted, then locked out after three attempts while the other image still
+// refreshes beside it, a human rejecting the bad build, the next build rolling out, an image
+// the registry cannot resolve turning stale (a loud failure) instead of a quiet no-op, and the
+// live spec: adoption of containers that name the tag, a Helm re-render re-pinned, a human's pin
+// stood back from, and a GitOps controller's endless revert contested instead of looped.
 // The demo is loaded only by `image-refresh demo` (a chunk of its own), so the simulators it
 // imports cost a tick nothing.
 import { type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
@@ -10,10 +12,13 @@ import { type SimRegistry, startRegistry } from "../../sim/registry.ts";
 import { scenarioConfig, seedScenario } from "../../sim/scenario.ts";
 import { generateTls } from "../../sim/tls.ts";
 import type { CliArgs } from "../cli.ts";
+import { parseWorkload, type WorkloadKind } from "../kube/objects.ts";
+import { rolloutStatus } from "../kube/settled.ts";
 import { createLogger } from "../log.ts";
 import { writeStdout } from "../output.ts";
 import { noopTelemetry } from "../telemetry.ts";
 import { runTick } from "../tick/run.ts";
+import { rearmCommand } from "./rearm.ts";
 import { rejectCommand } from "./reject.ts";
 import { createRuntime } from "./runtime.ts";
 
@@ -27,6 +32,75 @@ const DEMO_SETTINGS = {
 
 const out = (line: string) => writeStdout(`${line}\n`);
 
+type Tick = (title: string) => Promise<string>;
+
+const LIVE_SPEC_OUTCOMES = [
+  "refreshed",
+  "noop",
+  "refreshed",
+  "paused",
+  "refreshed",
+  "noop",
+  "refreshed",
+  "held",
+];
+
+/**
+ * The live spec (SPEC step 6): a deploy tool renders the tag over the pin (re-pinned once), a human
+ * rolls a Deployment back by hand (paused until handed back), and a GitOps controller that reverts
+ * after every tick (one re-pin, then the pin is contested instead of a restart loop).
+ */
+async function liveSpec(api: SimApiServer, registry: SimRegistry, tick: Tick): Promise<string[]> {
+  const outcomes: string[] = [];
+  const tag = `${registry.host}/myorg/api:stable`;
+  const as = async (
+    kind: WorkloadKind,
+    ns: string,
+    name: string,
+    c: string,
+    image: string,
+    manager: string,
+  ) => {
+    api.setImage(kind, ns, name, c, image, { manager });
+    await settled(api, kind, ns, name);
+  };
+  const previous = api.getObject("Deployment", "apps", "api-proxy").spec.template.spec.containers[0].image;
+  out("\n── `helm upgrade` renders myorg/api:stable over the pin of Deployment apps/api");
+  await as("Deployment", "apps", "api", "api", tag, "helm");
+  outcomes.push(await tick("the tag is back where the pin was: re-pin it once, a counted refresh"));
+  outcomes.push(await tick("the pin is in place again: the repin streak is removed"));
+  registry.push("myorg/api", "stable");
+  outcomes.push(await tick("a new api build rolls out as usual"));
+  out(
+    "\n── a human rolls api-proxy back by hand: `kubectl set image deployment/api-proxy proxy=<the older pin>`",
+  );
+  await as("Deployment", "apps", "api-proxy", "proxy", previous, "kubectl-set");
+  outcomes.push(await tick("a human pinned api-proxy: api is paused, nothing is patched"));
+  out("\n── the human hands it back: `kubectl set image deployment/api-proxy proxy=myorg/api:stable`");
+  await as("Deployment", "apps", "api-proxy", "proxy", tag, "kubectl-set");
+  outcomes.push(await tick("handed back: api-proxy is re-pinned to the recorded build"));
+  outcomes.push(await tick("every pin in place"));
+  out(
+    "\n── a GitOps controller (argocd-controller) re-applies myorg/api:stable to api-proxy after every tick",
+  );
+  await as("Deployment", "apps", "api-proxy", "proxy", tag, "argocd-controller");
+  outcomes.push(await tick("re-pinned once"));
+  await as("Deployment", "apps", "api-proxy", "proxy", tag, "argocd-controller");
+  outcomes.push(
+    await tick("reverted again: the pin is contested; no second re-pin, no restart loop (exit 1)"),
+  );
+  return outcomes;
+}
+
+/** Waits for another writer's rollout to finish, as `helm upgrade --wait` would, so the next tick meets it settled. */
+async function settled(api: SimApiServer, kind: WorkloadKind, ns: string, name: string): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (rolloutStatus(parseWorkload(kind, api.getObject(kind, ns, name))).done) return;
+    await Bun.sleep(10);
+  }
+  throw new Error(`${kind} ${ns}/${name} did not settle`);
+}
+
 export async function demoCommand(_args: CliArgs): Promise<number> {
   const tls = generateTls();
   const api = await startApiServer({ tls, stepMs: 20 });
@@ -39,7 +113,7 @@ export async function demoCommand(_args: CliArgs): Promise<number> {
 }
 
 async function story(api: SimApiServer, registry: SimRegistry, ca: string): Promise<number> {
-  seedScenario(api, registry);
+  seedScenario(api, registry, { pinned: false });
   const files: Record<string, string> = {
     "/demo/config.json": JSON.stringify(scenarioConfig(registry.host, DEMO_SETTINGS)),
     "/demo/kubeconfig": api.kubeconfig(),
@@ -72,14 +146,20 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
   };
   const outcomes: string[] = [];
   outcomes.push(await tick("first run: record the digests, touch nothing"));
+  outcomes.push(
+    await tick("the containers name the floating tag: re-pin them once to the recorded builds (adoption)"),
+  );
   outcomes.push(await tick("nothing changed: no writes at all"));
   registry.push("myorg/api", "stable");
   outcomes.push(await tick("myorg/api:stable was rebuilt: pin both Deployments to the new digest"));
-  registry.push("myorg/node-agent", "stable", { multiArch: true });
-  api.setMode("DaemonSet", "agents", "node-agent", "flap");
+  const bad = registry.push("myorg/node-agent", "stable", { multiArch: true });
+  // A bad build: its pods never become available; the old build's still do.
+  api.failImages("DaemonSet", "agents", "node-agent", [`${registry.host}/myorg/node-agent@${bad}`]);
   for (let i = 1; i <= 3; i++)
     outcomes.push(
-      await tick(`myorg/node-agent was rebuilt, but its new pods never become available (attempt ${i})`),
+      await tick(
+        `myorg/node-agent was rebuilt, but its new pods never become available: reverted to the old build (attempt ${i})`,
+      ),
     );
   registry.push("myorg/api", "stable");
   outcomes.push(
@@ -89,7 +169,6 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
   out("\n── a human looks at the agent's build and runs `image-refresh reject node-agent`: not this build");
   await rejectCommand(await runtime(), false, ["node-agent"]);
   outcomes.push(await tick("the rejected build is never rolled out: node-agent is paused"));
-  api.setMode("DaemonSet", "agents", "node-agent", "healthy");
   registry.push("myorg/node-agent", "stable", { multiArch: true });
   outcomes.push(await tick("a fixed node-agent build is pushed: it rolls out"));
   out("\n── the registry stops answering for myorg/api (a deleted repository, a refused pull secret)");
@@ -98,8 +177,11 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
   outcomes.push(await tick("still unresolved: the image is stale, the tick fails loudly (exit 1)"));
   registry.faults.clear();
   outcomes.push(await tick("the registry answers again: the streak is removed"));
+  outcomes.push(...(await liveSpec(api, registry, tick)));
+  outcomes.push(...(await soakChapter({ api, registry, tick, runtime, files })));
   const want = [
     "recorded",
+    "refreshed",
     "noop",
     "refreshed",
     "failed",
@@ -112,10 +194,63 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
     "unresolved",
     "stale",
     "noop",
+    ...LIVE_SPEC_OUTCOMES,
+    ...SOAK_OUTCOMES,
   ];
   const ok = want.every((w, i) => outcomes[i] === w);
   out(
     `\n${ok ? "demo finished: every tick did what it should" : `demo went wrong: outcomes ${outcomes.join(", ")}, expected ${want.join(", ")}`}`,
   );
   return ok ? 0 : 1;
+}
+
+const SOAK_OUTCOMES = ["refreshed", "pending", "pending", "refreshed", "refreshed"];
+// Seconds in the demo; hours in a fleet.
+const DEMO_SOAK = 3000;
+
+/**
+ * A soak (minimumAge, SPEC step 6): this cluster joins the slow ring; a new build waits, the tag
+ * moves on, the older build still rolls out once it has aged (the ratchet), then the newer one.
+ */
+async function soakChapter(d: {
+  api: SimApiServer;
+  registry: SimRegistry;
+  tick: Tick;
+  runtime: () => ReturnType<typeof createRuntime>;
+  files: Record<string, string>;
+}): Promise<string[]> {
+  const { api, registry, tick } = d;
+  const outcomes: string[] = [];
+  out("\n── the team makes argocd-controller ignore the image field and runs `image-refresh rearm api`");
+  await rearmCommand(await d.runtime(), false, ["api"]);
+  outcomes.push(await tick("handed back: api-proxy is re-pinned, and this time it stays"));
+  out("\n── this cluster joins the slow ring: `minimumAge: 3s` (hours in a fleet; canary clusters keep 0s)");
+  d.files["/demo/config.json"] = JSON.stringify(
+    scenarioConfig(registry.host, { ...DEMO_SETTINGS, minimumAge: `${DEMO_SOAK / 1000}s` }),
+  );
+  const first = registry.push("myorg/api", "stable");
+  outcomes.push(await tick("a new api build: stored as a candidate with the API server's clock, pending"));
+  await Bun.sleep(1500);
+  const second = registry.push("myorg/api", "stable");
+  outcomes.push(await tick("the tag moved on before the first build aged: both wait"));
+  await untilAged(api, first);
+  outcomes.push(await tick("the first build has aged: it rolls out by digest, though the tag moved on"));
+  await untilAged(api, second);
+  outcomes.push(await tick("the newer build has aged too: it rolls out, no candidate is left"));
+  return outcomes;
+}
+
+/** Sleeps until a candidate's first-seen time (the API server's clock) is minimumAge behind. */
+async function untilAged(api: SimApiServer, digest: string): Promise<void> {
+  const raw: string =
+    api.getObject("Deployment", "apps", "api").metadata.annotations?.["image-refresh.io/candidates-api"] ??
+    "";
+  const seen = Date.parse(
+    raw
+      .split(",")
+      .find((e) => e.startsWith(digest))
+      ?.split("=")[1] ?? "",
+  );
+  if (!Number.isFinite(seen)) throw new Error(`${digest} is not a candidate: ${raw}`);
+  await Bun.sleep(Math.max(0, seen + DEMO_SOAK + 200 - Date.now()));
 }

@@ -9,10 +9,13 @@ import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { Workload } from "../kube/workloads.ts";
 import { writeStdout } from "../output.ts";
 import type { DigestResult } from "../registry/client.ts";
+import { dueAt, parseCandidates, stamp } from "../tick/candidates.ts";
+import { type LiveContainer, liveImage } from "../tick/live.ts";
 import type { ImageVerdict, Observed, ObservedWorkload } from "../tick/model.ts";
 import { describeWorkload, workloadId } from "../tick/model.ts";
-import { registryNotBefore, stateRef } from "../tick/observe.ts";
+import { observeWorkload, registryNotBefore, stateRef, tickClock } from "../tick/observe.ts";
 import { plan } from "../tick/plan.ts";
+import { age } from "../tick/soak.ts";
 import { checkImageKeys } from "./rearm.ts";
 import type { Runtime } from "./runtime.ts";
 
@@ -25,6 +28,13 @@ export interface TargetStatus {
   error?: string;
   /** Why a refresh would be held at this target (OnDelete, paused): it can start no rollout. */
   blocked?: string;
+  /**
+   * What the container runs against the config: `in_sync` (pinned to the recorded digest),
+   * `pinned_elsewhere`, `floating` (the tag without a digest), `other_tag`, `other_repo`.
+   */
+  classification?: "in_sync" | "pinned_elsewhere" | "floating" | "other_tag" | "other_repo";
+  /** Who last changed the image field, from managedFields; absent when nobody is on record. */
+  lastChangedBy?: { manager: string; operation: string; time?: string };
 }
 
 export interface ImageStatus {
@@ -45,6 +55,18 @@ export interface ImageStatus {
   /** The one command (or step) that helps. */
   next: string;
   targets: TargetStatus[];
+  /** minimumAge: the builds waiting out their age, newest first, by the API server's clock. */
+  candidates?: CandidateStatus[];
+}
+
+export interface CandidateStatus {
+  digest: string;
+  firstSeen: string;
+  /** Seconds since first seen, by the API server's clock. */
+  ageSeconds: number;
+  dueAt: string;
+  /** It has been seen for minimumAge: the next tick may roll it out. */
+  due: boolean;
 }
 
 export interface StatusReport {
@@ -83,7 +105,9 @@ export async function statusCommand(
 
 export async function buildReport(rt: Runtime, named: readonly string[] = []): Promise<StatusReport> {
   const c = rt.config;
-  const state = await rt.kube.get(stateRef(c));
+  const { workload: state, date } = await rt.kube.getDated(stateRef(c));
+  // Ages are told by the API server's clock, as the tick judges them (SPEC step 1).
+  const clock = tickClock(date, { now: () => Date.now(), log: rt.log }, c.minimumAgeMs > 0);
   const a = state.metadata.annotations;
   const rollout = rolloutStatus(state);
   const wanted = c.images.filter((i) => named.length === 0 || named.includes(i.key));
@@ -94,8 +118,9 @@ export async function buildReport(rt: Runtime, named: readonly string[] = []): P
   const digests: Map<string, DigestResult> = repos.length
     ? await rt.tickContext(true).resolve(repos, { notBefore })
     : new Map();
-  const observed = observedFor(c, state, rollout.done, digests, live);
+  const observed = { ...observedFor(c, state, rollout.done, digests, live), clock };
   const verdicts = new Map(plan(observed, c).images.map((v) => [v.key, v]));
+  const liveOf = (img: Config["images"][number]) => liveImage(img, observed, c)?.containers ?? [];
   const keys = annotationKeys(c.annotationPrefix);
   const images = wanted.map((img): ImageStatus => {
     const counters = imageCounters(a, c.annotationPrefix, img.key);
@@ -115,11 +140,21 @@ export async function buildReport(rt: Runtime, named: readonly string[] = []): P
       unresolvedStreak: a[keys.image(img.key).unresolved] ?? null,
       maxUnresolvedTicks: c.maxUnresolvedTicks,
       rejectedDigest: counters.rejected ?? null,
+      ...candidatesOf(a[keys.image(img.key).candidates], clock, c),
       verdict: verdictOf(v, rollout.done, c),
       next: nextStep(img.key, v, rollout.done, c),
-      targets: img.targets.map((t) =>
-        targetStatus(live.get(workloadId(t)) as Workload | Error, describeWorkload(t), t.container, recorded),
-      ),
+      targets: img.targets.map((t) => ({
+        ...targetStatus(
+          live.get(workloadId(t)) as Workload | Error,
+          describeWorkload(t),
+          t.container,
+          recorded,
+        ),
+        ...classified(
+          liveOf(img).find((x) => x.target === t),
+          recorded,
+        ),
+      })),
     };
   });
   return {
@@ -160,12 +195,7 @@ function observedFor(
   const workloads: Record<string, ObservedWorkload> = {};
   for (const [id, w] of live) {
     if (w instanceof Error) workloads[id] = { found: false, message: w.message };
-    else {
-      const blocked = rolloutBlocked(w);
-      workloads[id] = blocked
-        ? { found: false, message: blocked }
-        : { found: true, images: Object.fromEntries([...containerImages(w)].map(([n, x]) => [n, x.image])) };
-    }
+    else workloads[id] = observeWorkload(w).observed;
   }
   const out: Observed["digests"] = {};
   for (const img of c.images) {
@@ -180,6 +210,18 @@ function observedFor(
     digests: out,
     workloads,
   };
+}
+
+function candidatesOf(raw: string | undefined, clock: number, c: Config): Pick<ImageStatus, "candidates"> {
+  if (raw === undefined && c.minimumAgeMs === 0) return {};
+  const candidates = parseCandidates(raw).list.map((x) => ({
+    digest: x.digest,
+    firstSeen: stamp(x.seen),
+    ageSeconds: Math.floor((clock - x.seen) / 1000),
+    dueAt: stamp(dueAt(x, c.minimumAgeMs)),
+    due: clock >= dueAt(x, c.minimumAgeMs),
+  }));
+  return { candidates };
 }
 
 function verdictOf(v: ImageVerdict | undefined, settled: boolean, c: Config): ImageStatus["verdict"] {
@@ -219,11 +261,30 @@ function nextStep(key: string, v: ImageVerdict | undefined, settled: boolean, c:
       return `deal with the image it waits for (\`image-refresh status\`)`;
     case "digest_changed":
       return "nothing: the next tick rolls it out";
+    case "pin_restored":
+      return "nothing: the next tick re-pins the containers that name the floating tag";
+    case "pinned_by_human":
+      return `when the pin is no longer needed, set the container back to the tag: ${v.resume ?? "kubectl set image"}`;
+    case "pin_contested":
+      return `make the tool that keeps rendering the tag leave the image field alone (see above), then \`image-refresh rearm ${key}\``;
+    case "tag_rerendered":
+      return "pin the digest in the deploy tool's source, or set `reconcile: repin` to let image-refresh re-pin it";
+    case "target_mismatch":
+      return "fix images[].targets[].container (or the repository) in the config: that container runs another image";
     case "first_observation":
       return "nothing: the next tick records it";
+    case "minimum_age":
+      return "nothing: the first tick after it is due rolls it out (minimumAge: 0s on a canary cluster takes builds at once)";
     default:
       return "nothing to do";
   }
+}
+
+function classified(x: LiveContainer | undefined, recorded: string | null): Partial<TargetStatus> {
+  if (!x) return {};
+  const classification =
+    x.state === "pinned" ? (x.digest === recorded ? "in_sync" : "pinned_elsewhere") : x.state;
+  return { classification, ...(x.owner ? { lastChangedBy: x.owner } : {}) };
 }
 
 function targetStatus(
@@ -260,6 +321,28 @@ function lockoutNote(i: ImageStatus): string {
   return "";
 }
 
+function candidateLines(list: CandidateStatus[]): string[] {
+  if (list.length === 0) return ["  candidates (minimumAge): none waiting"];
+  return [
+    "  candidates (minimumAge), newest first:",
+    ...list.map((x) => {
+      const left = Date.parse(x.dueAt) - Date.parse(x.firstSeen) - x.ageSeconds * 1000;
+      const when = x.due
+        ? "aged: the newest aged candidate rolls out on the next tick"
+        : `due ${x.dueAt} (in ${age(left)})`;
+      return `    ${x.digest} first seen ${x.firstSeen} (${age(x.ageSeconds * 1000)} ago), ${when}`;
+    }),
+  ];
+}
+
+const CLASSIFIED: Record<NonNullable<TargetStatus["classification"]>, string> = {
+  in_sync: "in sync: pinned to the recorded digest",
+  pinned_elsewhere: "pinned to another digest",
+  floating: "the floating tag, not pinned",
+  other_tag: "another tag of the repository",
+  other_repo: "ANOTHER REPOSITORY than the config names",
+};
+
 export function formatReport(r: StatusReport): string {
   const lines = [
     `state object: ${r.state.workload} (${r.state.settled ? "settled" : "not settled"}: ${r.state.message})`,
@@ -282,16 +365,16 @@ export function formatReport(r: StatusReport): string {
     lines.push(`  refresh attempts: ${i.attemptCount ?? 0}/${i.maxRefreshAttempts}${lockoutNote(i)}`);
     lines.push(`  unresolved streak: ${i.unresolvedStreak ?? 0}/${i.maxUnresolvedTicks}`);
     if (i.rejectedDigest) lines.push(`  rejected build: ${i.rejectedDigest}`);
+    if (i.candidates) lines.push(...candidateLines(i.candidates));
     for (const t of i.targets) {
-      const state = t.error
-        ? `ERROR ${t.error}`
-        : t.matchesRecorded
-          ? "matches recorded digest"
-          : t.pinnedDigest
-            ? "pinned to another digest"
-            : "not pinned to a digest";
+      const state = t.error ? `ERROR ${t.error}` : CLASSIFIED[t.classification ?? "other_repo"];
+      const by = t.lastChangedBy
+        ? `; image last changed by ${t.lastChangedBy.manager}${t.lastChangedBy.time ? ` at ${t.lastChangedBy.time}` : ""}`
+        : t.error
+          ? ""
+          : "; no field manager on record";
       const blocked = t.blocked ? `; a refresh is held here: ${t.blocked}` : "";
-      lines.push(`  ${t.workload} container ${t.container}: ${t.image ?? "-"} (${state}${blocked})`);
+      lines.push(`  ${t.workload} container ${t.container}: ${t.image ?? "-"} (${state}${by}${blocked})`);
     }
     lines.push(`  next: ${i.next}`);
   }

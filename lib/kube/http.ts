@@ -34,6 +34,8 @@ export interface KubeRequest {
   contentType?: string;
   /** Names the object in error messages, e.g. `deployment apps/api`. */
   target: string;
+  /** Sees the headers of each answer (the last call is the answer returned): the server's `Date`. */
+  onHeaders?: (headers: Headers) => void;
 }
 
 export interface KubeHttp {
@@ -174,6 +176,7 @@ class HttpContext {
     const res = await this.send(a);
     // HTTP client conventions: the status goes on every request span, not only on failures.
     span.setAttributes({ "http.response.status_code": res.status });
+    a.req.onHeaders?.(res.headers);
     const text = await res.text().catch((e) => {
       throw this.transportError(a, e);
     });

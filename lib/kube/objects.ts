@@ -29,6 +29,8 @@ const MetadataSchema = z.object({
     z.transform((a) => a ?? {}),
   ),
   uid: optionalText,
+  // Read by managed-fields.ts, which treats anything it cannot parse as "nobody on record".
+  managedFields: z.optional(z.unknown()),
 });
 
 const SpecSchema = z.object({

@@ -35,10 +35,19 @@ const settledBefore = (rv: string) =>
 
 type ListStep = Workload[] | ApiError;
 type WatchStep = Array<{ type: string; object: unknown }> | ApiError | "hang";
+/** A GET that never answers ("hang") only ends when the tick's signal does. */
+type GetStep = Workload | ApiError | "hang";
 
-function scripted(lists: ListStep[], watches: WatchStep[]) {
+function scripted(lists: ListStep[], watches: WatchStep[], gets: GetStep[] = []) {
   const calls: string[] = [];
   const client = {
+    get() {
+      calls.push("get");
+      const step = gets.shift();
+      if (step === undefined) return Promise.reject(new Error("no GET was scripted"));
+      if (step === "hang") return new Promise(() => {});
+      return step instanceof ApiError ? Promise.reject(step) : Promise.resolve(step);
+    },
     async list() {
       const step = lists.shift() ?? [];
       calls.push("list");
@@ -140,18 +149,6 @@ const cases: Case[] = [
     { ok: false, reason: "error", message: "Cannot GET deployment apps/api: Forbidden (403) m" },
     ["list"],
   ],
-  [
-    "a stuck rollout times out with kubectl's last message",
-    [[rolling("10")]],
-    ["hang"],
-    {
-      ok: false,
-      reason: "timeout",
-      message:
-        'timed out after 300ms waiting for deployment apps/api: Waiting for deployment "api" rollout to finish: 1 out of 2 new replicas have been updated...',
-    },
-    ["list", "watch@10"],
-  ],
 ];
 
 describe("waitForRollout", () => {
@@ -182,6 +179,7 @@ describe("waitForRollout", () => {
     const events = Array.from({ length: 10_000 }, (_, i) => ev("MODIFIED", rolling(String(100 + i))));
     const slow = {
       list: async () => ({ resourceVersion: "10", items: [rolling("10")] }),
+      get: async () => rolling("20000"),
       async *watch(_r: ObjectRef, o: { signal: AbortSignal }) {
         for (const e of events) {
           await Bun.sleep(5);
@@ -204,5 +202,146 @@ describe("waitForRollout", () => {
     expect(Date.now() - started).toBeLessThan(600);
     // progress is logged when it changes, not once per event
     expect(log.lines.filter((l) => l.level === "info").length).toBe(1);
+  });
+});
+
+/** Settled for our generation, but on another image than the patch set (a human's rollout undo). */
+const doneOther = (rv: string) => {
+  const w = done(rv);
+  return { ...w, spec: { ...w.spec, template: { spec: { containers: [{ name: "api", image: "z" }] } } } };
+};
+const timedOut = (last: string) => `timed out after 300ms waiting for deployment apps/api: ${last}`;
+const rollingMessage =
+  'Waiting for deployment "api" rollout to finish: 1 out of 2 new replicas have been updated...';
+
+// The watch never answers (a proxy that buffers chunked responses), so the last observation is
+// the LIST taken right after the patch; the verdict comes from the GET at the deadline.
+type DeadlineCase = [name: string, get: GetStep, want: RolloutResult];
+const atDeadline: DeadlineCase[] = [
+  [
+    "settled since the list → ok",
+    done("20"),
+    { ok: true, message: 'deployment "api" successfully rolled out' },
+  ],
+  [
+    "still rolling → timeout with the re-read's message",
+    rolling("20"),
+    { ok: false, reason: "timeout", message: timedOut(rollingMessage) },
+  ],
+  [
+    "settled for the previous generation only → timeout",
+    settledBefore("20"),
+    {
+      ok: false,
+      reason: "timeout",
+      message: timedOut("Waiting for deployment spec update to be observed..."),
+    },
+  ],
+  [
+    "past its progress deadline → deadline_exceeded",
+    deadline("20"),
+    { ok: false, reason: "deadline_exceeded", message: 'deployment "api" exceeded its progress deadline' },
+  ],
+  [
+    "settled on another image → changed",
+    doneOther("20"),
+    {
+      ok: false,
+      reason: "changed",
+      message:
+        "deployment apps/api settled, but container api runs z, not x: the workload was changed by someone else during the rollout",
+    },
+  ],
+  [
+    "a re-read that fails (500) → timeout, saying so",
+    apiError(500, "InternalError"),
+    {
+      ok: false,
+      reason: "timeout",
+      message: timedOut(
+        "Waiting for deployment spec update to be observed...; re-reading it at the deadline failed: Cannot GET deployment apps/api: InternalError (500) m",
+      ),
+    },
+  ],
+  [
+    "a re-read that times out → timeout, saying so",
+    apiError(0, "Timeout"),
+    {
+      ok: false,
+      reason: "timeout",
+      message: timedOut(
+        "Waiting for deployment spec update to be observed...; re-reading it at the deadline failed: Cannot GET deployment apps/api: Timeout m",
+      ),
+    },
+  ],
+];
+
+function deadlineOpts(signal: AbortSignal) {
+  return {
+    afterGeneration: 5,
+    expectImages: { api: "x" },
+    timeoutMs: 300,
+    signal,
+    telemetry: recordingTelemetry(),
+    log: memoryLogger(),
+    retryDelayMs: 1,
+    minWatchIntervalMs: 1,
+  };
+}
+
+describe("waitForRollout at its deadline", () => {
+  for (const [name, get, want] of atDeadline) {
+    test(name, async () => {
+      const s = scripted([[unobserved("10")]], ["hang"], [get]);
+      const result = await waitForRollout(s.client, ref, deadlineOpts(new AbortController().signal));
+      expect(result).toEqual(want);
+      expect(s.calls).toEqual(["list", "watch@10", "get"]);
+    });
+  }
+
+  test("the tick's signal (SIGTERM) ends the wait with no re-read", async () => {
+    const s = scripted([[unobserved("10")]], ["hang"], [done("20")]);
+    const tick = new AbortController();
+    setTimeout(() => tick.abort(new Error("SIGTERM")), 50);
+    const result = await waitForRollout(s.client, ref, deadlineOpts(tick.signal));
+    expect(result).toEqual({
+      ok: false,
+      reason: "error",
+      message: "wait for deployment apps/api cancelled: Waiting for deployment spec update to be observed...",
+    });
+    expect(s.calls).toEqual(["list", "watch@10"]);
+  });
+
+  test("a SIGTERM that lands with the deadline still means no re-read", async () => {
+    const tick = new AbortController();
+    const s = scripted([[unobserved("10")]], [], [done("20")]);
+    // The watch sees the deadline's abort and, before it rejects, the tick is stopped too.
+    s.client.watch = async function* (_r: ObjectRef, o: { signal: AbortSignal }) {
+      s.calls.push("watch");
+      await new Promise((_, reject) =>
+        o.signal.addEventListener("abort", () => {
+          tick.abort(new Error("SIGTERM"));
+          reject(o.signal.reason);
+        }),
+      );
+    };
+    const result = await waitForRollout(s.client, ref, deadlineOpts(tick.signal));
+    expect(result.ok ? "ok" : result.reason).toBe("timeout");
+    expect(s.calls).toEqual(["list", "watch"]);
+  });
+
+  test("the tick's signal cuts a hanging re-read short, keeping the timeout", async () => {
+    const s = scripted([[unobserved("10")]], ["hang"], ["hang"]);
+    const tick = new AbortController();
+    setTimeout(() => tick.abort(new Error("SIGTERM")), 400); // 100 ms into the re-read
+    const result = await waitForRollout(s.client, ref, deadlineOpts(tick.signal));
+    expect(result).toEqual({
+      ok: false,
+      reason: "timeout",
+      message: timedOut(
+        "Waiting for deployment spec update to be observed...; re-reading it at the deadline failed: the tick was stopped",
+      ),
+    });
+    expect(s.calls).toEqual(["list", "watch@10", "get"]);
   });
 });

@@ -1,7 +1,8 @@
 // Waits for a rollout the way `kubectl rollout status` does: LIST with the name field selector,
 // judge, then WATCH from the list's resourceVersion, judging every ADDED/MODIFIED. Unlike kubectl
 // it only counts a verdict once the controller has observed *our* patch's generation, and its
-// deadline is absolute: a crash-looping rollout that keeps sending events never extends it.
+// deadline is absolute: a crash-looping rollout that keeps sending events never extends it, and
+// the verdict at the deadline is taken from one fresh GET, not from the last event seen.
 import type { Logger } from "../log.ts";
 import type { Telemetry } from "../telemetry.ts";
 import { ApiError } from "./errors.ts";
@@ -59,7 +60,10 @@ export function waitForRollout(
   return opts.telemetry.span("rollout.wait", { kind: "internal", attributes }, async (span) => {
     const deadline = AbortSignal.timeout(opts.timeoutMs);
     const waiter = new Waiter(client, ref, { ...opts, signal: AbortSignal.any([opts.signal, deadline]) });
-    const result = await waiter.run().catch((e: unknown) => waiter.failure(e, deadline));
+    let result = await waiter.run().catch((e: unknown) => waiter.failure(e, deadline));
+    // Only the deadline re-reads: the tick's own signal (SIGTERM) ends the wait at once.
+    if (!result.ok && result.reason === "timeout" && !opts.signal.aborted)
+      result = await waiter.atDeadline(opts.signal);
     span.setAttributes({ "image_refresh.rollout.result": result.ok ? "ok" : result.reason });
     if (!result.ok) span.setError(result.reason, result.message);
     return result;
@@ -227,15 +231,37 @@ class Waiter {
     return { ok: false, reason: "deleted", message: `${describeRef(this.ref)} has been deleted` };
   }
 
+  /**
+   * The verdict at the deadline comes from a fresh read, not from the last observation: a watch
+   * that never delivers an event (a proxy buffering chunked responses) leaves that observation
+   * as old as the LIST taken right after the patch, and a rollout that settled a moment later
+   * would be failed from it, an attempt counted against a healthy workload. One GET, bounded by
+   * the client's request timeout, judged by the same rules; `tick` (SIGTERM) still cuts it short.
+   * A read that fails keeps the timeout and says why.
+   */
+  async atDeadline(tick: AbortSignal): Promise<RolloutResult> {
+    let w: Workload;
+    try {
+      w = await untilAborted(this.client.get(this.ref), tick);
+    } catch (e) {
+      const why = tick.aborted ? "the tick was stopped" : ((e as Error).message ?? String(e));
+      return this.timedOut(`; re-reading it at the deadline failed: ${why}`);
+    }
+    return this.judge(w) ?? this.timedOut();
+  }
+
+  private timedOut(suffix = ""): RolloutResult {
+    const last = this.lastMessage ? `: ${this.lastMessage}` : "";
+    return {
+      ok: false,
+      reason: "timeout",
+      message: `timed out after ${formatMs(this.opts.timeoutMs)} waiting for ${describeRef(this.ref)}${last}${suffix}`,
+    };
+  }
+
   failure(e: unknown, deadline: AbortSignal): RolloutResult {
     const last = this.lastMessage ? `: ${this.lastMessage}` : "";
-    if (deadline.aborted) {
-      return {
-        ok: false,
-        reason: "timeout",
-        message: `timed out after ${formatMs(this.opts.timeoutMs)} waiting for ${describeRef(this.ref)}${last}`,
-      };
-    }
+    if (deadline.aborted) return this.timedOut();
     if (this.opts.signal.aborted)
       return { ok: false, reason: "error", message: `wait for ${describeRef(this.ref)} cancelled${last}` };
     return { ok: false, reason: "error", message: (e as Error).message ?? String(e) };

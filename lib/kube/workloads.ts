@@ -22,6 +22,8 @@ export interface WatchOptions {
 
 export interface KubeClient {
   get(ref: ObjectRef): Promise<Workload>;
+  /** A GET that also returns the answer's `Date` header as sent (null when there is none). */
+  getDated(ref: ObjectRef): Promise<{ workload: Workload; date: string | null }>;
   /** application/merge-patch+json: maps merge, `null` removes a key (absent is fine). */
   mergePatch(ref: ObjectRef, body: unknown): Promise<Workload>;
   /** application/strategic-merge-patch+json: containers merge by name. */
@@ -52,6 +54,14 @@ export function createKubeClient(conn: Connection, opts: KubeClientOptions): Kub
     });
   return {
     get: (ref) => readWorkload(http, ref, { method: "GET", path: objectPath(ref), target: describeRef(ref) }),
+    getDated: async (ref) => {
+      let date: string | null = null;
+      const onHeaders = (h: Headers) => {
+        date = h.get("date");
+      };
+      const req: KubeRequest = { method: "GET", path: objectPath(ref), target: describeRef(ref), onHeaders };
+      return { workload: await readWorkload(http, ref, req), date };
+    },
     mergePatch: patch("application/merge-patch+json"),
     strategicPatch: patch("application/strategic-merge-patch+json"),
     jsonPatch: patch("application/json-patch+json"),

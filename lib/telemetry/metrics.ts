@@ -35,6 +35,18 @@ export const METRICS = [
     description: "Ticks that held a refresh of an image back because of its lockout",
   },
   {
+    name: "image_refresh.reverts",
+    kind: "counter",
+    unit: "{revert}",
+    description: "Failed rollouts of an image whose workloads were patched back to the images they had",
+  },
+  {
+    name: "image_refresh.repins",
+    kind: "counter",
+    unit: "{repin}",
+    description: "Re-pins started because a deploy tool rendered the floating tag over the pin",
+  },
+  {
     name: "image_refresh.skips",
     kind: "counter",
     unit: "{tick}",
@@ -70,6 +82,12 @@ export const METRICS = [
     kind: "gauge",
     unit: "",
     description: "1 while a human paused the image (a pin of their own, or a rejected build)",
+  },
+  {
+    name: "image_refresh.in_sync",
+    kind: "gauge",
+    unit: "",
+    description: "1 when every target of the image runs the recorded pin",
   },
   {
     name: "image_refresh.unresolved_streak",

@@ -14,6 +14,8 @@ import type { TickContext } from "./context.ts";
 import type { Action, Decision, ImageVerdict, Reason, StateWrite } from "./model.ts";
 import type { Observation } from "./observe.ts";
 import { stateRef } from "./observe.ts";
+import { pinRestored, recordDigests, reset } from "./record.ts";
+import type { Patched } from "./revert.ts";
 import { rolloutGroup } from "./rollouts.ts";
 
 export interface Applied {
@@ -59,6 +61,8 @@ export interface Run {
   started: Set<number>;
   /** Some workload was patched: a lost compare-and-swap can no longer send the tick back. */
   rolledOut: boolean;
+  /** Every workload this tick patched, in order, with the images it had: what a revert restores. */
+  patched: Patched[];
   skipStreak?: number;
 }
 
@@ -79,6 +83,7 @@ export async function apply(
     failed: new Map(),
     started: new Set(),
     rolledOut: false,
+    patched: [],
     skipStreak: counterValue(
       readCounter(obs.state.metadata.annotations[annotationKeys(ctx.config.annotationPrefix).skipStreak]),
     ),
@@ -126,7 +131,9 @@ async function step(run: Run, a: Action): Promise<void> {
     case "reset":
       return reset(run, a.counts);
     case "record-digests":
-      return recordDigests(run, a.digests);
+      return recordDigests(run, a.digests, a.candidates);
+    case "pin-restored":
+      return pinRestored(run, a.images);
     case "event":
       return postEvent(run, a);
   }
@@ -149,7 +156,7 @@ export function describeState(run: Run): string {
   return `${s.kind} ${s.namespace}/${s.name}`;
 }
 
-async function patchState(
+export async function patchState(
   run: Run,
   annotations: Record<string, string | null>,
   precondition: boolean,
@@ -220,6 +227,10 @@ async function writeState(run: Run, w: StateWrite): Promise<void> {
     v.lockedOut = n >= ctx.config.maxRefreshAttempts;
     run.root.addEvent("attempt", { "image_refresh.image": key, "image_refresh.attempt": n });
     ctx.telemetry.counter("image_refresh.attempts", 1, baseAttrs(run, key));
+    if (w.repins.includes(key)) {
+      run.root.addEvent("repin", { "image_refresh.image": key, "image_refresh.attempt": n });
+      ctx.telemetry.counter("image_refresh.repins", 1, baseAttrs(run, key));
+    }
     ctx.log.info(`refresh attempt ${n}/${ctx.config.maxRefreshAttempts} of ${key}`, {
       image: key,
       attempt: n,
@@ -293,127 +304,22 @@ export function stillRefreshing(run: Run, keys: readonly string[]): string[] {
   return keys.filter((k) => run.verdicts.get(k)?.outcome === "refreshed");
 }
 
-/**
- * The reset is its own request so that a failed digest write can never strand a lockout. Its
- * precondition is a JSON-patch `test` on each count this tick wrote rather than the
- * resourceVersion: the state object may be the workload that just rolled out, and every status
- * write of its controller moves the resourceVersion without touching the counters.
- */
-async function reset(run: Run, counts: Record<string, number>): Promise<void> {
-  const keys = annotationKeys(run.ctx.config.annotationPrefix);
-  const settled = stillRefreshing(run, Object.keys(counts));
-  if (settled.length === 0) return;
-  let done: string[] = [];
-  for (let attempt = 1; ; attempt++) {
-    const ops: object[] = [];
-    done = [];
-    for (const key of settled) {
-      const k = keys.image(key);
-      const current = run.annotations[k.attempt];
-      const ours = String(counts[key]);
-      // Another tick (a manual Job) wrote a count of its own since ours: that count belongs to its
-      // rollout, which may still fail. Removing it would lose that failure; a rearm (absent) is fine.
-      if (!run.ctx.dryRun && current !== undefined && current !== ours) {
-        run.ctx.log.warn(
-          `not resetting ${k.attempt} on ${describeState(run)}: it is ${current} now, written by another tick after this one wrote ${ours}`,
-          { image: key },
-        );
-        continue;
-      }
-      if (current !== undefined) ops.push({ op: "test", path: annotationPointer(k.attempt), value: current });
-      for (const name of [k.attempt, k.flap, k.traceparent])
-        if (run.annotations[name] !== undefined) ops.push({ op: "remove", path: annotationPointer(name) });
-      done.push(key);
-    }
-    try {
-      if (ops.length > 0) await jsonPatchState(run, ops);
-      break;
-    } catch (err) {
-      const lost = err instanceof ApiError && (err.code === 409 || err.code === 422);
-      if (lost && attempt < 4) {
-        await refreshVersion(run).catch(() => {});
-        continue;
-      }
-      for (const key of settled)
-        failImage(run, key, {
-          outcome: "failed",
-          reason: "reset_failed",
-          message: `${key} rolled out, but its attempt counter on ${describeState(run)} cannot be reset: ${(err as Error).message}`,
-        });
-      return;
-    }
-  }
-  for (const key of done) {
-    const v = run.verdicts.get(key) as ImageVerdict;
-    v.attemptCount = 0;
-    v.lockedOut = false;
-    run.root.addEvent("reset", { "image_refresh.image": key });
-    run.ctx.telemetry.counter("image_refresh.resets", 1, baseAttrs(run, key));
-  }
-}
-
 export function failImage(run: Run, key: string, f: Failure): void {
   const v = run.verdicts.get(key);
   if (!v) return;
-  Object.assign(v, { outcome: f.outcome, reason: f.reason, message: f.message, short: undefined });
-}
-
-/** JSON pointer to an annotation; RFC 6901 escapes "~" and "/", and every key of ours has a "/". */
-export function annotationPointer(key: string): string {
-  return `/metadata/annotations/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`;
-}
-
-async function jsonPatchState(run: Run, ops: object[]): Promise<void> {
-  if (run.ctx.dryRun) {
-    run.ctx.log.info(`dry run: would PATCH ${describeState(run)}`, { ops });
-    return;
-  }
-  remember(run, await run.ctx.kube.jsonPatch(stateRef(run.ctx.config), ops));
+  // A failed image's workloads may run the new build while the old one is recorded.
+  Object.assign(v, {
+    outcome: f.outcome,
+    reason: f.reason,
+    message: f.message,
+    short: undefined,
+    inSync: false,
+  });
 }
 
 export function remember(run: Run, updated: Workload): void {
   run.rv = updated.metadata.resourceVersion;
   run.annotations = updated.metadata.annotations;
-}
-
-/**
- * Records the digests of the images that settled (and first observations not yet written).
- * Digests are facts, not counters: no precondition, so a controller's status write cannot fail it.
- */
-async function recordDigests(run: Run, digests: Record<string, string>): Promise<void> {
-  const keys = annotationKeys(run.ctx.config.annotationPrefix);
-  const entries = Object.entries(digests).filter(([key]) => {
-    const v = run.verdicts.get(key);
-    return v?.outcome === "refreshed" || v?.outcome === "recorded";
-  });
-  if (entries.length === 0) return refreshedEvent(run, digests);
-  const annotations: Record<string, string | null> = {};
-  for (const [key, d] of entries) {
-    annotations[keys.digest(key)] = d;
-    // A rejected build is history once another build of the image is recorded.
-    if (run.annotations[keys.image(key).rejected] !== undefined) annotations[keys.image(key).rejected] = null;
-  }
-  try {
-    await patchState(run, annotations, false);
-  } catch (err) {
-    const message = `cannot record the digest on ${describeState(run)}: ${(err as Error).message}`;
-    for (const [key] of entries) {
-      const refreshed = run.verdicts.get(key)?.outcome === "refreshed";
-      failImage(run, key, { outcome: refreshed ? "failed" : "error", reason: "record_failed", message });
-    }
-    return;
-  }
-  for (const [key, d] of entries) run.ctx.log.info(`recorded ${key}=${d}`, { image: key, digest: d });
-  await refreshedEvent(run, digests);
-}
-
-/** One Normal Event for the images that refreshed and were recorded. */
-async function refreshedEvent(run: Run, digests: Record<string, string>): Promise<void> {
-  const done = stillRefreshing(run, Object.keys(digests));
-  if (done.length === 0) return;
-  const repo = (key: string) => run.ctx.config.images.find((i) => i.key === key)?.repository ?? key;
-  const note = `refreshed ${done.map((k) => `${repo(k)} → ${digests[k]}`).join(", ")}`;
-  await postEvent(run, { type: "event", eventType: "Normal", reason: "Refreshed", note });
 }
 
 export async function postEvent(

@@ -13,7 +13,6 @@ import type { Judgement } from "./verdict.ts";
 
 export function combine(o: Observed, c: Config, judged: Map<string, Judgement>): Decision {
   const pre: Action[] = o.state.annotations[skipKey(c)] !== undefined ? [{ type: "clear-streak" }] : [];
-  holdUnavailable(o, c, judged);
   holdSharers(c, judged);
   const groups = groupsOf(c, judged);
   const write = stateWrite(o, c, judged);
@@ -28,11 +27,22 @@ export function combine(o: Observed, c: Config, judged: Map<string, Judgement>):
     actions.push({ type: "reset", counts });
   }
   const record: Record<string, string> = {};
+  const candidates: Record<string, string | null> = {};
   for (const j of judged.values()) {
-    if (j.due) record[j.verdict.key] = j.due.digest;
+    // A re-pin's digest is the recorded one already.
+    if (j.due && !j.due.repin) record[j.verdict.key] = j.due.digest;
     else if (j.firstSeen && !write) record[j.verdict.key] = j.firstSeen;
+    // The candidates a rollout leaves behind go with its record: both land, or neither.
+    if (j.due?.candidates !== undefined) candidates[j.verdict.key] = j.due.candidates;
   }
-  if (Object.keys(record).length) actions.push({ type: "record-digests", digests: record });
+  if (Object.keys(record).length)
+    actions.push({
+      type: "record-digests",
+      digests: record,
+      ...(Object.keys(candidates).length ? { candidates } : {}),
+    });
+  const repinned = due.filter((j) => j.due?.repin).map((j) => j.verdict.key);
+  if (repinned.length) actions.push({ type: "pin-restored", images: repinned });
   const images = c.images.map((img) => (judged.get(img.key) as Judgement).verdict);
   const groupKeys: Record<number, string[]> = {};
   for (const [key, g] of groups) groupKeys[g] = [...(groupKeys[g] ?? []), key];
@@ -62,30 +72,6 @@ export function summarise(images: ImageVerdict[]): Pick<Decision, "outcome" | "r
 export function verdictLine(v: ImageVerdict): string {
   const detail = v.outcome === "refreshed" ? "" : v.short ? ` ${v.short}` : "";
   return `${v.key}: ${v.outcome}${detail}`;
-}
-
-/** A due image whose target cannot be read or has no such container is held before any write. */
-function holdUnavailable(o: Observed, c: Config, judged: Map<string, Judgement>): void {
-  for (const img of c.images) {
-    const j = judged.get(img.key) as Judgement;
-    if (!j.due) continue;
-    const problems = new Set<string>();
-    for (const t of img.targets) {
-      const w = o.workloads?.[workloadId(t)];
-      const what = describeWorkload(t);
-      if (!w) problems.add(`${what} was not read`);
-      else if (!w.found) problems.add(`${what}: ${w.message}`);
-      else if (w.images[t.container] === undefined)
-        problems.add(`${what} has no container named "${t.container}"`);
-    }
-    if (problems.size === 0) continue;
-    hold(
-      j,
-      "held",
-      "target_unavailable",
-      `refresh of ${img.key} is due but cannot start safely: ${[...problems].join("; ")}`,
-    );
-  }
 }
 
 function hold(
@@ -174,13 +160,18 @@ function groupsOf(c: Config, judged: Map<string, Judgement>): Map<string, number
 
 /** The one compare-and-swap write before any rollout, or undefined when nothing needs writing. */
 function stateWrite(o: Observed, c: Config, judged: Map<string, Judgement>): StateWrite | undefined {
-  const w: StateWrite = { annotations: {}, attempts: {}, streaks: [], flaps: [], firstSeen: [] };
+  const w: StateWrite = { annotations: {}, attempts: {}, repins: [], streaks: [], flaps: [], firstSeen: [] };
   Object.assign(w.annotations, retryAfterWrite(o, c));
   for (const j of judged.values()) {
     Object.assign(w.annotations, j.writes);
     if (j.countsStreak) w.streaks.push(j.verdict.key);
     if (j.flap) w.flaps.push(j.verdict.key);
     if (j.due) w.attempts[j.verdict.key] = j.due.count;
+    if (j.due?.repin) {
+      w.repins.push(j.verdict.key);
+      const repin = annotationKeys(c.annotationPrefix).image(j.verdict.key).repin;
+      if (o.state.annotations[repin] !== "1") w.annotations[repin] = "1";
+    }
   }
   const counterWrite = w.flaps.length > 0 || Object.keys(w.attempts).length > 0;
   if (counterWrite) {
@@ -232,7 +223,8 @@ function rollouts(c: Config, judged: Map<string, Judgement>, groups: Map<string,
           images: [],
           group: -1,
         });
-      if (!due) continue;
+      // A re-pin patches only the containers that are off the pin.
+      if (!due || (due.only && !due.only.includes(`${id}/${t.container}`))) continue;
       const roll = rolls.get(id) as Rollout;
       roll.containers.push({
         name: t.container,

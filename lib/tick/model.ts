@@ -1,5 +1,6 @@
 // What the tick observes and what it decides: the vocabulary shared by observe, plan and apply.
 import type { WorkloadKind } from "../config.ts";
+import type { FieldOwner } from "../kube/managed-fields.ts";
 import type { Outcome } from "../outcomes.ts";
 
 /** Why an image (or the tick) ended as it did: a closed set, shared by logs, spans, Events and tests. */
@@ -14,17 +15,25 @@ export const REASONS = [
   "flap_lockout",
   "attempt_untrusted",
   "target_unavailable",
+  "target_mismatch",
   "shared_workload",
   "unresolved",
   "unresolved_ceiling",
   "unresolved_streak_untrusted",
   "build_rejected",
+  "pinned_by_human",
+  "tag_rerendered",
+  "pin_restored",
+  "pin_contested",
+  "minimum_age",
   // Reasons only apply can reach, when a planned write or wait does not go through.
   "streak_not_counted",
   "attempt_not_persisted",
   "attempt_claimed",
   "flap_marker_not_written",
   "rollout_failed",
+  "rollout_failed_reverted",
+  "revert_failed",
   "reset_failed",
   "record_failed",
   "state_unreadable",
@@ -52,14 +61,21 @@ export type ObservedDigest =
   /** `failure` is the registry client's reason (not_found, unauthorized, rate_limited, ...). */
   | { ok: false; failure: string; message: string };
 export type ObservedWorkload =
-  | { found: true; images: Record<string, string> }
+  /** `blocked`: why a patch here could start no rollout (OnDelete, paused); it holds a due refresh. */
+  | {
+      found: true;
+      images: Record<string, string>;
+      /** Who last changed each container's image (managedFields), by container name. */
+      owners?: Record<string, FieldOwner[]>;
+      blocked?: string;
+    }
   | { found: false; message: string };
 
 export interface Observed {
   state: { annotations: Record<string, string>; settled: boolean; settleMessage: string };
   /** By image key; absent when the settled guard stopped the tick before the registry. */
   digests?: Record<string, ObservedDigest>;
-  /** Live container images (containers and init containers) by workloadId; read for due images. */
+  /** Live container images (containers and init containers) by workloadId: every target, every settled tick. */
   workloads?: Record<string, ObservedWorkload>;
   /** Images whose attempt count another tick raised while this one was deciding: that tick owns them. */
   claimed?: string[];
@@ -68,6 +84,11 @@ export interface Observed {
    * 3339); `held` means a stored one was still in force, so the registry was not called.
    */
   registry?: { retryAfter?: string; held: boolean };
+  /**
+   * The tick's clock in ms (SPEC step 1: the state GET's `Date`, whole seconds), for the times
+   * stored in `candidates-<key>`; set when `minimumAge` is on.
+   */
+  clock?: number;
 }
 
 /** One image's verdict for this tick, as planned; apply amends it when a write or rollout fails. */
@@ -89,6 +110,14 @@ export interface ImageVerdict {
   paused: boolean;
   /** The registry's digest equals the recorded one this tick. */
   verified: boolean;
+  /** Every target container runs the recorded pin; undefined when not every target was read. */
+  inSync?: boolean;
+  /** A re-pin: the field managers that had put the floating tag back, for the PinRestored Event. */
+  restoredFrom?: string[];
+  /** A pause: the command that hands the container back. */
+  resume?: string;
+  /** Lines logged at warn beside the verdict (an unreadable annotation this tick rewrites). */
+  warnings?: string[];
 }
 
 /** The one compare-and-swap write before any workload is touched (SPEC step 7 and the streaks). */
@@ -97,6 +126,8 @@ export interface StateWrite {
   annotations: Record<string, string | null>;
   /** Each due image's new count; apply adds the count and this tick's traceparent per image. */
   attempts: Record<string, number>;
+  /** Due images whose rollout is a re-pin to the recorded digest (a tag re-rendered over the pin). */
+  repins: string[];
   /** Images whose unresolved streak goes up: the write must land, or the tick fails. */
   streaks: string[];
   /** Images whose flap marker is written. */
@@ -121,7 +152,10 @@ export type Action =
   | ({ type: "rollout" } & Rollout)
   /** Resets the counters of the images that settled; the value is the count this tick wrote. */
   | { type: "reset"; counts: Record<string, number> }
-  | { type: "record-digests"; digests: Record<string, string> }
+  /** `candidates`: minimumAge lists by image key, rewritten in the same patch (null: removed). */
+  | { type: "record-digests"; digests: Record<string, string>; candidates?: Record<string, string | null> }
+  /** Re-pinned images whose rollouts settled: one PinRestored Event naming who had removed the pin. */
+  | { type: "pin-restored"; images: string[] }
   | { type: "event"; eventType: "Normal" | "Warning"; reason: string; note: string; image?: string };
 
 /** State-object gauges as the tick leaves it when every action succeeds. */

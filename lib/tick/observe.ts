@@ -2,6 +2,7 @@
 // settled; the target workloads only when a refresh could actually start.
 import { annotationKeys } from "../annotations.ts";
 import type { Config } from "../config.ts";
+import { type FieldOwner, imageOwners } from "../kube/managed-fields.ts";
 import { containerImages } from "../kube/objects.ts";
 import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { KubeClient, Workload } from "../kube/workloads.ts";
@@ -35,18 +36,37 @@ export function stateRef(c: Config): WorkloadRef {
  */
 export async function readState(
   ctx: TickContext,
-): Promise<{ state: Workload; status: ReturnType<typeof rolloutStatus> }> {
+): Promise<{ state: Workload; status: ReturnType<typeof rolloutStatus>; date: string | null }> {
   const ref = stateRef(ctx.config);
-  let state = await ctx.kube.get(ref);
+  let { workload: state, date } = await ctx.kube.getDated(ref);
   let status = rolloutStatus(state);
   const graceUntil = ctx.now() + Math.min(2000, ctx.config.requestTimeoutMs);
   for (let wait = 50; !status.done && onlyUnobserved(state) && ctx.now() + wait <= graceUntil; wait *= 2) {
     await ctx.sleep(wait);
-    state = await ctx.kube.get(ref);
+    ({ workload: state, date } = await ctx.kube.getDated(ref));
     status = rolloutStatus(state);
   }
-  return { state, status };
+  return { state, status, date };
 }
+
+/**
+ * The tick's clock (SPEC step 1): the API server's `Date` on the state GET, one clock for every
+ * node. IMF-fixdate only (RFC 9110 §5.6.7), whole seconds. Missing or unreadable (a proxy in
+ * front that drops it): the local clock, said at warn when times are stored by it (`loud`, a
+ * minimumAge), at debug otherwise.
+ */
+export function tickClock(date: string | null, ctx: Pick<TickContext, "now" | "log">, loud: boolean): number {
+  const at = date !== null && IMF_FIXDATE.test(date.trim()) ? Date.parse(date) : Number.NaN;
+  if (Number.isFinite(at)) return at;
+  const local = Math.floor(ctx.now() / 1000) * 1000;
+  const why = date === null ? "has no Date header" : `has an unreadable Date header ${JSON.stringify(date)}`;
+  const line = `the API server's answer ${why}; using this node's clock for stored times`;
+  ctx.log[loud ? "warn" : "debug"](line, { date: date ?? undefined });
+  return local;
+}
+
+const IMF_FIXDATE =
+  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
 
 function onlyUnobserved(w: Workload): boolean {
   return w.metadata.generation > (w.status.observedGeneration ?? 0);
@@ -61,7 +81,7 @@ export class StateUnreadable extends Error {
 }
 
 export async function observe(ctx: TickContext): Promise<Observation> {
-  const { state, status } = await readState(ctx).catch((err: unknown) => {
+  const { state, status, date } = await readState(ctx).catch((err: unknown) => {
     throw new StateUnreadable(err);
   });
   const observed: Observed = {
@@ -71,6 +91,8 @@ export async function observe(ctx: TickContext): Promise<Observation> {
       settleMessage: status.error ?? status.message,
     },
   };
+  // Only a minimumAge stores times by it; without one a missing Date is nothing to warn about.
+  if (status.done) observed.clock = tickClock(date, ctx, ctx.config.minimumAgeMs > 0);
   const paths: Record<string, Record<string, string>> = {};
   if (!status.done) return { observed, state, paths };
   const resolved = await resolveImages(ctx, state.metadata.annotations);
@@ -145,14 +167,23 @@ async function readTarget(
   } catch (err) {
     return { observed: { found: false, message: (err as Error).message }, paths: {} };
   }
-  // A patch that can start no rollout would only fail the wait and count an attempt.
+  return observeWorkload(w);
+}
+
+/** A target as the plan sees it: each container's image and who last changed it, and its paths. */
+export function observeWorkload(w: Workload): { observed: ObservedWorkload; paths: Record<string, string> } {
+  // A patch that can start no rollout would only fail the wait and count an attempt: it holds a
+  // due refresh (verdict.ts), but the workload's images are still read.
   const blocked = rolloutBlocked(w);
-  if (blocked) return { observed: { found: false, message: blocked }, paths: {} };
   const images: Record<string, string> = {};
+  const owners: Record<string, FieldOwner[]> = {};
   const paths: Record<string, string> = {};
   for (const [name, c] of containerImages(w)) {
     images[name] = c.image;
     paths[name] = c.path;
+    const list = c.path.includes("/initContainers/") ? "initContainers" : "containers";
+    owners[name] = imageOwners(w.metadata.managedFields, name, list);
   }
-  return { observed: { found: true, images }, paths };
+  const observed: ObservedWorkload = { found: true, images, owners, ...(blocked ? { blocked } : {}) };
+  return { observed, paths };
 }

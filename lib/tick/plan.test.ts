@@ -2,113 +2,27 @@
 // node-agent on a DaemonSet, both recorded and in sync), one tweak per case, the outcome, every
 // image's verdict and every action compared whole.
 import { describe, expect, test } from "bun:test";
-import { type Config, parseConfig } from "../config.ts";
-import { exampleConfig } from "../example-config.ts";
-import type { Action, Decision, Observed } from "./model.ts";
+import {
+  AGENT_E,
+  API_C,
+  agentFails,
+  ann,
+  both,
+  type Case,
+  config,
+  D,
+  newAgent,
+  newApi,
+  observed,
+  P,
+  REFRESH_API,
+  roll,
+  runCases,
+  shareProxy,
+  unsettled,
+  write,
+} from "./plan.fixtures.ts";
 import { plan, targetsToRead } from "./plan.ts";
-
-const D = (c: string) => `sha256:${c.repeat(64)}`;
-const P = "image-refresh.io";
-
-function config(tweak: (c: any) => void = () => {}): Config {
-  const c: any = exampleConfig();
-  tweak(c);
-  return parseConfig(JSON.stringify(c), {});
-}
-
-function observed(tweak: (o: Observed) => void = () => {}): Observed {
-  const o: Observed = {
-    state: {
-      settled: true,
-      settleMessage: 'deployment "api" successfully rolled out',
-      annotations: {
-        [`${P}/last-refreshed-api-digest`]: D("a"),
-        [`${P}/last-refreshed-node-agent-digest`]: D("b"),
-      },
-    },
-    digests: { api: { ok: true, digest: D("a") }, "node-agent": { ok: true, digest: D("b") } },
-    workloads: {
-      "Deployment/apps/api": { found: true, images: { api: "docker.io/myorg/api:stable", sidecar: "envoy" } },
-      "Deployment/apps/api-proxy": {
-        found: true,
-        images: { proxy: "docker.io/myorg/api:stable", agent: "x" },
-      },
-      "DaemonSet/agents/node-agent": { found: true, images: { agent: "docker.io/myorg/node-agent:stable" } },
-    },
-  };
-  tweak(o);
-  return o;
-}
-
-const ann = (o: Observed, key: string, value: string | undefined) => {
-  if (value === undefined) delete o.state.annotations[`${P}/${key}`];
-  else o.state.annotations[`${P}/${key}`] = value;
-};
-const newApi = (o: Observed) => {
-  o.digests = { ...o.digests, api: { ok: true, digest: D("c") } };
-};
-const newAgent = (o: Observed) => {
-  o.digests = { ...o.digests, "node-agent": { ok: true, digest: D("e") } };
-};
-const agentFails =
-  (failure = "not_found") =>
-  (o: Observed) => {
-    o.digests = { ...o.digests, "node-agent": { ok: false, failure, message: "manifest HEAD answered 404" } };
-  };
-const unsettled = (o: Observed) => {
-  o.state.settled = false;
-  o.state.settleMessage = "Waiting for deployment spec update to be observed...";
-  delete o.digests;
-  delete o.workloads;
-};
-const both =
-  (...fs: Array<(o: Observed) => void>) =>
-  (o: Observed) => {
-    for (const f of fs) f(o);
-  };
-/** node-agent also runs in Deployment api-proxy: the two images share a workload. */
-const shareProxy = (c: any) =>
-  c.images[1].targets.push({ kind: "Deployment", name: "api-proxy", container: "agent" });
-
-const write = (w: Partial<Extract<Action, { type: "write-state" }>>): Action => ({
-  type: "write-state",
-  annotations: {},
-  attempts: {},
-  streaks: [],
-  flaps: [],
-  firstSeen: [],
-  ...w,
-});
-const roll = (name: string, containers: Array<[string, string]>, images: string[], group = 0): Action => ({
-  type: "rollout",
-  workload:
-    name === "node-agent"
-      ? { kind: "DaemonSet", namespace: "agents", name }
-      : { kind: "Deployment", namespace: "apps", name },
-  containers: containers.map(([n, image]) => ({ name: n, image })),
-  images,
-  group,
-});
-const API_C = `docker.io/myorg/api@${D("c")}`;
-const AGENT_E = `docker.io/myorg/node-agent@${D("e")}`;
-const REFRESH_API: Action[] = [
-  write({ attempts: { api: 1 } }),
-  roll("api", [["api", API_C]], ["api"]),
-  roll("api-proxy", [["proxy", API_C]], ["api"]),
-  { type: "reset", counts: { api: 1 } },
-  { type: "record-digests", digests: { api: D("c") } },
-];
-
-type Case = {
-  name: string;
-  o?: (o: Observed) => void;
-  c?: (c: any) => void;
-  outcome: Decision["outcome"];
-  reason?: Decision["reason"];
-  /** Each image's verdict as `outcome/reason`. */
-  images?: Record<string, string>;
-  actions: Action[];
-};
 
 const cases: Case[] = [
   {
@@ -477,6 +391,62 @@ const cases: Case[] = [
       { type: "record-digests", digests: { "node-agent": D("e") } },
     ],
   },
+  // The live spec of the targets.
+  {
+    name: "a target container that runs another repository is never patched: held, target_mismatch, whatever the registry says",
+    o: both(newApi, (o) => {
+      o.workloads!["Deployment/apps/api-proxy"] = { found: true, images: { proxy: "envoy:1" } };
+    }),
+    outcome: "held",
+    reason: "target_mismatch",
+    images: { api: "held/target_mismatch", "node-agent": "noop/unchanged" },
+    actions: [],
+  },
+  {
+    name: "a mismatch holds an image even while the registry says nothing new",
+    o: (o) => {
+      o.workloads!["DaemonSet/agents/node-agent"] = {
+        found: true,
+        images: { agent: "ghcr.io/other/agent:1" },
+      };
+    },
+    outcome: "held",
+    images: { api: "noop/unchanged", "node-agent": "held/target_mismatch" },
+    actions: [],
+  },
+  {
+    name: "Docker Hub's names are one registry: index.docker.io and a pin by digest are the configured repository",
+    o: both(newApi, (o) => {
+      o.workloads!["Deployment/apps/api"] = {
+        found: true,
+        images: { api: `index.docker.io/myorg/api@${D("a")}`, sidecar: "envoy" },
+      };
+    }),
+    outcome: "refreshed",
+    actions: REFRESH_API,
+  },
+  {
+    name: "a target that cannot be read holds its image even with nothing due",
+    o: (o) => {
+      o.workloads!["DaemonSet/agents/node-agent"] = { found: false, message: "Forbidden (403)" };
+    },
+    outcome: "held",
+    reason: "target_unavailable",
+    images: { api: "noop/unchanged", "node-agent": "held/target_unavailable" },
+    actions: [],
+  },
+  {
+    name: "a target whose rollout cannot start (OnDelete) holds only a due refresh",
+    o: (o) => {
+      o.workloads!["DaemonSet/agents/node-agent"] = {
+        found: true,
+        images: { agent: `docker.io/myorg/node-agent@${D("b")}` },
+        blocked: "rollout status is only available for RollingUpdate strategy type",
+      };
+    },
+    outcome: "noop",
+    actions: [],
+  },
   // The registry's quota.
   {
     name: "a 429's Retry-After rides with the streaks in the one write",
@@ -555,19 +525,8 @@ for (const raw of ["", "abc", "-1", "+1", "1e3", " 2", "2 ", "2a", "1.0", "0x1",
   });
 }
 
-const verdicts = (d: Decision) =>
-  Object.fromEntries(d.images.map((v) => [v.key, `${v.outcome}/${v.reason}`]));
-
 describe("plan", () => {
-  for (const tc of cases) {
-    test(tc.name, () => {
-      const d = plan(observed(tc.o), config(tc.c));
-      expect(d.outcome).toBe(tc.outcome);
-      if (tc.reason) expect(d.reason).toBe(tc.reason);
-      if (tc.images) expect(verdicts(d)).toEqual(tc.images);
-      expect(d.actions).toEqual(tc.actions);
-    });
-  }
+  runCases(cases);
 
   test("the freeze message names every target workload and posts one Event", () => {
     const d = plan(observed(both(unsettled, (o) => ann(o, "refresh-skip-streak", "7"))), config());
@@ -594,10 +553,47 @@ describe("plan", () => {
 
   test("the pinned reference uses the configured host and repository", () => {
     const c = config((c) => (c.registry = { host: "registry.example.com:5000" }));
-    const d = plan(observed(newApi), c);
+    const o = observed(newApi);
+    for (const w of Object.values(o.workloads ?? {}))
+      if (w.found)
+        for (const [n, i] of Object.entries(w.images))
+          w.images[n] = i.replace("docker.io/", "registry.example.com:5000/");
+    const d = plan(o, c);
     expect(d.actions[1]).toMatchObject({
       containers: [{ image: `registry.example.com:5000/myorg/api@${D("c")}` }],
     });
+  });
+
+  test("in sync: every target pinned to the recorded digest; a floating tag or another digest is not", () => {
+    const pinned = observed((o) => {
+      o.workloads = {
+        "Deployment/apps/api": {
+          found: true,
+          images: { api: `docker.io/myorg/api@${D("a")}`, sidecar: "envoy" },
+        },
+        "Deployment/apps/api-proxy": {
+          found: true,
+          images: { proxy: `docker.io/myorg/api:stable@${D("a")}` },
+        },
+        "DaemonSet/agents/node-agent": {
+          found: true,
+          images: { agent: `docker.io/myorg/node-agent@${D("b")}` },
+        },
+      };
+    });
+    expect(plan(pinned, config()).images.map((v) => [v.key, v.inSync])).toEqual([
+      ["api", true],
+      ["node-agent", true],
+    ]);
+    const floating = observed((o) => {
+      for (const w of Object.values(o.workloads ?? {}))
+        if (w.found) for (const [n, i] of Object.entries(w.images)) w.images[n] = i.replace(/@.*/, ":stable");
+    });
+    expect(plan(floating, config()).images.map((v) => v.inSync)).toEqual([false, false]);
+    const other = observed((o) => {
+      o.workloads!["Deployment/apps/api"] = { found: true, images: { api: `docker.io/myorg/api@${D("c")}` } };
+    });
+    expect(plan(other, config()).images[0]?.inSync).toBe(false);
   });
 
   test("gauges: counts as the tick leaves them, no value for an untrusted count", () => {
@@ -616,19 +612,12 @@ describe("plan", () => {
 });
 
 describe("targetsToRead", () => {
-  test("the targets of due images only; none for a locked-out or untrusted image", () => {
-    expect(targetsToRead(observed(), config())).toEqual([]);
-    expect(targetsToRead(observed(newApi), config()).map((r) => r.name)).toEqual(["api", "api-proxy"]);
-    expect(
-      targetsToRead(observed(both(newApi, (o) => ann(o, "refresh-attempt-api", "3"))), config()),
-    ).toEqual([]);
-    expect(
-      targetsToRead(observed(both(newApi, (o) => ann(o, "refresh-attempt-api", "x"))), config()),
-    ).toEqual([]);
-    expect(targetsToRead(observed(both(newApi, newAgent)), config()).map((r) => r.name)).toEqual([
-      "api",
-      "api-proxy",
-      "node-agent",
-    ]);
+  test("every target of every image that is not pinned, each workload once, on every settled tick", () => {
+    const all = ["api", "api-proxy", "node-agent"];
+    expect(targetsToRead(observed(), config()).map((r) => r.name)).toEqual(all);
+    expect(targetsToRead(observed(newApi), config()).map((r) => r.name)).toEqual(all);
+    const pinned = config((c) => (c.images[0].pinned = true));
+    expect(targetsToRead(observed(), pinned).map((r) => r.name)).toEqual(["node-agent"]);
+    expect(targetsToRead(observed(), config(shareProxy)).map((r) => r.name)).toEqual(all);
   });
 });

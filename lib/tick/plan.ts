@@ -66,12 +66,11 @@ function allTargets(c: Config): string[] {
   return [...seen];
 }
 
-/** The workloads to read before deciding: every target of an image whose refresh is due. */
-export function targetsToRead(o: Observed, c: Config): WorkloadRef[] {
-  const judged = judgeAll(o, c);
+/** The workloads to read before deciding (SPEC step 4): every target of every image that is not pinned. */
+export function targetsToRead(_o: Observed, c: Config): WorkloadRef[] {
   const refs = new Map<string, WorkloadRef>();
   for (const img of c.images) {
-    if (!judged.get(img.key)?.due) continue;
+    if (img.pinned) continue;
     for (const t of img.targets)
       refs.set(workloadId(t), { kind: t.kind, namespace: t.namespace, name: t.name });
   }

@@ -7,6 +7,7 @@ import { baseAttrs, type Failure, failImage, postEvent, type Run, remember } fro
 import type { Rollout } from "./model.ts";
 import { describeWorkload, workloadId } from "./model.ts";
 import { stateRef } from "./observe.ts";
+import { type Patched, revertGroup } from "./revert.ts";
 
 export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
   if (run.failed.has(a.group)) return;
@@ -42,14 +43,17 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
     // Refused before any workload of the group was touched (e.g. a container renamed since it
     // was read, so the patch's `test` failed): nothing started, so held, not failed. The count stays.
     const untouched = !run.started.has(a.group) && err instanceof ApiError && err.code === 422;
-    return failGroup(run, a, {
+    const f: Failure = {
       outcome: untouched ? "held" : "failed",
       reason: untouched ? "target_unavailable" : "rollout_failed",
       message: `cannot re-image ${what}: ${(err as Error).message}`,
-    });
+    };
+    failGroup(run, a, f);
+    return revertGroup(run, a.group, f);
   }
   run.rolledOut = true;
   run.started.add(a.group);
+  run.patched.push({ group: a.group, workload: a.workload, containers: before(run, a, paths) });
   ctx.log.info(`patched ${what}: ${summary}; waiting for the rollout`, { workload: what, images: a.images });
   const r = await waitForRollout(ctx.kube, a.workload, {
     afterGeneration: updated.metadata.generation,
@@ -75,7 +79,8 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
     ? `; the tick was stopped: ${(ctx.signal.reason as Error)?.message ?? "aborted"}`
     : "";
   const message = `rollout of ${what} did not settle (${r.reason}): ${r.message}${cut}`;
-  failGroup(run, a, { outcome: "failed", reason: "rollout_failed", message });
+  const failure: Failure = { outcome: "failed", reason: "rollout_failed", message };
+  failGroup(run, a, failure);
   const note = `${message} (images ${run.groups[a.group]?.join(", ")})`;
   const event = { type: "event" as const, eventType: "Warning" as const, reason: "RolloutFailed", note };
   await postEvent(run, event);
@@ -85,6 +90,17 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
   const state = stateRef(ctx.config);
   if (id !== workloadId(state) && a.workload.namespace === state.namespace)
     await postEvent(run, event, updated);
+  await revertGroup(run, a.group, failure, updated);
+}
+
+/** The images the patched containers named when this tick read the workload. */
+function before(run: Run, a: Rollout, paths: Record<string, string>): Patched["containers"] {
+  const seen = run.obs.observed.workloads?.[workloadId(a.workload)];
+  return a.containers.map((c) => ({
+    name: c.name,
+    image: seen?.found ? (seen.images[c.name] as string) : c.image,
+    path: paths[c.name] as string,
+  }));
 }
 
 /** A failed rollout fails every image of its group; later rollouts of the group are not started. */

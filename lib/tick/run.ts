@@ -147,7 +147,8 @@ function report(ctx: TickContext, root: SpanHandle, r: Round, seconds: number): 
 }
 
 /** Outcomes that need nobody's attention: their lines are info, the rest at least a WARNING. */
-const QUIET: ReadonlySet<Outcome> = new Set(["noop", "recorded", "refreshed", "skipped"]);
+// pending is a soak doing its job: the message says when, nothing for a human to do.
+const QUIET: ReadonlySet<Outcome> = new Set(["noop", "recorded", "refreshed", "skipped", "pending"]);
 
 /** One image's verdict: its log line, its span events and counters, and its gauges. */
 function reportImage(ctx: TickContext, root: SpanHandle, v: ImageVerdict): void {
@@ -169,6 +170,7 @@ function reportImage(ctx: TickContext, root: SpanHandle, v: ImageVerdict): void 
   if (v.unresolvedStreak !== undefined)
     telemetry.gauge("image_refresh.unresolved_streak", v.unresolvedStreak, attrs);
   telemetry.gauge("image_refresh.paused", v.paused ? 1 : 0, attrs);
+  if (v.inSync !== undefined) telemetry.gauge("image_refresh.in_sync", v.inSync ? 1 : 0, attrs);
   if (v.verified)
     telemetry.gauge("image_refresh.last_verified_timestamp", Math.floor(ctx.now() / 1000), attrs);
   const fields = {
@@ -178,6 +180,7 @@ function reportImage(ctx: TickContext, root: SpanHandle, v: ImageVerdict): void 
     digest: v.digest,
     attempt: v.attemptCount,
   };
+  for (const w of v.warnings ?? []) log.warn(w, fields);
   if (v.reason === "unchanged" || v.reason === "pinned") log.debug(v.message, fields);
   else if (exitCodeFor(v.outcome) !== 0) log.error(v.message, fields);
   else if (QUIET.has(v.outcome)) log.info(v.message, fields);

@@ -1,24 +1,16 @@
 // One image's verdict from what was observed: a small pure function in the manner of Flux's
 // shouldScan. Observed state in, verdict and named reason out; the writes it needs come back as
-// data. Combining the verdicts (isolation, which writes travel together) is combine.ts's job.
+// data. The live spec's verdicts are in verdict-live.ts, the attempt rules in due.ts, the soak in
+// soak.ts. Combining the verdicts (isolation, which writes travel together) is combine.ts's job.
 import { annotationKeys, type ImageCounters, imageCounters, quoteForLog } from "../annotations.ts";
 import type { Config, ImageConfig } from "../config.ts";
+import { type DueInput, due, type Judgement, say } from "./due.ts";
+import { liveImage } from "./live.ts";
 import type { ImageVerdict, Observed } from "./model.ts";
+import { soak } from "./soak.ts";
+import { candidateDigests, humanPin, paused, rerendered, targetFindings } from "./verdict-live.ts";
 
-export interface Judgement {
-  verdict: ImageVerdict;
-  /** A refresh is due to this digest, if nothing else holds it (isolation, targets). */
-  due?: { digest: string; count: number };
-  /** This image holds every workload it has a container in (lockout, untrusted count, pause). */
-  blocks: boolean;
-  /** Annotation writes this image needs before any rollout (streaks, flap marker). */
-  writes: Record<string, string | null>;
-  /** Its unresolved streak goes up this tick (an uncounted streak fails the tick). */
-  countsStreak: boolean;
-  flap: boolean;
-  firstSeen?: string;
-  event?: { reason: string; note: string };
-}
+export type { Judgement } from "./due.ts";
 
 export function judgeImage(img: ImageConfig, o: Observed, c: Config): Judgement {
   const a = o.state.annotations;
@@ -41,6 +33,17 @@ export function judgeImage(img: ImageConfig, o: Observed, c: Config): Judgement 
   const blocks = lockedOut || counters.attempt.kind === "untrusted";
   const j: Judgement = { verdict: base, blocks, writes: {}, countsStreak: false, flap: false };
   if (img.pinned) return say(j, "noop", "pinned", `${img.key} is pinned: never resolved, never touched`);
+  const live = liveImage(img, o, c);
+  if (live) {
+    const held = targetFindings(j, img, live, c);
+    if (held) return held;
+    // Known from the targets alone, so an unresolved image still says whether it runs its pin.
+    const R = a[keys.digest];
+    j.verdict.inSync = R !== undefined && live.containers.every((x) => x.digest === R);
+    // The first tick that finds the pin in place ends a repin streak, whatever the registry
+    // says now: a later re-render then gets its one re-pin again.
+    if (j.verdict.inSync && a[keys.repin] !== undefined) j.writes[keys.repin] = null;
+  }
   const seen = o.digests?.[img.key];
   if (!seen?.ok) return unresolved(j, img, counters, c, seen?.ok === false ? seen : undefined);
   if (a[keys.unresolved] !== undefined) j.writes[keys.unresolved] = null;
@@ -51,6 +54,9 @@ export function judgeImage(img: ImageConfig, o: Observed, c: Config): Judgement 
     j.firstSeen = L;
     return say(j, "recorded", "first_observation", `first observation of ${img.key}: ${L}`);
   }
+  const pause = live && humanPin(live, [recorded, L, ...candidateDigests(a[keys.candidates])]);
+  if (pause) return paused(j, img, pause, c, a[keys.paused]);
+  if (a[keys.paused] !== undefined) j.writes[keys.paused] = null;
   if (counters.rejected === L) {
     j.blocks = true;
     j.verdict.paused = true;
@@ -59,19 +65,12 @@ export function judgeImage(img: ImageConfig, o: Observed, c: Config): Judgement 
   }
   if (recorded === L) {
     j.verdict.verified = true;
+    const off = live?.containers.filter((x) => x.digest !== recorded) ?? [];
+    if (off.length > 0) return rerendered(j, { img, counters, c, o, digest: L, live }, off);
     return say(j, "noop", "unchanged", `${img.key} is on ${L}`);
   }
-  return due(j, img, counters, c, o, L);
-}
-
-function say(
-  j: Judgement,
-  outcome: ImageVerdict["outcome"],
-  reason: ImageVerdict["reason"],
-  message: string,
-) {
-  Object.assign(j.verdict, { outcome, reason, message });
-  return j;
+  const input: DueInput = { img, counters, c, o, digest: L, live };
+  return c.minimumAgeMs > 0 ? soak(j, input, recorded) : due(j, input);
 }
 
 function unresolved(
@@ -105,46 +104,4 @@ function unresolved(
   const msg = `STALE: ${what} for ${n} ticks in a row (max ${c.maxUnresolvedTicks}); ${img.key} is not being refreshed: check the repository, the tag, the registry's CA and the pull secret`;
   if (previous < c.maxUnresolvedTicks) j.event = { reason: "ImageStale", note: msg };
   return say(j, "stale", "unresolved_ceiling", msg);
-}
-
-function due(
-  j: Judgement,
-  img: ImageConfig,
-  counters: ImageCounters,
-  c: Config,
-  o: Observed,
-  digest: string,
-): Judgement {
-  const max = c.maxRefreshAttempts;
-  if (counters.attempt.kind === "untrusted") {
-    const msg = `${counters.attemptFrom} is ${quoteForLog(counters.attempt.raw)}, not a count; no rollout of ${img.key} until a human checks its workloads and runs \`image-refresh rearm ${img.key}\``;
-    return say(j, "held", "attempt_untrusted", msg);
-  }
-  const count = counters.attempt.kind === "trusted" ? counters.attempt.value : 0;
-  if (count >= max) {
-    j.verdict.short = `${count}/${max}`;
-    const msg = `refresh of ${img.key} to ${digest} is held: ${count} failed rollouts in a row (max ${max}); check its workloads, then run \`image-refresh rearm ${img.key}\` to try this build again or \`image-refresh reject ${img.key}\` to wait for the next one`;
-    if (counters.flap === undefined) {
-      j.flap = true;
-      j.writes[annotationKeys(c.annotationPrefix).image(img.key).flap] = String(count);
-      j.event = { reason: "RefreshLockedOut", note: msg };
-    }
-    return say(j, "locked_out", "flap_lockout", msg);
-  }
-  // After the lockout check: a lockout is decided by the count alone (SPEC "Precise rules"),
-  // also when another tick's write is what brought the count to the maximum.
-  if (o.claimed?.includes(img.key)) {
-    const msg = `another tick wrote refresh attempt ${count} of ${img.key} while this one was deciding; it owns this refresh, so this tick touches none of its workloads`;
-    return say(j, "held", "attempt_claimed", msg);
-  }
-  j.due = { digest, count: count + 1 };
-  j.verdict.short = `attempt ${count + 1}/${max}`;
-  j.verdict.attemptCount = 0;
-  j.verdict.lockedOut = false;
-  return say(
-    j,
-    "refreshed",
-    "digest_changed",
-    `${img.key}: new build ${digest}; refresh attempt ${count + 1}/${max}`,
-  );
 }

@@ -23,6 +23,8 @@ interface Workload {
   currentHash: string;
   updateHash: string;
   changedAt: number;
+  /** Images this workload's pods never become available on (a bad build), whatever its mode. */
+  badImages?: Set<string>;
   timer?: ReturnType<typeof setTimeout>;
 }
 
@@ -61,6 +63,7 @@ export class Controllers {
     this.#workloads.set(keyOf(w.kind, w.ns, w.name), w);
     const annotations = w.kind === "Deployment" ? { [DEPLOYMENT_REVISION]: "1" } : undefined;
     this.#write(w, obj, Number(m.generation), annotations);
+    this.#syncReplicaSets(w, "1");
     this.setMode(w.kind, w.ns, w.name, opts.mode);
   }
 
@@ -81,6 +84,27 @@ export class Controllers {
       this.#writeCurrent(w);
     }
     this.#schedule(w, this.stepMs);
+  }
+
+  /** A rollout of this workload to a template naming one of these images flaps, as a crash-looping build would. */
+  failImages(kind: WorkloadKind, ns: string, name: string, images: readonly string[]): void {
+    const w = this.#workloads.get(keyOf(kind, ns, name));
+    if (!w) throw new Error(`Cannot set bad images of ${kind} ${ns}/${name}: no such workload`);
+    w.badImages = new Set(images);
+    this.#schedule(w, this.stepMs);
+  }
+
+  #runsBadImage(w: Workload): boolean {
+    if (!w.badImages?.size) return false;
+    const obj = this.store.get(w.kind, w.ns, w.name);
+    const spec = ((obj?.spec as JsonObject | undefined)?.template as JsonObject | undefined)?.spec as
+      | JsonObject
+      | undefined;
+    const containers = [
+      ...((spec?.containers as JsonObject[]) ?? []),
+      ...((spec?.initContainers as JsonObject[]) ?? []),
+    ];
+    return containers.some((c) => w.badImages?.has(String(c.image)));
   }
 
   forget(kind: WorkloadKind, ns: string, name: string): void {
@@ -133,6 +157,7 @@ export class Controllers {
   #observe(w: Workload, obj: JsonObject, generation: number): void {
     const hash = templateHash(obj);
     let annotations: Record<string, string> | undefined;
+    let revision = String((meta(obj).annotations as JsonObject | undefined)?.[DEPLOYMENT_REVISION] ?? "1");
     if (hash !== w.updateHash) {
       if (w.step === 4) w.currentHash = w.updateHash;
       w.updateHash = hash;
@@ -140,20 +165,28 @@ export class Controllers {
       w.deadlineExceeded = false;
       w.flicker = false;
       if (w.kind === "Deployment") {
-        const revision = Number(
+        const previous = Number(
           (meta(obj).annotations as JsonObject | undefined)?.[DEPLOYMENT_REVISION] ?? 0,
         );
-        annotations = { [DEPLOYMENT_REVISION]: String(revision + 1) };
+        annotations = { [DEPLOYMENT_REVISION]: String(previous + 1) };
       }
     }
+    revision = annotations?.[DEPLOYMENT_REVISION] ?? revision;
     this.#write(w, obj, generation, annotations);
+    this.#syncReplicaSets(w, revision);
     if (w.step !== 4 && w.step !== 0) this.#schedule(w, this.stepMs);
+  }
+
+  /** A Deployment's ReplicaSets follow every observed generation (template and annotations). */
+  #syncReplicaSets(w: Workload, revision: string): void {
+    const obj = this.store.get(w.kind, w.ns, w.name);
+    if (obj && w.kind === "Deployment") this.store.replicaSets.sync(obj, revision, w.updateHash);
   }
 
   /** Moves the rollout one step; returns the delay to the next sync, or "idle" to wait for a change. */
   #advance(w: Workload): number | "idle" {
     if (w.step === 4 || w.step === 0) return "idle";
-    switch (w.mode) {
+    switch (this.#runsBadImage(w) ? "flap" : w.mode) {
       case "healthy":
         w.deadlineExceeded = false;
         w.flicker = false;

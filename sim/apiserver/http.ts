@@ -105,6 +105,11 @@ export async function applyFault(ctx: Ctx, fault: Fault): Promise<"continue" | "
       // Never answered: the client's own timeout or stop() ends it.
       ctx.req.socket.once("close", () => finish(ctx, 0));
       return "done";
+    case "silent":
+      ctx.res.writeHead(200, { "content-type": "application/json", "cache-control": "no-cache, private" });
+      ctx.res.flushHeaders();
+      ctx.req.socket.once("close", () => finish(ctx, 200));
+      return "done";
     case "lost":
       ctx.loseAnswer = true;
       return "continue";

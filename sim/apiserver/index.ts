@@ -29,6 +29,17 @@ export interface StartApiServerOptions {
   stepMs?: number;
   /** Interval of BOOKMARK events on watches that allow them; default 1000 ms. */
   bookmarkMs?: number;
+  /**
+   * The server's clock: managedFields `time` and every response's `Date` header (both whole
+   * seconds, as kube-apiserver's); default the real one.
+   */
+  now?: () => Date;
+}
+
+/** A write made from a test as a named field manager, through the same Update path as a PATCH. */
+export interface WriteAs {
+  /** The field manager; each method names its default (the one kubectl uses for that change). */
+  manager?: string;
 }
 
 export interface AddWorkload {
@@ -43,6 +54,13 @@ export interface AddWorkload {
   mode?: ControllerMode;
   slowMs?: number;
   updateStrategy?: "RollingUpdate" | "OnDelete";
+  /**
+   * The field manager that created it (one Update entry owning every field it set); default
+   * `kubectl-client-side-apply`, as `kubectl apply -k` would (without its last-applied
+   * annotation). `helm` for a Helm 3 release; `null` for an object without managedFields
+   * (created before tracking existed, or reset), which later Updates do not start tracking.
+   */
+  manager?: string | null;
 }
 
 export interface SimApiServer {
@@ -53,7 +71,38 @@ export interface SimApiServer {
   addWorkload(w: AddWorkload): unknown;
   // biome-ignore lint/suspicious/noExplicitAny: API objects are free-form JSON for the tests that read them
   getObject(kind: WorkloadKind, namespace: string, name: string): any | undefined;
-  setAnnotations(kind: WorkloadKind, namespace: string, name: string, a: Record<string, string | null>): void;
+  /** Sets (or, with null, removes) annotations as `opts.manager` (default `kubectl-annotate`). */
+  setAnnotations(
+    kind: WorkloadKind,
+    namespace: string,
+    name: string,
+    a: Record<string, string | null>,
+    opts?: WriteAs,
+  ): void;
+  /**
+   * Sets the image of a container or init container as `opts.manager` (default `kubectl-set`,
+   * as `kubectl set image`); ownership of `f:image` moves only if the image changes.
+   */
+  setImage(
+    kind: WorkloadKind,
+    namespace: string,
+    name: string,
+    container: string,
+    image: string,
+    opts?: WriteAs,
+  ): void;
+  /**
+   * Any other write as a named manager: `change` edits a copy of the stored object (e.g. a
+   * Helm re-render, or `metadata.managedFields = [{}]` to reset them), then it is stored.
+   */
+  update(
+    kind: WorkloadKind,
+    namespace: string,
+    name: string,
+    // biome-ignore lint/suspicious/noExplicitAny: API objects are free-form JSON for the tests that edit them
+    change: (obj: any) => void,
+    opts: Required<WriteAs>,
+  ): void;
   setMode(
     kind: WorkloadKind,
     namespace: string,
@@ -62,6 +111,11 @@ export interface SimApiServer {
     opts?: { slowMs?: number },
   ): void;
   deleteObject(kind: WorkloadKind, namespace: string, name: string): void;
+  /**
+   * A bad build for this workload: a rollout to a template that names one of these images never
+   * becomes available (as "flap"), while a rollout back to other images settles as its mode says.
+   */
+  failImages(kind: WorkloadKind, namespace: string, name: string, images: readonly string[]): void;
   faults: { add(rule: FaultRule): void; clear(): void };
   readonly log: RequestLogEntry[];
   clearLog(): void;
@@ -101,6 +155,9 @@ function rbacDenial(rt: Runtime, ctx: Ctx): Status | undefined {
 
 async function handle(rt: Runtime, req: IncomingMessage, res: ServerResponse): Promise<void> {
   let ctx: Ctx | undefined;
+  // Go's net/http stamps Date on every answer the apiserver writes (reference §5); node's own
+  // stamp would be the real clock, not the one a test set.
+  res.setHeader("date", rt.state.store.now().toUTCString());
   try {
     ctx = await readContext(req, res);
     rt.log.push(ctx.entry);
@@ -132,6 +189,7 @@ export async function startApiServer(opts: StartApiServerOptions = {}): Promise<
   const tls = opts.tls ?? generateTls();
   let token = opts.token ?? `sim-${crypto.randomUUID()}`;
   const store = new Store();
+  if (opts.now) store.now = opts.now;
   const controllers = new Controllers(store, opts.stepMs ?? 10);
   const sockets = new Set<Socket>();
   const closers = new Set<() => void>();
@@ -182,6 +240,13 @@ function requireObject(store: Store, kind: WorkloadKind, ns: string, name: strin
   return obj;
 }
 
+/** A container or init container of the pod template, by name. */
+function findContainer(obj: JsonObject, name: string): JsonObject | undefined {
+  const pod = ((obj.spec as JsonObject).template as JsonObject).spec as JsonObject;
+  const all = [...((pod.containers as JsonObject[]) ?? []), ...((pod.initContainers as JsonObject[]) ?? [])];
+  return all.find((c) => c.name === name);
+}
+
 function makeHandle(rt: Runtime, d: HandleDeps): SimApiServer {
   const { store } = rt.state;
   let stopped: Promise<void> | undefined;
@@ -203,7 +268,10 @@ function makeHandle(rt: Runtime, d: HandleDeps): SimApiServer {
         namespace: o.namespace,
       }),
     addWorkload(w) {
-      const obj = store.create(manifest(w));
+      const obj = store.create(
+        manifest(w),
+        w.manager === undefined ? "kubectl-client-side-apply" : w.manager,
+      );
       d.controllers.adopt(obj, {
         mode: w.mode ?? "healthy",
         slowMs: w.slowMs ?? 200,
@@ -215,11 +283,26 @@ function makeHandle(rt: Runtime, d: HandleDeps): SimApiServer {
       const obj = store.get(kind, ns, name);
       return obj ? clone(obj) : undefined;
     },
-    setAnnotations(kind, ns, name, a) {
+    setAnnotations(kind, ns, name, a, o = {}) {
       const current = requireObject(store, kind, ns, name);
-      store.updateMain(kind, ns, name, mergePatch(current, { metadata: { annotations: a } }) as JsonObject);
+      const next = mergePatch(current, { metadata: { annotations: a } }) as JsonObject;
+      store.updateMain(kind, ns, name, next, { manager: o.manager ?? "kubectl-annotate" });
+    },
+    setImage(kind, ns, name, container, image, o = {}) {
+      const next = clone(requireObject(store, kind, ns, name));
+      const target = findContainer(next, container);
+      if (!target)
+        throw new Error(`Cannot set the image of ${kind} ${ns}/${name}: no container "${container}"`);
+      target.image = image;
+      store.updateMain(kind, ns, name, next, { manager: o.manager ?? "kubectl-set" });
+    },
+    update(kind, ns, name, change, o) {
+      const next = clone(requireObject(store, kind, ns, name));
+      change(next);
+      store.updateMain(kind, ns, name, next, { manager: o.manager });
     },
     setMode: (kind, ns, name, mode, o) => d.controllers.setMode(kind, ns, name, mode, o),
+    failImages: (kind, ns, name, images) => d.controllers.failImages(kind, ns, name, images),
     deleteObject(kind, ns, name) {
       requireObject(store, kind, ns, name);
       d.controllers.forget(kind, ns, name);

@@ -134,6 +134,10 @@ export function applyDefaults(obj: JsonObject): void {
   defaultStrategy(kind, spec);
   const template = spec.template as JsonObject;
   template.metadata ??= {};
+  // Go clients send the zero time as `creationTimestamp: null` (a real server serves it back so);
+  // this simulator leaves it out everywhere, so a client's null must not read as a template change.
+  const tm = template.metadata as JsonObject;
+  if (tm.creationTimestamp === null) delete tm.creationTimestamp;
   defaultPodSpec(template.spec as JsonObject);
 }
 
@@ -196,10 +200,20 @@ export function bumpsGeneration(kind: WorkloadKind, before: JsonObject, after: J
 
 const SAFE = "bcdfghjklmnpqrstvwxz2456789";
 
+/** JSON with object keys sorted, so that equal templates hash equally however a client ordered them. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  if (!isObject(v)) return JSON.stringify(v);
+  return `{${Object.keys(v)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`)
+    .join(",")}}`;
+}
+
 /** Like the pod-template-hash: a short, stable, consonant-only hash of the pod template. */
 export function templateHash(obj: JsonObject): string {
   const digest = createHash("sha256")
-    .update(JSON.stringify((obj.spec as JsonObject).template))
+    .update(canonical((obj.spec as JsonObject).template))
     .digest();
   return Array.from(digest.subarray(0, 10), (b) => SAFE[b % SAFE.length]).join("");
 }

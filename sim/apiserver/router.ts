@@ -8,7 +8,7 @@ import type { JsonObject } from "./patch.ts";
 import { badRequest, methodNotAllowed, notFound, pathNotFound, unauthorized } from "./status.ts";
 import type { Store } from "./store.ts";
 import type { WatchOptions } from "./watch.ts";
-import { serveWorkloads } from "./workloads.ts";
+import { serveReplicaSets, serveWorkloads } from "./workloads.ts";
 
 export interface RouterState {
   store: Store;
@@ -35,6 +35,7 @@ export function route(ctx: Ctx, state: RouterState) {
   const doc = ctx.method === "GET" ? discovery(ctx.path, new URL(state.url).host) : undefined;
   if (doc) return sendJson(ctx, 200, doc);
   const w = WORKLOAD_PATH.exec(ctx.path);
+  if (w?.[2] === "replicasets") return serveReplicaSets(ctx, state.store, w[1], w[3], w[4]);
   const res = w && byPlural(w[2] ?? "");
   if (w && res) {
     const [, namespace, , name, subresource] = w;

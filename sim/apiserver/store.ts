@@ -1,6 +1,14 @@
 // The object store: one global resourceVersion counter like etcd's revision, a bounded
 // event history so watches can start "at exact" from an older RV, and the write rules of
 // the registry strategies (status preserved on main writes, spec preserved on status writes).
+
+import {
+  CONTROLLER_MANAGER,
+  type ManagedWrite,
+  managedFieldsAfter,
+  type Writer,
+  zeroObject,
+} from "./managed-fields.ts";
 import {
   applyDefaults,
   bumpsGeneration,
@@ -10,7 +18,8 @@ import {
   validate,
   type WorkloadKind,
 } from "./objects.ts";
-import { clone, deepEqual, type JsonObject } from "./patch.ts";
+import { clone, deepEqual, type Json, type JsonObject } from "./patch.ts";
+import { ReplicaSets } from "./replicasets.ts";
 import { badRequest, conflict, notFound, type Status } from "./status.ts";
 
 export type EventType = "ADDED" | "MODIFIED" | "DELETED";
@@ -56,6 +65,10 @@ export class Store {
   /** Namespaces exist once something was created in them (kubectl checks them after a NotFound). */
   readonly namespaces = new Map<string, JsonObject>();
   onMainWrite: (kind: WorkloadKind, ns: string, name: string) => void = () => {};
+  /** The deployment controller's ReplicaSets (their resourceVersions share the store's counter). */
+  readonly replicaSets = new ReplicaSets(() => String(++this.rv));
+  /** The clock of managedFields times (tests pin it to see a time bumped or kept). */
+  now: () => Date = () => new Date();
 
   get(kind: WorkloadKind, ns: string, name: string): JsonObject | undefined {
     return this.#objects.get(keyOf(kind, ns, name));
@@ -123,17 +136,42 @@ export class Store {
     });
   }
 
-  create(manifest: JsonObject): JsonObject {
+  /** `manager: null` creates an object without managedFields (made before tracking existed). */
+  create(manifest: JsonObject, manager: string | null): JsonObject {
     const obj = clone(manifest);
     this.ensureNamespace(String(meta(obj).namespace));
     obj.metadata = newMetadata(meta(obj), "");
     applyDefaults(obj);
+    // Computed after defaulting and before the strategy's own fields, as the apiserver does.
+    if (manager !== null) {
+      const before = zeroObject(String(obj.kind));
+      this.#track(
+        obj,
+        { live: undefined, requested: undefined, before, after: obj, creating: true },
+        { manager },
+      );
+    }
     if (obj.kind === "DaemonSet") setAnnotation(obj, DS_TEMPLATE_GENERATION, "1");
     return this.#commit("ADDED", obj);
   }
 
+  #track(obj: JsonObject, w: Omit<ManagedWrite, "writer" | "now">, writer: Writer): void {
+    const now = this.now()
+      .toISOString()
+      .replace(/\.\d+Z$/, "Z");
+    const fields = managedFieldsAfter({ ...w, writer, now });
+    if (fields.length > 0) meta(obj).managedFields = fields;
+    else delete meta(obj).managedFields;
+  }
+
   /** A write through the main resource (PATCH, another actor): status and server fields are kept. */
-  updateMain(kind: WorkloadKind, ns: string, name: string, candidate: JsonObject): JsonObject {
+  updateMain(
+    kind: WorkloadKind,
+    ns: string,
+    name: string,
+    candidate: JsonObject,
+    writer: Writer,
+  ): JsonObject {
     const res = RESOURCES[kind];
     const old = this.get(kind, ns, name);
     if (!old) throw new WriteError(notFound(res, name));
@@ -158,6 +196,9 @@ export class Store {
     applyDefaults(next);
     const problem = validate(next);
     if (problem) throw new WriteError(problem);
+    const requested = m.managedFields as Json | undefined;
+    const live = meta(old).managedFields as Json | undefined;
+    this.#track(next, { live, requested, before: old, after: next, creating: false }, writer);
     if (kind === "DaemonSet") keepTemplateGeneration(old, next);
     if (deepEqual(old, next)) return clone(old); // the store skips byte-identical writes
     if (bumpsGeneration(kind, old, next)) m.generation = Number(meta(old).generation) + 1;
@@ -166,7 +207,10 @@ export class Store {
     return saved;
   }
 
-  /** A controller's /status write: only status (and controller-owned annotations) change. */
+  /**
+   * A controller's writes: its annotations (a main-resource Update by kube-controller-manager,
+   * which never touches an image), then /status (an Update of subresource status).
+   */
   updateStatus(
     kind: WorkloadKind,
     ns: string,
@@ -180,11 +224,17 @@ export class Store {
     next.status = clone(status);
     for (const [k, v] of Object.entries(annotations ?? {})) setAnnotation(next, k, v);
     if (deepEqual(old, next)) return clone(old);
+    for (const subresource of [undefined, "status"] as const) {
+      const live = meta(next).managedFields as Json | undefined;
+      const w = { live, requested: live, before: old, after: next, creating: false };
+      this.#track(next, w, { manager: CONTROLLER_MANAGER, ...(subresource ? { subresource } : {}) });
+    }
     return this.#commit("MODIFIED", next);
   }
 
   delete(kind: WorkloadKind, ns: string, name: string): JsonObject | undefined {
     const old = this.get(kind, ns, name);
+    if (old && kind === "Deployment") this.replicaSets.dropOwnedBy(meta(old).uid);
     return old ? this.#commit("DELETED", clone(old)) : undefined;
   }
 }

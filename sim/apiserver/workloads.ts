@@ -1,5 +1,6 @@
 // GET, LIST, WATCH and PATCH of apps/v1 workloads.
 import { type Ctx, sendJson, sendStatus } from "./http.ts";
+import { fieldManagerProblems, managerOrUserAgent } from "./managed-fields.ts";
 import { RESOURCES, type ResourceInfo } from "./objects.ts";
 import {
   applyJsonPatch,
@@ -15,6 +16,7 @@ import {
 import {
   badRequest,
   failure,
+  invalid,
   jsonPatchInvalid,
   methodNotAllowed,
   notFound,
@@ -72,7 +74,7 @@ function fieldSelectorName(selector: string | undefined): string | undefined | E
   return name;
 }
 
-function labelsMatch(obj: JsonObject, selector: string | undefined): boolean {
+export function labelsMatch(obj: JsonObject, selector: string | undefined): boolean {
   if (!selector) return true;
   const labels = ((obj.metadata as JsonObject).labels ?? {}) as JsonObject;
   return selector.split(",").every((term) => {
@@ -140,17 +142,44 @@ function patch(ctx: Ctx, store: Store, route: Required<WorkloadRoute>) {
   const supported = ACCEPTED_PATCH_TYPES.filter((t) => t !== "application/apply-patch+yaml");
   // Server-side apply is not simulated; the client must not depend on it.
   if (!supported.includes(type)) return sendStatus(ctx, unsupportedMediaType(ACCEPTED_PATCH_TYPES));
+  const fieldManager = ctx.query.fieldManager;
+  const problems = fieldManager ? fieldManagerProblems(fieldManager) : [];
+  // ValidatePatchOptions answers before the object is read.
+  if (problems.length > 0) return sendStatus(ctx, invalid("PatchOptions", "meta.k8s.io", "", problems));
   const current = store.get(route.res.kind, route.namespace, route.name);
   if (!current) return sendStatus(ctx, notFound(route.res, route.name));
   try {
     const candidate = patched(clone(current), type, ctx.body);
     if (ctx.query.dryRun === "All") return sendJson(ctx, 200, candidate);
-    sendJson(ctx, 200, store.updateMain(route.res.kind, route.namespace, route.name, candidate));
+    const manager = managerOrUserAgent(fieldManager, ctx.req.headers["user-agent"]);
+    sendJson(ctx, 200, store.updateMain(route.res.kind, route.namespace, route.name, candidate, { manager }));
   } catch (e) {
     if (e instanceof PatchError) return sendStatus(ctx, patchFailure(e));
     if (e instanceof WriteError) return sendStatus(ctx, e.status);
     throw e;
   }
+}
+
+/** GET and LIST of the deployment controller's ReplicaSets (what kubectl rollout undo reads). */
+export function serveReplicaSets(ctx: Ctx, store: Store, namespace?: string, name?: string, sub?: string) {
+  const res = { plural: "replicasets", group: "apps" };
+  if (sub)
+    return sendStatus(ctx, failure(404, "the server could not find the requested resource", "NotFound", {}));
+  if (ctx.method !== "GET") return sendStatus(ctx, methodNotAllowed());
+  if (name) {
+    const rs = namespace ? store.replicaSets.get(namespace, name) : undefined;
+    return rs ? sendJson(ctx, 200, rs) : sendStatus(ctx, notFound(res, name));
+  }
+  const items = store.replicaSets
+    .list(namespace)
+    .filter((o) => labelsMatch(o, ctx.query.labelSelector))
+    .map(({ apiVersion: _a, kind: _k, ...rest }) => rest);
+  sendJson(ctx, 200, {
+    kind: "ReplicaSetList",
+    apiVersion: "apps/v1",
+    metadata: { resourceVersion: String(store.rv) },
+    items,
+  });
 }
 
 export { RESOURCES };

@@ -1,12 +1,18 @@
 // fast-check generators for the pure plan properties: random configurations over a small pool
 // of workloads (so images share workloads often), and random observations of the state object
-// (per-image and legacy counters, flap markers, unresolved streaks, rejected digests, trusted or
-// not), the registry (digests or failures with a reason) and the targets. The pool is small on
-// purpose, so that random digests collide with recorded and rejected ones often and every
-// verdict plan() can reach is reached.
+// (per-image and legacy counters, flap markers, unresolved and repin streaks, pause markers,
+// candidates, rejected digests, trusted or not), the registry (digests or failures with a
+// reason) and the targets: each workload read or not, and each container's live image in every
+// class of SPEC step 6 (pinned to R, to L, to another digest; the floating tag; another tag;
+// another repository), spelled in the forms a runtime normalises, with its last writer
+// (image-refresh, a human, a tool, nobody on record). The truth about each container comes with
+// the case. The pools are small on purpose, so that random digests collide with recorded and
+// rejected ones often and every verdict plan() can reach is reached.
 import fc from "fast-check";
 import { type Config, parseConfig } from "../../lib/config.ts";
-import type { Observed, ObservedWorkload } from "../../lib/tick/model.ts";
+import type { Observed, ObservedDigest, ObservedWorkload } from "../../lib/tick/model.ts";
+import { type LiveTruth, liveImage, MANAGERS, type Truth } from "./live-images.ts";
+import { humanPinOf } from "./oracle-verdict.ts";
 
 export const PREFIX = "image-refresh.io";
 export const D = (c: string) => `sha256:${c.repeat(64)}`;
@@ -21,6 +27,10 @@ const SLOTS = [
   { kind: "StatefulSet", namespace: "apps", name: "db", container: "db" },
 ] as const;
 const REPOS = ["myorg/api", "myorg/node-agent", "myorg/db"];
+
+/** A value one time in n, else undefined (fc.option's `freq` is the odds of nil, not of a value). */
+const oneIn = <T>(n: number, arb: fc.Arbitrary<T>) =>
+  fc.oneof({ weight: n - 1, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb });
 
 /** Untrusted counter values as humans and scripts write them (SPEC "Trusted integers"). */
 export const untrustedCounter = fc.oneof(
@@ -48,6 +58,7 @@ export const configArb: fc.Arbitrary<Config> = fc
     maxUnresolvedTicks: fc.integer({ min: 1, max: 4 }),
     host: fc.constantFrom("docker.io", "registry.example.com:5000", "127.0.0.1:5000"),
     stateIndex: fc.integer({ min: 0, max: SLOTS.length - 1 }),
+    reconcile: fc.constantFrom("repin", "repin", "report"),
   })
   .filter((r) => r.owners.some((o) => o >= 0))
   .map((r) => {
@@ -64,6 +75,7 @@ export const configArb: fc.Arbitrary<Config> = fc
       maxRefreshAttempts: r.maxRefreshAttempts,
       maxSkipTicks: r.maxSkipTicks,
       maxUnresolvedTicks: r.maxUnresolvedTicks,
+      reconcile: r.reconcile,
       images,
     };
     const text = JSON.stringify(doc);
@@ -85,99 +97,220 @@ const digestObs = fc.oneof(
   },
 );
 
-const workloadObs = (containers: string[]): fc.Arbitrary<ObservedWorkload | undefined> =>
-  fc.oneof(
-    // mostly every container there, so that refreshes are due often enough to meet the rules
-    {
-      weight: 6,
-      arbitrary: fc.constant({
-        found: true as const,
-        images: Object.fromEntries(containers.map((n) => [n, "x"])),
-      }),
-    },
-    {
-      weight: 2,
-      arbitrary: fc
-        .subarray(containers, { minLength: 0 })
-        .map((names) => ({ found: true as const, images: Object.fromEntries(names.map((n) => [n, "x"])) })),
-    },
-    { weight: 1, arbitrary: fc.constant({ found: false as const, message: "Forbidden (403)" }) },
-    { weight: 1, arbitrary: fc.constant(undefined) },
-  );
+/** How a workload read went: every container, some of them, Forbidden, not read, or unable to roll. */
+const workloadShape = fc.oneof(
+  { weight: 30, arbitrary: fc.constant({ shape: "full" as const }) },
+  { weight: 2, arbitrary: fc.constant({ shape: "some" as const }) },
+  { weight: 1, arbitrary: fc.constant({ shape: "forbidden" as const }) },
+  { weight: 1, arbitrary: fc.constant({ shape: "unread" as const }) },
+  { weight: 1, arbitrary: fc.constant({ shape: "blocked" as const }) },
+);
+
+/**
+ * What a target container's live image is, as a class the generator knows (the oracle reads the
+ * class, never the string): pinned to R, to L, to another digest; the floating tag; another tag;
+ * another repository. `form` picks a spelling, `who` the field manager that last wrote it.
+ */
+const liveArb = fc.record({
+  cls: fc.oneof(
+    { weight: 8, arbitrary: fc.constant("R" as const) },
+    { weight: 2, arbitrary: fc.constant("L" as const) },
+    { weight: 1, arbitrary: fc.constant("digest" as const) },
+    { weight: 3, arbitrary: fc.constant("floating" as const) },
+    { weight: 1, arbitrary: fc.constant("other_tag" as const) },
+    { weight: 1, arbitrary: fc.constant("other_repo" as const) },
+  ),
+  form: fc.nat(11),
+  digest: fc.constantFrom(...DIGESTS, D("9")),
+  who: fc.constantFrom(...MANAGERS),
+});
+export type LiveChoice = ValueOf<typeof liveArb>;
 
 /** One image's own bookkeeping on the state object (SPEC "State annotations", per image). */
 const imageStateArb = fc.record({
   recorded: fc.option(fc.constantFrom(...DIGESTS), { nil: undefined, freq: 4 }),
   attempt: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 2, arbitrary: counterValue }),
-  flap: fc.option(fc.constantFrom("3", "1", "x"), { nil: undefined, freq: 3 }),
+  flap: oneIn(3, fc.constantFrom("3", "1", "x")),
   unresolved: fc.oneof(
     { weight: 2, arbitrary: fc.constant(undefined) },
     { weight: 2, arbitrary: counterValue },
   ),
-  rejected: fc.option(fc.constantFrom(...DIGESTS), { nil: undefined, freq: 4 }),
+  rejected: oneIn(6, fc.constantFrom(...DIGESTS)),
+  // the registry still serves the recorded digest half the time: in sync, re-rendered, paused
+  unchanged: fc.boolean(),
+  // 1: a re-pin last tick; 2: a contest announced; anything else: a hand edit
+  repin: fc.oneof(
+    { weight: 8, arbitrary: fc.constant(undefined) },
+    { weight: 2, arbitrary: fc.constant("1") },
+    { weight: 1, arbitrary: fc.constant("2") },
+    { weight: 1, arbitrary: untrustedCounter },
+  ),
+  // the pause marker: the pin that pauses the image now, or one that did once
+  paused: fc.constantFrom("none", "none", "none", "current", "stale"),
+  candidates: oneIn(
+    4,
+    fc.constantFrom(
+      `${D("9")}=2026-12-01T10:00:00Z`,
+      `${D("c")}=2026-12-01T09:00:00Z,${D("9")}=2026-12-01T10:00:00Z`,
+    ),
+  ),
 });
 
 /** The single counter of earlier versions; sometimes under another prefix, which counts too. */
 const legacyArb = fc.record({
   prefix: fc.constantFrom(PREFIX, PREFIX, "tracebloc.io"),
   attempt: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: counterValue }),
-  flap: fc.option(fc.constantFrom("3", "1"), { nil: undefined, freq: 4 }),
-  traceparent: fc.option(fc.constant("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"), {
-    nil: undefined,
-    freq: 4,
-  }),
+  flap: oneIn(4, fc.constantFrom("3", "1")),
+  traceparent: oneIn(4, fc.constant("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")),
 });
 
+const WORKLOAD_IDS = [...new Set(SLOTS.map((s) => `${s.kind}/${s.namespace}/${s.name}`))];
+const slotId = (s: { kind: string; namespace: string; name: string }) => `${s.kind}/${s.namespace}/${s.name}`;
+
+/** The targets' side of a world: how each workload read went and what each container runs. */
+const liveWorldArb = fc.record({
+  // a third of the worlds are tidy: every container on its recorded pin, written by image-refresh
+  tidy: fc.nat(2).map((n) => n === 0),
+  shapes: fc.tuple(...WORKLOAD_IDS.map(() => workloadShape)),
+  keep: fc.array(fc.boolean(), { minLength: SLOTS.length, maxLength: SLOTS.length }),
+  slots: fc.tuple(...SLOTS.map(() => liveArb)),
+});
+export type LiveWorld = ValueOf<typeof liveWorldArb>;
+
+const TIDY: LiveChoice = { cls: "R", form: 0, digest: D("a"), who: "image-refresh" };
+
+/** The observed workloads and the truth about them, for a config, its state and registry answers. */
+export function liveWorld(
+  c: Config,
+  world: LiveWorld,
+  pin: (key: string) => { recorded?: string; registry?: string },
+): { workloads: Record<string, ObservedWorkload>; truth: Truth } {
+  const workloads: Record<string, ObservedWorkload> = {};
+  const truth: Truth = {};
+  WORKLOAD_IDS.forEach((id, w) => {
+    const shape = world.shapes[w]?.shape ?? "full";
+    if (shape === "unread") return;
+    if (shape === "forbidden") {
+      workloads[id] = { found: false, message: "Forbidden (403)" };
+      return;
+    }
+    const read: ObservedWorkload & { found: true } = { found: true, images: {}, owners: {} };
+    if (shape === "blocked") read.blocked = "updateStrategy OnDelete";
+    truth[id] = {};
+    SLOTS.forEach((s, i) => {
+      if (slotId(s) !== id || (shape === "some" && !world.keep[i])) return;
+      const img = c.images.find((x) =>
+        x.targets.some((t) => slotId(t) === id && t.container === s.container),
+      );
+      const choice = world.tidy ? TIDY : (world.slots[i] as LiveChoice);
+      const input = img
+        ? { host: c.registry.host, repository: img.repository, tag: c.tag, ...pin(img.key) }
+        : { host: c.registry.host, repository: "myorg/unrelated", tag: c.tag };
+      const t = liveImage(input, choice);
+      read.images[s.container] = t.image;
+      (read.owners as Record<string, unknown>)[s.container] = t.owners;
+      (truth[id] as Record<string, LiveTruth>)[s.container] = t;
+    });
+    workloads[id] = read;
+  });
+  return { workloads, truth };
+}
+
+type ValueOf<A> = A extends fc.Arbitrary<infer T> ? T : never;
+type ImageState = ValueOf<typeof imageStateArb>;
+
+/** The state object's annotations for the generated bookkeeping (the pause marker comes later). */
+function stateAnnotations(
+  keys: string[],
+  r: { skipStreak?: string; legacy: ValueOf<typeof legacyArb>; otherLegacy?: string; images: ImageState[] },
+  junk: Record<string, string>,
+): Record<string, string> {
+  const annotations: Record<string, string> = { ...junk };
+  const set = (k: string, v: string | undefined, prefix = PREFIX) => {
+    if (v !== undefined) annotations[`${prefix}/${k}`] = v;
+  };
+  set("refresh-skip-streak", r.skipStreak);
+  set("refresh-attempt", r.legacy.attempt, r.legacy.prefix);
+  set("refresh-flap-detected", r.legacy.flap, r.legacy.prefix);
+  set("refresh-attempt-traceparent", r.legacy.traceparent, r.legacy.prefix);
+  // now and then an installation that changed its prefix carries the old keys under both
+  set("refresh-attempt", r.otherLegacy, r.legacy.prefix === PREFIX ? "tracebloc.io" : PREFIX);
+  keys.forEach((k, i) => {
+    const s = r.images[i] as ImageState;
+    set(`last-refreshed-${k}-digest`, s.recorded);
+    set(`refresh-attempt-${k}`, s.attempt);
+    set(`refresh-flap-detected-${k}`, s.flap);
+    set(`unresolved-streak-${k}`, s.unresolved);
+    set(`rejected-${k}-digest`, s.rejected);
+    set(`repin-streak-${k}`, s.repin);
+    set(`candidates-${k}`, s.candidates);
+  });
+  return annotations;
+}
+
+/**
+ * The pause marker as a tick would have left it: the image of the pin that pauses the image now
+ * (announced already), or of one that paused it once; the oracle says which pin pauses.
+ */
+function markPauses(c: Config, o: Observed, t: Truth, states: ImageState[]): void {
+  c.images.forEach((img, i) => {
+    const want = states[i]?.paused;
+    if (want === "none") return;
+    const pin = want === "current" ? humanPinOf(c, o, t, img.key) : undefined;
+    const image = pin?.image ?? `${c.registry.host}/${img.repository}@${D("8")}`;
+    o.state.annotations[`${PREFIX}/paused-${img.key}`] = image;
+  });
+}
+
+export interface Case {
+  c: Config;
+  o: Observed;
+  /** What every container read runs, by construction (empty when the tick is unsettled). */
+  t: Truth;
+}
+
 /** An observation that fits the given configuration, with every field random. */
-export function observedArb(c: Config): fc.Arbitrary<Observed> {
+export function observedArb(c: Config): fc.Arbitrary<Omit<Case, "c">> {
   const keys = c.images.map((i) => i.key);
-  const workloadIds = [...new Set(SLOTS.map((s) => `${s.kind}/${s.namespace}/${s.name}`))];
-  const containersOf = (id: string) =>
-    SLOTS.filter((s) => `${s.kind}/${s.namespace}/${s.name}` === id).map((s) => s.container);
   return fc
     .record({
       settled: fc.boolean(),
       skipStreak: counterValue,
       legacy: legacyArb,
-      otherLegacy: fc.option(fc.constantFrom("0", "1", "2"), { nil: undefined, freq: 8 }),
+      otherLegacy: oneIn(8, fc.constantFrom("0", "1", "2")),
       images: fc.tuple(...keys.map(() => imageStateArb)),
       digests: fc.tuple(...keys.map(() => digestObs)),
-      workloads: fc.tuple(...workloadIds.map((id) => workloadObs(containersOf(id)))),
-      claimed: fc.option(fc.subarray(keys, { minLength: 1 }), { nil: undefined, freq: 8 }),
+      live: liveWorldArb,
+      claimed: oneIn(8, fc.subarray(keys, { minLength: 1 })),
       junk: fc.dictionary(fc.string({ maxLength: 8 }), fc.string({ maxLength: 8 }), { maxKeys: 2 }),
     })
     .map((r) => {
-      const annotations: Record<string, string> = { ...r.junk };
-      const set = (k: string, v: string | undefined, prefix = PREFIX) => {
-        if (v !== undefined) annotations[`${prefix}/${k}`] = v;
-      };
-      set("refresh-skip-streak", r.skipStreak);
-      set("refresh-attempt", r.legacy.attempt, r.legacy.prefix);
-      set("refresh-flap-detected", r.legacy.flap, r.legacy.prefix);
-      set("refresh-attempt-traceparent", r.legacy.traceparent, r.legacy.prefix);
-      // now and then an installation that changed its prefix carries the old keys under both
-      set("refresh-attempt", r.otherLegacy, r.legacy.prefix === PREFIX ? "tracebloc.io" : PREFIX);
-      keys.forEach((k, i) => {
-        const s = r.images[i] as (typeof r.images)[number];
-        set(`last-refreshed-${k}-digest`, s.recorded);
-        set(`refresh-attempt-${k}`, s.attempt);
-        set(`refresh-flap-detected-${k}`, s.flap);
-        set(`unresolved-streak-${k}`, s.unresolved);
-        set(`rejected-${k}-digest`, s.rejected);
-      });
+      const annotations = stateAnnotations(keys, r, r.junk);
       const o: Observed = {
         state: { annotations, settled: r.settled, settleMessage: r.settled ? "done" : "waiting" },
       };
-      if (!r.settled) return o;
-      o.digests = Object.fromEntries(keys.map((k, i) => [k, r.digests[i] as never]));
-      o.workloads = {};
-      workloadIds.forEach((id, i) => {
-        const w = r.workloads[i];
-        if (w && o.workloads) o.workloads[id] = w;
-      });
+      if (!r.settled) return { o, t: {} };
+      o.digests = Object.fromEntries(
+        keys.map((k, i) => {
+          const seen = r.digests[i] as ObservedDigest;
+          const recorded = annotations[`${PREFIX}/last-refreshed-${k}-digest`];
+          const same = seen.ok && recorded !== undefined && r.images[i]?.unchanged;
+          return [k, same ? { ok: true as const, digest: recorded } : seen];
+        }),
+      );
+      const pin = (key: string) => {
+        const seen = o.digests?.[key];
+        return {
+          recorded: annotations[`${PREFIX}/last-refreshed-${key}-digest`],
+          registry: seen?.ok ? seen.digest : undefined,
+        };
+      };
+      const { workloads, truth } = liveWorld(c, r.live, pin);
+      o.workloads = workloads;
       if (r.claimed) o.claimed = r.claimed;
-      return o;
+      markPauses(c, o, truth, r.images);
+      return { o, t: truth };
     });
 }
 
-export const caseArb = configArb.chain((c) => observedArb(c).map((o) => ({ c, o })));
+export const caseArb: fc.Arbitrary<Case> = configArb.chain((c) => observedArb(c).map((x) => ({ c, ...x })));

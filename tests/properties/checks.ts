@@ -24,11 +24,23 @@ export interface Before {
   stateSettled: boolean;
   /** Controller mode of each workload this tick, by name. */
   modes: Record<string, string>;
+  /** Each workload's containers (in spec order) and the image each named before the tick. */
+  live: Record<string, Array<{ name: string; image: string }>>;
 }
-/** What outlives one tick: whether the legacy keys were migrated (they never come back). */
+/**
+ * What outlives one tick: whether the legacy keys were migrated (they never come back), and per
+ * image whether a re-pin may come (none yet, or a tick found every target pinned since the last).
+ */
 export interface Story {
   migrated: boolean;
+  repinArmed: Record<string, boolean>;
+  /** The target a GitOps-like tool renders the floating tag over before every tick, if any. */
+  gitops?: unknown;
 }
+export const newStory = (): Story => ({
+  migrated: false,
+  repinArmed: Object.fromEntries(IMAGE_KEYS.map((key) => [key, true])),
+});
 interface Tick {
   result: { outcome: string; reason: string; message: string };
   ms: number;
@@ -58,6 +70,20 @@ const imageOps = (e: RequestLogEntry): any[] =>
 const carried = (e: RequestLogEntry) =>
   imageOps(e).map((op: any) => /\/myorg\/([^@/]+)@sha256:/.exec(String(op.value))?.[1] ?? "?");
 const workloadName = (e: RequestLogEntry) => e.path.split("/").at(-1) as string;
+/**
+ * The image patches that put a workload back (onFailure: revert): a workload patched a second
+ * time in one tick, after its forward patch went through.
+ */
+function reverts(log: readonly RequestLogEntry[]): Set<RequestLogEntry> {
+  const patched = new Set<string>();
+  const out = new Set<RequestLogEntry>();
+  for (const e of log) {
+    if (imageOps(e).length === 0) continue;
+    if (patched.has(e.path)) out.add(e);
+    else if (ok(e)) patched.add(e.path);
+  }
+  return out;
+}
 /** The annotations a merge patch of the state object sets (null: removes). */
 const merged = (e: RequestLogEntry): Record<string, string | null> | undefined =>
   e.method === "PATCH" && e.path === STATE_PATH && !isJsonPatch(e)
@@ -130,13 +156,17 @@ export function checkTick(
   if (before.stateSettled) checkUnresolved(c, t.faults.api);
   if (!faulted && before.stateSettled) checkIsolation(c);
   checkLegacy(c, story);
+  checkLiveSpec(c, story, faulted);
 
   // (7) a healthy, unchanged installation writes nothing.
   const unchanged = IMAGE_KEYS.every(
     (key) =>
       was[k(`last-refreshed-${key}-digest`)] === before.current[key] && !was[k(`unresolved-streak-${key}`)],
   );
-  const quiet = was[k("refresh-skip-streak")] === undefined && was[k("registry-retry-after")] === undefined;
+  const quiet =
+    was[k("refresh-skip-streak")] === undefined &&
+    was[k("registry-retry-after")] === undefined &&
+    IMAGE_KEYS.every((key) => onPin(c, key, before.current[key] as string));
   if (!faulted && !t.faults.unresolved && before.stateSettled && unchanged && quiet) {
     must(result.outcome === "noop", "(7) a healthy unchanged tick did something");
     must(
@@ -166,7 +196,12 @@ function lastLine(c: Ctx): Record<string, string> | undefined {
 /** (1) no image is patched unless its own count+1 was persisted first, in this tick. */
 function checkRollouts(c: Ctx, verdicts: Record<string, string> | undefined): void {
   const { log, was, must } = c;
+  const back = reverts(log);
   log.forEach((e, i) => {
+    if (back.has(e)) {
+      checkRevert(c, e);
+      return;
+    }
     for (const key of carried(e)) {
       must(IMAGE_KEYS.includes(key), `(1) a patch pins an unknown repository: ${e.body}`);
       const n = attemptOf(was, PREFIX, key);
@@ -192,7 +227,46 @@ function checkRollouts(c: Ctx, verdicts: Record<string, string> | undefined): vo
         `(8) ${key} refreshed without a patch`,
       );
     if (verdicts[key] === "failed") must(tried, `(8) ${key} failed without a patch`);
+    // (9) a rollout failure of an image whose workload was patched this tick is reverted
+    // (onFailure: revert is the default): its reason says whether the revert settled, never the
+    // plain rollout_failed of onFailure: keep.
+    const patchedOk = log.some((e) => ok(e) && !back.has(e) && carried(e).includes(key));
+    const unreverted = c.w.lines.some((l) =>
+      l.includes(`image=${key} outcome=failed reason=rollout_failed `),
+    );
+    must(
+      !(patchedOk && unreverted),
+      `(9) ${key}'s rollout failed after a patch went through, and was not reverted`,
+    );
   }
+}
+
+/**
+ * (9) onFailure: revert — a revert patch names exactly the images the workload had before the
+ * tick, and a workload put back runs them when the tick ends (SPEC step 7).
+ */
+function checkRevert(c: Ctx, e: RequestLogEntry): void {
+  const name = workloadName(e);
+  const had = c.before.live[name] ?? [];
+  for (const op of imageOps(e)) {
+    const index = Number(/\/containers\/(\d+)\/image$/.exec(String(op.path))?.[1]);
+    c.must(
+      had[index]?.image === op.value,
+      `(9) the revert of ${name} sets ${op.value}, it had ${had[index]?.image}`,
+    );
+  }
+  if (!ok(e)) return;
+  // /apis/apps/v1/namespaces/<ns>/<plural>/<name>
+  const [ns, plural] = e.path.split("/").slice(5, 7);
+  const kind = { deployments: "Deployment", daemonsets: "DaemonSet", statefulsets: "StatefulSet" }[
+    plural ?? ""
+  ];
+  const spec = c.w.api.getObject(kind as "Deployment", ns as string, name)?.spec.template.spec;
+  const now = (spec?.containers ?? []).map((x: any) => x.image);
+  c.must(
+    now.join() === had.map((h) => h.image).join(),
+    `(9) ${name} was reverted but runs ${now.join()}, it had ${had.map((h) => h.image).join()}`,
+  );
 }
 
 /** (2) each count moves by this tick's own writes only: +1 when persisted, 0 after its reset. */
@@ -311,12 +385,20 @@ function checkUnresolved(c: Ctx, apiFaulted: boolean): void {
   const stale = log.filter(
     (e) => e.method === "POST" && e.path.endsWith("/events") && body(e)?.reason === "ImageStale",
   );
+  const limited = w.registry.log.some((e) => e.status === 429);
   let reached = 0;
+  let maybe = 0;
   for (const key of IMAGE_KEYS) {
     const name = k(`unresolved-streak-${key}`);
     const n = countOf(was[name]);
+    // a target of another repository holds the image first (SPEC step 6): no streak either way
+    if (targetsOf(c, key).some((t) => !sameRepo(c, key, t.image))) continue;
     if (resolved(key)) {
-      if (!apiFaulted) must(after[name] === undefined, `(10) ${key} resolved, its streak stayed`);
+      // a 429 aborts the HEADs still in flight (SPEC step 5): one the registry answered 200 to
+      // may never have reached the tick, so it may have gone either way
+      if (limited) {
+        if (numberOf(n) + 1 === MAX_UNRESOLVED) maybe += 1;
+      } else if (!apiFaulted) must(after[name] === undefined, `(10) ${key} resolved, its streak stayed`);
       continue;
     }
     must(result.outcome !== "noop", `(10) ${key} unresolved, yet the tick is noop`);
@@ -328,7 +410,10 @@ function checkUnresolved(c: Ctx, apiFaulted: boolean): void {
     must(after[name] === String(next), `(10) ${key}'s unresolved streak is not ${next}`);
   }
   if (!apiFaulted)
-    must(stale.length === reached, `(10) ${stale.length} ImageStale Events, ${reached} reached`);
+    must(
+      stale.length >= reached && stale.length <= reached + maybe,
+      `(10) ${stale.length} ImageStale Events, ${reached} reached (${maybe} more may have)`,
+    );
 }
 
 /**
@@ -379,4 +464,102 @@ function checkLegacy(c: Ctx, story: Story): void {
       Object.keys(after).every((name) => !isLegacy(name)),
       "(11) a legacy key is on the state object after the first counter write",
     );
+}
+
+// --- the live spec (SPEC step 6) -----------------------------------------------------------------
+
+/** Whether an image reference names the configured repository, in the forms this story writes. */
+function sameRepo(c: Ctx, key: string, image: string): boolean {
+  const repo = `${c.w.registry.host}/myorg/${key}`;
+  return image === repo || image.startsWith(`${repo}@`) || image.startsWith(`${repo}:`);
+}
+/** The images the image's target containers named before the tick. */
+const targetsOf = (c: Ctx, key: string) =>
+  (TARGETS[key] ?? []).map((t) => ({
+    ...t,
+    image: c.before.live[t.w.name]?.find((x) => x.name === t.container)?.image ?? "",
+  }));
+/** Every target of the image named the pin to this digest before the tick. */
+const onPin = (c: Ctx, key: string, digest: string) =>
+  targetsOf(c, key).every((t) => t.image === `${c.w.registry.host}/myorg/${key}@${digest}`);
+/** A human's pin, as this story writes them: a digest the registry never served, or another tag. */
+const humanPin = (c: Ctx, key: string, image: string) =>
+  image === `${c.w.registry.host}/myorg/${key}@sha256:${"9".repeat(64)}` ||
+  image === `${c.w.registry.host}/myorg/${key}:1.4.2`;
+
+/** The registry answered the image's HEAD with 200 and nothing this tick was rate-limited. */
+const resolvedOnly = (c: Ctx, key: string) =>
+  c.w.registry.log.some(
+    (e) => e.method === "HEAD" && e.path === `/v2/myorg/${key}/manifests/stable` && e.status === 200,
+  ) && !c.w.registry.log.some((e) => e.status === 429);
+
+/** The containers a workload patch sets the image of, by name, with the image it sets. */
+function patchedContainers(c: Ctx, e: RequestLogEntry): Array<{ name: string; image: string }> {
+  const spec = c.before.live[workloadName(e)] ?? [];
+  return imageOps(e).map((op: any) => {
+    const i = Number(/\/containers\/(\d+)\/image$/.exec(String(op.path))?.[1] ?? -1);
+    return { name: spec[i]?.name ?? "?", image: String(op.value) };
+  });
+}
+
+/**
+ * (12) a container that named another repository is never patched; (13) no two re-pins of an
+ * image without a tick between that found every target pinned to the recorded digest (a re-pin:
+ * a patch of the image to its recorded digest while the registry still serves it); (14) a
+ * container a human pinned is never patched, and once the image is resolved (a pause needs L)
+ * none of its workloads is.
+ */
+function checkLiveSpec(c: Ctx, story: Story, faulted: boolean): void {
+  const { log, was, before, must } = c;
+  const patches = log.filter((e) => imageOps(e).length > 0);
+  for (const e of patches)
+    for (const p of patchedContainers(c, e)) {
+      const key = IMAGE_KEYS.find((x) =>
+        TARGETS[x]?.some((t) => t.w.name === workloadName(e) && t.container === p.name),
+      );
+      const had = before.live[workloadName(e)]?.find((x) => x.name === p.name)?.image ?? "";
+      must(
+        key !== undefined && sameRepo(c, key, had),
+        `(12) ${workloadName(e)}/${p.name} ran ${had}, yet was patched`,
+      );
+    }
+  for (const key of IMAGE_KEYS) {
+    const R = was[k(`last-refreshed-${key}-digest`)];
+    const repin =
+      R !== undefined &&
+      R === before.current[key] &&
+      patches.some(
+        (e) =>
+          ok(e) && carried(e).includes(key) && patchedContainers(c, e).some((p) => p.image.endsWith(`@${R}`)),
+      );
+    if (repin) {
+      must(
+        story.repinArmed[key] === true,
+        `(13) ${key} re-pinned again without a tick that found its pin in place`,
+      );
+      story.repinArmed[key] = false;
+    } else if (
+      R !== undefined &&
+      R === before.current[key] &&
+      onPin(c, key, R) &&
+      before.stateSettled &&
+      !faulted
+    )
+      story.repinArmed[key] = true;
+    const pinned = targetsOf(c, key).filter((t) => humanPin(c, key, t.image));
+    for (const t of pinned)
+      must(
+        !patches.some(
+          (e) => workloadName(e) === t.w.name && patchedContainers(c, e).some((p) => p.name === t.container),
+        ),
+        `(14) ${t.w.name}/${t.container} was pinned by a human, yet patched`,
+      );
+    if (pinned.length > 0 && R !== undefined && resolvedOnly(c, key)) {
+      const names = new Set<string>((TARGETS[key] ?? []).map((t) => t.w.name));
+      must(
+        !patches.some((e) => names.has(workloadName(e))),
+        `(14) ${key} was pinned by a human, yet its workloads were patched`,
+      );
+    }
+  }
 }

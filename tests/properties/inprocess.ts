@@ -10,6 +10,7 @@ import { noopTelemetry } from "../../lib/telemetry.ts";
 import type { TickContext } from "../../lib/tick/context.ts";
 import { runTick, type TickResult } from "../../lib/tick/run.ts";
 import { type FaultRule, type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
+import { objectPath, patch } from "../../sim/apiserver/testing.ts";
 import type { Fault } from "../../sim/faults.ts";
 import { type SimRegistry, startRegistry } from "../../sim/registry.ts";
 import { scenarioConfig } from "../../sim/scenario.ts";
@@ -75,6 +76,11 @@ export interface InProcessWorld {
   tick(
     adjust?: (ctx: TickContext) => TickContext,
   ): Promise<{ result: TickResult; ms: number; budgetMs: number }>;
+  /**
+   * Someone else changes a container's image over the API, as `kubectl set image` does: a
+   * strategic merge patch with that writer's `fieldManager`. Its HTTP status.
+   */
+  setImage(w: WorkloadSpec, container: string, image: string, manager: string): Promise<number>;
   /** `image-refresh rearm [IMAGE...]`; its exit code. */
   rearm(images?: string[]): Promise<number>;
   annotations(): Record<string, string>;
@@ -107,6 +113,13 @@ export async function startInProcessWorld(): Promise<InProcessWorld> {
     reset() {
       api.faults.clear();
       registry.faults.clear();
+      current.api = registry.push("myorg/api", "stable");
+      current["node-agent"] = registry.push("myorg/node-agent", "stable", { multiArch: true });
+      current.sidecar = registry.push("myorg/sidecar", "stable");
+      // As seedScenario's `pinned` does: an installation in sync, each container on the build the
+      // registry serves, named by the registry's host (SPEC step 6 compares repository and digest).
+      const key = (container: string) =>
+        IMAGE_KEYS.find((k) => TARGETS[k]?.some((t) => t.container === container)) as string;
       for (const w of WORKLOADS) {
         if (api.getObject(w.kind, w.namespace, w.name)) api.deleteObject(w.kind, w.namespace, w.name);
         api.addWorkload({
@@ -114,12 +127,12 @@ export async function startInProcessWorld(): Promise<InProcessWorld> {
           namespace: w.namespace,
           name: w.name,
           replicas: w.replicas,
-          containers: w.containers.map((name) => ({ name, image: `myorg/${name}:stable` })),
+          containers: w.containers.map((name) => ({
+            name,
+            image: `${registry.host}/myorg/${key(name)}@${current[key(name)]}`,
+          })),
         });
       }
-      current.api = registry.push("myorg/api", "stable");
-      current["node-agent"] = registry.push("myorg/node-agent", "stable", { multiArch: true });
-      current.sidecar = registry.push("myorg/sidecar", "stable");
       api.clearLog();
       registry.clearLog();
       lines.length = 0;
@@ -136,6 +149,11 @@ export async function startInProcessWorld(): Promise<InProcessWorld> {
       } finally {
         clearTimeout(timer);
       }
+    },
+    async setImage(w, container, image, manager) {
+      const path = `${objectPath(w.kind, w.namespace, w.name)}?fieldManager=${manager}`;
+      const body = { spec: { template: { spec: { containers: [{ name: container, image }] } } } };
+      return (await patch(api, path, "application/strategic-merge-patch+json", body)).status;
     },
     async rearm(images: string[] = []) {
       return rearmCommand(await runtime(), false, images);

@@ -1,5 +1,5 @@
-// What SPEC says each image's counters are and which images a tick may roll out, computed
-// from the annotations and the observation alone, without lib/annotations.ts or lib/tick/:
+// What SPEC says each image's counters are, computed from the annotations alone, without
+// lib/annotations.ts or lib/tick/ (oracle-verdict.ts builds step 6 and isolation on it):
 // the properties compare plan() and the real tick against this, so a bug shared by the two
 // halves of lib cannot hide behind itself.
 import type { Config } from "../../lib/config.ts";
@@ -54,63 +54,4 @@ export const shares = (c: Config, a: string, b: string) => {
 export function countBlocks(c: Config, o: Observed, key: string): boolean {
   const n = attemptOf(o.state.annotations, c.annotationPrefix, key);
   return n.kind === "untrusted" || (n.kind === "trusted" && n.value >= c.maxRefreshAttempts);
-}
-
-/** Resolved, recorded, not rejected, and the registry's digest differs from the recorded one. */
-export function digestChanged(c: Config, o: Observed, key: string): boolean {
-  const img = c.images.find((i) => i.key === key);
-  const seen = o.digests?.[key];
-  const a = o.state.annotations;
-  const recorded = a[`${c.annotationPrefix}/last-refreshed-${key}-digest`];
-  if (!img || img.pinned || !seen?.ok || recorded === undefined) return false;
-  return seen.digest !== recorded && !rejected(c, o, key);
-}
-
-/** Paused by a human: the registry serves the digest they rejected (and there is a record). */
-export function rejected(c: Config, o: Observed, key: string): boolean {
-  const a = o.state.annotations;
-  const seen = o.digests?.[key];
-  const img = c.images.find((i) => i.key === key);
-  return (
-    !img?.pinned &&
-    seen?.ok === true &&
-    a[`${c.annotationPrefix}/last-refreshed-${key}-digest`] !== undefined &&
-    a[`${c.annotationPrefix}/rejected-${key}-digest`] === seen.digest
-  );
-}
-
-function targetsReadable(c: Config, o: Observed, key: string): boolean {
-  const img = c.images.find((i) => i.key === key);
-  return (img?.targets ?? []).every((t) => {
-    const w = o.workloads?.[wid(t)];
-    return w?.found === true && w.images[t.container] !== undefined;
-  });
-}
-
-/**
- * The images SPEC lets this tick roll out. Individually due: changed digest, count trusted and
- * below the maximum, not claimed by another tick, every target readable. Blockers: a locked-out
- * or untrusted count, a rejected build, or a due image that cannot start. Isolation: a due image
- * sharing a workload with a blocker waits with it and then blocks in turn, to a fixpoint.
- */
-export function expectedRollouts(c: Config, o: Observed): Set<string> {
-  const keys = c.images.map((i) => i.key);
-  const changed = keys.filter((k) => digestChanged(c, o, k));
-  const blocked = new Set(keys.filter((k) => countBlocks(c, o, k) || rejected(c, o, k)));
-  const due = new Set<string>();
-  for (const k of changed) {
-    if (blocked.has(k)) continue;
-    if (o.claimed?.includes(k) || !targetsReadable(c, o, k)) blocked.add(k);
-    else due.add(k);
-  }
-  for (let changedSet = true; changedSet; ) {
-    changedSet = false;
-    for (const k of due)
-      if ([...blocked].some((b) => b !== k && shares(c, k, b))) {
-        due.delete(k);
-        blocked.add(k);
-        changedSet = true;
-      }
-  }
-  return due;
 }

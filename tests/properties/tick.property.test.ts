@@ -10,13 +10,14 @@ import { rolloutStatus } from "../../lib/kube/settled.ts";
 import type { ControllerMode } from "../../sim/apiserver/index.ts";
 import type { Fault } from "../../sim/faults.ts";
 import { untrustedCounter } from "./arbitraries.ts";
-import { type Before, checkTick, type Story } from "./checks.ts";
+import { type Before, checkTick, newStory, type Story } from "./checks.ts";
 import {
   IMAGE_KEYS,
   type InProcessWorld,
   nthRequestFault,
   PREFIX,
   startInProcessWorld,
+  TARGETS,
   WORKLOADS,
 } from "./inprocess.ts";
 
@@ -26,6 +27,7 @@ const RUNS = Number(process.env.TICK_PROPERTY_RUNS ?? 30);
 const SEED_ENV = process.env.TICK_PROPERTY_SEED;
 const SEED = SEED_ENV === "random" ? undefined : Number(SEED_ENV ?? 1);
 const seen = new Set<string>();
+const reasons = new Set<string>();
 
 let w: InProcessWorld;
 beforeAll(async () => {
@@ -51,6 +53,8 @@ const countArb = fc.oneof(
   { weight: 4, arbitrary: fc.integer({ min: 0, max: 3 }).map(String) },
   { weight: 1, arbitrary: untrustedCounter },
 );
+/** Every target container, with its image key. */
+const TOUCHABLE = IMAGE_KEYS.flatMap((key) => (TARGETS[key] ?? []).map((t) => ({ key, ...t })));
 const stepArb = fc.record({
   push: fc.constantFrom(undefined, undefined, "api", "node-agent", "sidecar"),
   modes: fc.tuple(...WORKLOADS.map(() => modeArb)),
@@ -79,6 +83,28 @@ const stepArb = fc.record({
     { weight: 5, arbitrary: fc.constant(null) },
     { weight: 1, arbitrary: fc.record({ key: fc.constantFrom(...IMAGE_KEYS), value: countArb }) },
   ),
+  // someone else writes a target container's image: a deploy tool renders the tag over the pin,
+  // a human pins another build or tag, a config points at a container of another repository, or
+  // the human hands the container back with the floating tag (the command a pause prints)
+  touch: fc.oneof(
+    { weight: 6, arbitrary: fc.constant(null) },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        target: fc.constantFrom(...TOUCHABLE),
+        what: fc.constantFrom(
+          "rerender",
+          "rerender",
+          "human_digest",
+          "human_tag",
+          "other_repo",
+          "other_repo_tag",
+          "handback",
+          "handback",
+        ),
+      }),
+    },
+  ),
   rearm: fc.oneof(
     { weight: 7, arbitrary: fc.constant(undefined) },
     { weight: 1, arbitrary: fc.constant([] as string[]) },
@@ -102,9 +128,21 @@ const legacyArb = fc.oneof(
 
 function snapshot(modes: readonly ControllerMode[]): Before {
   const state = parseWorkload("Deployment", w.api.getObject("Deployment", "apps", "api"));
+  const live = Object.fromEntries(
+    WORKLOADS.map((x) => [
+      x.name,
+      w.api
+        .getObject(x.kind, x.namespace, x.name)
+        .spec.template.spec.containers.map((ct: { name: string; image: string }) => ({
+          name: ct.name,
+          image: ct.image,
+        })),
+    ]),
+  );
   return {
     annotations: { ...w.annotations() },
     current: { ...w.current },
+    live,
     stateSettled: (modes[0] ?? "healthy") === "healthy" && rolloutStatus(state).done,
     modes: Object.fromEntries(WORKLOADS.map((x, i) => [x.name, modes[i] ?? "healthy"])),
   };
@@ -128,31 +166,84 @@ function startStory(legacy: ValueOf<typeof legacyArb>): void {
 
 test("every tick of a random history keeps SPEC's invariants", async () => {
   await fc.assert(
-    fc.asyncProperty(legacyArb, fc.array(stepArb, { minLength: 3, maxLength: 7 }), async (legacy, steps) => {
-      startStory(legacy);
-      const story: Story = { migrated: false };
-      // The first tick records the digests, so later pushes are changes; it is checked too.
-      const first = snapshot([]);
-      const tick0 = await w.tick();
-      checkTick(w, {
-        before: first,
-        tick: tick0,
-        story,
-        faults: { api: false, registry: false, unresolved: false },
-      });
-      for (const s of steps) await step(s, story);
-    }),
+    fc.asyncProperty(
+      legacyArb,
+      gitopsArb,
+      fc.array(stepArb, { minLength: 3, maxLength: 7 }),
+      async (legacy, gitops, steps) => {
+        startStory(legacy);
+        const story = newStory();
+        story.gitops = gitops;
+        // The first tick records the digests, so later pushes are changes; it is checked too.
+        const first = snapshot([]);
+        const tick0 = await w.tick();
+        checkTick(w, {
+          before: first,
+          tick: tick0,
+          story,
+          faults: { api: false, registry: false, unresolved: false },
+        });
+        for (const s of steps) await step(s, story);
+      },
+    ),
     { numRuns: RUNS, endOnFailure: true, ...(SEED === undefined ? {} : { seed: SEED }) },
   );
   // Not vacuous: the histories reach the outcomes the invariants are about.
-  for (const o of ["refreshed", "failed", "skipped", "noop", "locked_out", "unresolved", "stale", "held"])
+  for (const o of [
+    "refreshed",
+    "failed",
+    "skipped",
+    "noop",
+    "locked_out",
+    "unresolved",
+    "stale",
+    "held",
+    "paused",
+  ])
     expect(seen).toContain(o);
+  // and the live spec's verdicts, as the tick's worst
+  for (const r of ["pin_restored", "pin_contested", "pinned_by_human", "target_mismatch"])
+    expect(reasons).toContain(r);
 }, 240_000);
+
+/** The image a touch writes, and the field manager that writes it (as kubectl, Helm, Argo CD name themselves). */
+function touched(t: NonNullable<ValueOf<typeof stepArb>["touch"]>): [string, string] {
+  const repo = `${w.registry.host}/myorg/${t.target.key}`;
+  if (t.what === "rerender") return [`${repo}:stable`, "helm"];
+  if (t.what === "human_digest") return [`${repo}@sha256:${"9".repeat(64)}`, "kubectl-set"];
+  if (t.what === "human_tag") return [`${repo}:1.4.2`, "kubectl-set"];
+  if (t.what === "other_repo") return ["envoy:1", "argocd-controller"];
+  // the floating tag, of another repository on the same registry
+  if (t.what === "other_repo_tag") return [`${w.registry.host}/myorg/other:stable`, "helm"];
+  return [`${repo}:stable`, "kubectl-set"];
+}
+
+/**
+ * Some stories have a GitOps-like tool that renders the floating tag back over one container
+ * before every tick, as Argo CD's self-heal does: one re-pin, then a contest, never a loop.
+ */
+const gitopsArb = fc.oneof(
+  { weight: 3, arbitrary: fc.constant(undefined) },
+  { weight: 1, arbitrary: fc.constantFrom(...TOUCHABLE) },
+);
 
 async function step(s: ValueOf<typeof stepArb>, story: Story): Promise<void> {
   w.api.faults.clear();
   w.registry.faults.clear();
-  if (s.rearm) await w.rearm(s.rearm);
+  if (s.rearm) {
+    await w.rearm(s.rearm);
+    // a re-arm removes the repin streaks too: the next re-render may be re-pinned again
+    for (const key of s.rearm.length ? s.rearm : IMAGE_KEYS) story.repinArmed[key] = true;
+  }
+  if (s.touch) {
+    const [image, manager] = touched(s.touch);
+    expect(await w.setImage(s.touch.target.w, s.touch.target.container, image, manager)).toBe(200);
+  }
+  const g = story.gitops as (typeof TOUCHABLE)[number] | undefined;
+  if (g) {
+    const image = `${w.registry.host}/myorg/${g.key}:stable`;
+    expect(await w.setImage(g.w, g.container, image, "argocd-controller")).toBe(200);
+  }
   if (s.scribble)
     w.api.setAnnotations("Deployment", "apps", "api", {
       [k(`refresh-attempt-${s.scribble.key}`)]: s.scribble.value,
@@ -185,6 +276,7 @@ async function step(s: ValueOf<typeof stepArb>, story: Story): Promise<void> {
   };
   checkTick(w, { before, tick, story, faults });
   seen.add(tick.result.outcome);
+  reasons.add(tick.result.reason);
 }
 
 test("a healthy, unchanged installation writes nothing, tick after tick", async () => {
@@ -197,8 +289,12 @@ test("a healthy, unchanged installation writes nothing, tick after tick", async 
     w.api.clearLog();
     const { result } = await w.tick();
     expect(result.outcome).toBe("noop");
-    expect(w.api.log.map((e) => `${e.method} ${e.path}`)).toEqual([
+    // SPEC step 4: the state object once, then each other target workload once, concurrently
+    const [first, ...rest] = w.api.log.map((e) => `${e.method} ${e.path}`);
+    expect([first, ...rest.sort()]).toEqual([
       "GET /apis/apps/v1/namespaces/apps/deployments/api",
+      "GET /apis/apps/v1/namespaces/agents/daemonsets/node-agent",
+      "GET /apis/apps/v1/namespaces/apps/deployments/api-proxy",
     ]);
   }
 });
@@ -219,7 +315,7 @@ async function checkedTick(story: Story, modes: ControllerMode[] = []): Promise<
 
 test("a flapping workload beside a healthy one: the healthy image is refreshed, reset and recorded, tick after tick", async () => {
   w.reset();
-  const story: Story = { migrated: false };
+  const story = newStory();
   await checkedTick(story);
   const flapProxy: ControllerMode[] = ["healthy", "flap", "healthy"];
   for (let attempt = 1; attempt <= 2; attempt++) {
@@ -248,7 +344,7 @@ test("a flapping workload beside a healthy one: the healthy image is refreshed, 
 
 test("a legacy lockout counts for every image until a counter write migrates it, and never comes back", async () => {
   startStory({ prefix: "tracebloc.io", both: false, attempt: "2", flap: "2" });
-  const story: Story = { migrated: false };
+  const story = newStory();
   await checkedTick(story);
   w.current["node-agent"] = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
   expect(await checkedTick(story)).toContain("node-agent: locked_out 2/2");
@@ -268,7 +364,7 @@ test("a legacy lockout counts for every image until a counter write migrates it,
 test("legacy keys under two prefixes all go in the migration: none is left to count again", async () => {
   // the configured prefix's legacy count wins; the other one must go all the same
   startStory({ prefix: "tracebloc.io", both: true, attempt: "2", flap: undefined });
-  const story: Story = { migrated: false };
+  const story = newStory();
   await checkedTick(story);
   expect(w.annotations()[k("refresh-attempt")]).toBe("1");
   for (let i = 0; i < 2; i++) {

@@ -91,12 +91,16 @@ describe("two ticks, one new digest", () => {
 
 describe("two ticks while flapping", () => {
   test("each race adds exactly one to the count, never skipping one; then one lockout", async () => {
-    // Only node-agent changes, and it never settles: every tick that rolls it out fails.
+    // Only node-agent changes, and its new build never settles: every tick that rolls it out
+    // fails and puts the old build back (onFailure: revert).
     const s = await makeScene("unchanged", (c) => (c.rolloutTimeout = "1s"));
     world = s.w;
     const w = s.w;
     const newDigest = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
-    w.api.setMode("DaemonSet", "agents", "node-agent", "flap");
+    const old = w.image("DaemonSet", "agents", "node-agent", "agent");
+    w.api.failImages("DaemonSet", "agents", "node-agent", [
+      `${w.registry.host}/myorg/node-agent@${newDigest}`,
+    ]);
     for (const [round, ms] of [400, 600, 800].entries()) {
       w.api.clearLog();
       const results = await race(w, ms);
@@ -110,7 +114,8 @@ describe("two ticks while flapping", () => {
       expect(storedPer(w), detail).toEqual({ api: [], "node-agent": [String(round + 1)] });
       expect(w.ours()[k("refresh-attempt-node-agent")]).toBe(String(round + 1));
       expect(w.ours()[k("refresh-attempt-api")]).toBeUndefined();
-      expect(patchesPer(w)["node-agent"], detail).toBe(1);
+      // The winner's patch and its revert; the loser patches nothing.
+      expect(patchesPer(w)["node-agent"], detail).toBe(2);
     }
     w.api.clearLog();
     const results = await race(w, 500);
@@ -123,6 +128,7 @@ describe("two ticks while flapping", () => {
     // The marker is a transition: one Event, whoever wrote it.
     expect(w.api.events.filter((e) => e.reason === "RefreshLockedOut")).toHaveLength(1);
     expect(w.api.log.filter((e) => e.method !== "GET")).toEqual([]);
-    expect(w.image("DaemonSet", "agents", "node-agent", "agent")).toContain(newDigest as string);
+    // Locked out with the DaemonSet healthy on the build it had.
+    expect(w.image("DaemonSet", "agents", "node-agent", "agent")).toBe(old);
   }, 60_000);
 });

@@ -2,7 +2,7 @@
 // when the same tick's refresh of another image fails or is held. Otherwise the image's next build
 // would itself pass for a first observation, and its workloads would never be re-imaged.
 import { afterEach, describe, expect, test } from "bun:test";
-import type { World } from "../world.ts";
+import { pinTargets, type World } from "../world.ts";
 import { k, makeScene, OLD, outcomeOf } from "./scene.ts";
 
 let world: World | undefined;
@@ -17,6 +17,7 @@ describe("SPEC step 6: first-observation digests are recorded if nothing else wr
     world = s.w;
     // api was recorded before (OLD) and changed; node-agent has never been recorded.
     s.w.api.setAnnotations("Deployment", "apps", "api", { [k("last-refreshed-api-digest")]: OLD });
+    await pinTargets(s.w, { api: OLD });
     s.w.api.setMode("Deployment", "apps", "api-proxy", "deadline");
     const r = await s.w.run();
     expect(r.code).toBe(1);
@@ -35,6 +36,7 @@ describe("SPEC step 6: first-observation digests are recorded if nothing else wr
       [k("last-refreshed-api-digest")]: OLD,
       [k("refresh-attempt-api")]: "x",
     });
+    await pinTargets(s.w, { api: OLD });
     const r = await s.w.run();
     expect(r.code).toBe(1);
     expect(outcomeOf(r)).toBe("held");
@@ -45,6 +47,7 @@ describe("SPEC step 6: first-observation digests are recorded if nothing else wr
     const s = await makeScene("first");
     world = s.w;
     s.w.api.setAnnotations("Deployment", "apps", "api", { [k("last-refreshed-api-digest")]: OLD });
+    await pinTargets(s.w, { api: OLD });
     s.w.api.setMode("Deployment", "apps", "api-proxy", "deadline");
     expect((await s.w.run()).code).toBe(1);
     // A new node-agent build lands before the next tick; the api rollout is then fixed.

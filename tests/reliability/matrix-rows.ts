@@ -209,6 +209,21 @@ export const ROWS: Row[] = [
     na: NO_409,
   },
   {
+    name: "target GET (node-agent), nothing due",
+    scenario: "unchanged",
+    target: { server: "api", method: "GET", path: AGENT_PATH, read: true },
+    // SPEC step 4: every settled tick reads its targets, so an unreadable one holds its image even
+    // with nothing due; api's targets were read and it stays a quiet no-op.
+    fault: {
+      outcome: "held",
+      verdicts: { api: "noop", "node-agent": "held" },
+      attempts: BOTH(null),
+      patched: [],
+    },
+    healthy: { outcome: "noop", verdicts: { api: "noop", "node-agent": "noop" }, noWrites: true },
+    na: NO_409,
+  },
+  {
     name: "flap marker",
     scenario: "lockout",
     target: { server: "api", method: "PATCH", path: STATE_PATH },
@@ -251,7 +266,8 @@ export const ROWS: Row[] = [
     name: "patch api-proxy",
     scenario: "changed",
     target: { server: "api", method: "PATCH", path: PROXY_PATH },
-    fault: apiFailed(["api", "node-agent"]),
+    // onFailure: revert puts api back (its second patch) before node-agent goes on.
+    fault: apiFailed(["api", "api", "node-agent"]),
     healthy: refreshed,
     na: NO_409,
   },
@@ -273,7 +289,10 @@ export const ROWS: Row[] = [
     name: "rollout list (api-proxy)",
     scenario: "changed",
     target: { server: "api", method: "GET", path: proxyList, read: true },
-    fault: apiFailed(ALL),
+    // A list that keeps failing is survivable: at the deadline one GET judges the rollout, and
+    // api-proxy did settle. A malformed list is terminal: the group fails and is reverted, newest first.
+    fault: refreshed,
+    columns: { malformed: apiFailed(["api", "api-proxy", "api-proxy", "api", "node-agent"]) },
     healthy: refreshed,
     na: NO_409,
     rolloutMs: 4000,

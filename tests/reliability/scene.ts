@@ -5,7 +5,15 @@ import { settled } from "../../sim/apiserver/testing.ts";
 import type { Fault } from "../../sim/faults.ts";
 import type { RunResult } from "../binary.ts";
 import { SPEC_SEVERITY, specExitCode } from "../spec-outcomes.ts";
-import { PREFIX, STATE_PATH, startWorld, type World } from "../world.ts";
+import {
+  floatTargets,
+  PREFIX,
+  pinTargets,
+  SCENARIO_TARGETS,
+  STATE_PATH,
+  startWorld,
+  type World,
+} from "../world.ts";
 
 export const k = (name: string) => `${PREFIX}/${name}`;
 export const OLD = `sha256:${"0".repeat(64)}`;
@@ -14,16 +22,11 @@ export const AGENT_PATH = "/apis/apps/v1/namespaces/agents/daemonsets/node-agent
 export const EVENTS_PATH = "/apis/events.k8s.io/v1/namespaces/apps/events";
 export { STATE_PATH };
 
-type Kind = "Deployment" | "DaemonSet";
 /** The default world's targets per image key: what a recorded digest vouches for. */
-export const TARGETS: Record<string, Array<{ kind: Kind; ns: string; name: string; container: string }>> = {
-  api: [
-    { kind: "Deployment", ns: "apps", name: "api", container: "api" },
-    { kind: "Deployment", ns: "apps", name: "api-proxy", container: "proxy" },
-  ],
-  "node-agent": [{ kind: "DaemonSet", ns: "agents", name: "node-agent", container: "agent" }],
-};
-const REPO: Record<string, string> = { api: "myorg/api", "node-agent": "myorg/node-agent" };
+export const TARGETS = Object.fromEntries(
+  Object.entries(SCENARIO_TARGETS).map(([key, img]) => [key, img.targets]),
+);
+const REPO = Object.fromEntries(Object.entries(SCENARIO_TARGETS).map(([key, img]) => [key, img.repository]));
 const PATH_OF: Record<string, string> = {
   api: STATE_PATH,
   "api-proxy": PROXY_PATH,
@@ -75,17 +78,22 @@ export async function makeScene(
 ): Promise<Scene> {
   const w = await startWorld();
   if (tweak) w.writeConfig(tweak);
-  const digests = {
+  const digests: Record<string, string> = {
     api: w.registry.push("myorg/api", "stable"),
     "node-agent": w.registry.push("myorg/node-agent", "stable", { multiArch: true }),
   };
   const a: Record<string, string> = {};
   if (scenario !== "first") {
     const stale = ["changed", "streak", "lockout"].includes(scenario);
-    for (const key of Object.keys(digests))
-      a[k(`last-refreshed-${key}-digest`)] = stale
-        ? OLD
-        : ((digests as Record<string, string>)[key] as string);
+    const recorded = Object.fromEntries(
+      Object.keys(digests).map((key) => [key, stale ? OLD : (digests[key] as string)]),
+    );
+    for (const [key, digest] of Object.entries(recorded)) a[k(`last-refreshed-${key}-digest`)] = digest;
+    // The containers run what the record says, pinned by image-refresh's earlier refresh.
+    await pinTargets(w, recorded);
+  } else {
+    // Never observed: the containers name the floating tag, as a fresh installation's do.
+    await floatTargets(w, Object.keys(digests));
   }
   if (scenario === "streak") a[k("refresh-skip-streak")] = "2";
   if (scenario === "lockout") a[k("refresh-attempt")] = "3";

@@ -9,7 +9,7 @@ import { startCollector } from "../../sim/collector.ts";
 import { type SimRegistry, startRegistry } from "../../sim/registry.ts";
 import { generateTls } from "../../sim/tls.ts";
 import type { RunResult } from "../binary.ts";
-import { startWorld, type World } from "../world.ts";
+import { floatTargets, SCENARIO_TARGETS, startWorld, type World } from "../world.ts";
 import { k, outcomeOf, STATE_PATH } from "./scene.ts";
 import { BIN, run, start } from "./spawn.ts";
 
@@ -42,6 +42,10 @@ function dockerConfig(w: World, host: string, password = PASSWORD): string {
   return path;
 }
 
+/** The targets name the registry the config names, as their pulls must (SPEC step 6 compares repositories). */
+const onRegistry = (w: World, reg: SimRegistry) =>
+  floatTargets(w, Object.keys(SCENARIO_TARGETS), { host: reg.host });
+
 /** A world whose registry wants credentials, over TLS from a second CA the binary also trusts. */
 async function privateRegistryWorld() {
   const w = await world();
@@ -53,6 +57,7 @@ async function privateRegistryWorld() {
   w.writeConfig((c) => {
     c.registry = { host: reg.host, dockerConfigJson: docker };
   });
+  await onRegistry(w, reg);
   return { w, reg, env: { NODE_EXTRA_CA_CERTS: bundle } };
 }
 
@@ -187,6 +192,7 @@ describe("registry credentials stay with their registry", () => {
       w.writeConfig(
         (c) => (c.registry = { host: reg.host, endpoint: reg.url, insecure, dockerConfigJson: docker }),
       );
+      await onRegistry(w, reg);
       const r = await run(w);
       if (insecure) {
         expect(outcomeOf(r)).toBe("recorded");

@@ -1,0 +1,188 @@
+// SPEC "One tick" step 6 per image and the isolation of "Precise rules", computed from the
+// annotations, the registry's answers and the generator's truth about every container (its class,
+// digest and last writer), without lib/tick/ or lib/registry/image-ref.ts: the plan properties
+// compare plan() with this, so a rule both halves of lib get wrong cannot hide behind itself.
+import type { Config, Target } from "../../lib/config.ts";
+import type { Observed } from "../../lib/tick/model.ts";
+import type { LiveTruth, Truth } from "./live-images.ts";
+import { attemptOf, countOf, shares } from "./oracle.ts";
+
+const wid = (t: { kind: string; namespace: string; name: string }) => `${t.kind}/${t.namespace}/${t.name}`;
+/** A target container, as the re-pin's `only` names it. */
+export const slotOf = (t: Target) => `${wid(t)}/${t.container}`;
+
+/** The refresh an image wants: a new build to every target, or a re-pin of the off-pin ones to R. */
+export interface Wanted {
+  digest: string;
+  repin: boolean;
+  /** The target containers it patches (`<kind>/<namespace>/<name>/<container>`). */
+  only: string[];
+}
+
+export interface Expected {
+  outcome: string;
+  reason: string;
+  /** Holds every workload it has a container in, before isolation. */
+  blocks: boolean;
+  /** How far step 6 went: the targets were all readable and of the configured repository. */
+  targetsOk: boolean;
+  /** Resolved, recorded and not paused by a human: an existing pause marker is removed. */
+  pastPause: boolean;
+  /** The first container a human pinned, which pauses the image. */
+  pauser?: LiveTruth;
+  /** The refresh step 6 asks for, before the count rules of step 7. */
+  wanted?: Wanted;
+  /** The refresh the image starts, after the count rules and isolation. */
+  due?: Wanted;
+}
+
+interface Ctx {
+  c: Config;
+  o: Observed;
+  t: Truth;
+  key: string;
+}
+const ann = ({ c, o }: Ctx, name: string) => o.state.annotations[`${c.annotationPrefix}/${name}`];
+const imageOf = ({ c, key }: Ctx) => c.images.find((i) => i.key === key);
+
+/** Every target with what was read of it: the workload and the container's truth. */
+function targetsOf(x: Ctx) {
+  return (imageOf(x)?.targets ?? []).map((tg) => ({
+    tg,
+    w: x.o.workloads?.[wid(tg)],
+    live: x.t[wid(tg)]?.[tg.container],
+  }));
+}
+
+/** The digests a pin may name without being a human's: R, L and the candidates. */
+function knownDigests(x: Ctx, R: string, L: string): string[] {
+  const raw = ann(x, `candidates-${x.key}`) ?? "";
+  return [R, L, ...raw.split(",").map((e) => e.split("=")[0] ?? "")];
+}
+
+/** The first target container (config order) that a human pinned: same repository, not ours, unknown. */
+export function humanPinOf(c: Config, o: Observed, t: Truth, key: string): LiveTruth | undefined {
+  const x = { c, o, t, key };
+  const seen = o.digests?.[key];
+  const R = ann(x, `last-refreshed-${key}-digest`);
+  if (!seen?.ok || R === undefined) return undefined;
+  const known = knownDigests(x, R, seen.digest);
+  return targetsOf(x)
+    .map((y) => y.live)
+    .find(
+      (l) =>
+        l !== undefined &&
+        !l.ours &&
+        (l.kind === "other_tag" || (l.kind === "digest" && !known.includes(l.digest as string))),
+    );
+}
+
+/**
+ * Every target of the image read, in the configured repository and pinned to its recorded digest
+ * R, whatever the registry says: the tick that finds this ends a repin streak.
+ */
+export function onThePin(c: Config, o: Observed, t: Truth, key: string): boolean {
+  const x = { c, o, t, key };
+  const R = ann(x, `last-refreshed-${key}-digest`);
+  if (R === undefined || imageOf(x)?.pinned) return false;
+  const targets = targetsOf(x);
+  return targets.every(({ w, live }) => w?.found === true && live?.kind === "digest" && live.digest === R);
+}
+
+/** The off-pin containers of a re-render include one that another writer put there. */
+export function foreignOffPin(c: Config, o: Observed, t: Truth, key: string): boolean {
+  const x = { c, o, t, key };
+  const R = ann(x, `last-refreshed-${key}-digest`);
+  return targetsOf(x).some(({ live }) => live !== undefined && live.digest !== R && !live.ours);
+}
+
+/** One image's verdict, before isolation. */
+export function judge(c: Config, o: Observed, t: Truth, key: string): Expected {
+  const x: Ctx = { c, o, t, key };
+  const n = attemptOf(o.state.annotations, c.annotationPrefix, key);
+  const countBlocks = n.kind === "untrusted" || (n.kind === "trusted" && n.value >= c.maxRefreshAttempts);
+  const e: Expected = { outcome: "", reason: "", blocks: countBlocks, targetsOk: false, pastPause: false };
+  const say = (outcome: string, reason: string, blocks = e.blocks) =>
+    Object.assign(e, { outcome, reason, blocks });
+  if (imageOf(x)?.pinned) return say("noop", "pinned");
+  const targets = targetsOf(x);
+  if (targets.some(({ w, live }) => w?.found !== true || live === undefined))
+    return say("held", "target_unavailable", true);
+  if (targets.some(({ live }) => live?.kind === "other_repo")) return say("held", "target_mismatch", true);
+  e.targetsOk = true;
+  const seen = o.digests?.[key];
+  if (!seen?.ok) return unresolvedVerdict(x, e);
+  const R = ann(x, `last-refreshed-${key}-digest`);
+  if (R === undefined) return say("recorded", "first_observation");
+  e.pauser = humanPinOf(c, o, t, key);
+  if (e.pauser) return say("paused", "pinned_by_human", true);
+  e.pastPause = true;
+  if (ann(x, `rejected-${key}-digest`) === seen.digest) return say("paused", "build_rejected", true);
+  if (seen.digest !== R) {
+    e.wanted = { digest: seen.digest, repin: false, only: targets.map(({ tg }) => slotOf(tg)) };
+    return counted(x, e);
+  }
+  const off = targets.filter(({ live }) => live?.digest !== R);
+  if (off.length === 0) return say("noop", "unchanged");
+  if (c.reconcile === "report") return say("drifted", "tag_rerendered");
+  // Only another writer contests the pin; image-refresh's own revert of a failed re-pin is retried.
+  const foreign = off.some(({ live }) => live?.ours !== true);
+  if (ann(x, `repin-streak-${key}`) !== undefined && foreign) return say("held", "pin_contested", true);
+  e.wanted = { digest: R, repin: true, only: off.map(({ tg }) => slotOf(tg)) };
+  return counted(x, e);
+}
+
+function unresolvedVerdict(x: Ctx, e: Expected): Expected {
+  const streak = countOf(ann(x, `unresolved-streak-${x.key}`));
+  if (streak.kind === "untrusted")
+    return Object.assign(e, { outcome: "error", reason: "unresolved_streak_untrusted" });
+  const next = (streak.kind === "trusted" ? streak.value : 0) + 1;
+  if (next >= x.c.maxUnresolvedTicks)
+    return Object.assign(e, { outcome: "stale", reason: "unresolved_ceiling" });
+  return Object.assign(e, { outcome: "unresolved", reason: "unresolved" });
+}
+
+/** Step 7's count rules, in their order: untrusted, lockout, claimed by another tick, cannot start. */
+function counted(x: Ctx, e: Expected): Expected {
+  const n = attemptOf(x.o.state.annotations, x.c.annotationPrefix, x.key);
+  if (n.kind === "untrusted") return Object.assign(e, { outcome: "held", reason: "attempt_untrusted" });
+  if (n.kind === "trusted" && n.value >= x.c.maxRefreshAttempts)
+    return Object.assign(e, { outcome: "locked_out", reason: "flap_lockout" });
+  if (x.o.claimed?.includes(x.key))
+    return Object.assign(e, { outcome: "held", reason: "attempt_claimed", blocks: true });
+  if (targetsOf(x).some(({ w }) => w?.found === true && w.blocked !== undefined))
+    return Object.assign(e, { outcome: "held", reason: "target_unavailable", blocks: true });
+  const repin = e.wanted?.repin === true;
+  return Object.assign(e, {
+    outcome: "refreshed",
+    reason: repin ? "pin_restored" : "digest_changed",
+    due: e.wanted,
+  });
+}
+
+const BLOCKING = ["held", "locked_out", "paused"];
+
+/**
+ * Every image's verdict after isolation: a due image that shares a workload with a blocking one
+ * waits with it (held, locked out or paused as that one is, reason shared_workload) and then
+ * blocks in turn, to a fixpoint.
+ */
+export function expectedVerdicts(c: Config, o: Observed, t: Truth): Map<string, Expected> {
+  const all = new Map(c.images.map((i) => [i.key, judge(c, o, t, i.key)]));
+  const blocker = (e: Expected) => e.blocks || BLOCKING.includes(e.outcome);
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const [key, e] of all) {
+      if (!e.due) continue;
+      if (![...all].some(([b, be]) => b !== key && blocker(be) && shares(c, key, b))) continue;
+      Object.assign(e, { due: undefined, outcome: "waits", reason: "shared_workload", blocks: true });
+      changed = true;
+    }
+  }
+  return all;
+}
+
+/** The images SPEC lets this tick roll out. */
+export function expectedRollouts(c: Config, o: Observed, t: Truth): Set<string> {
+  return new Set([...expectedVerdicts(c, o, t)].filter(([, e]) => e.due).map(([k]) => k));
+}
