@@ -391,50 +391,7 @@ const cases: Case[] = [
       { type: "record-digests", digests: { "node-agent": D("e") } },
     ],
   },
-  // The live spec of the targets.
-  {
-    name: "a target container that runs another repository is never patched: held, target_mismatch, whatever the registry says",
-    o: both(newApi, (o) => {
-      o.workloads!["Deployment/apps/api-proxy"] = { found: true, images: { proxy: "envoy:1" } };
-    }),
-    outcome: "held",
-    reason: "target_mismatch",
-    images: { api: "held/target_mismatch", "node-agent": "noop/unchanged" },
-    actions: [],
-  },
-  {
-    name: "a mismatch holds an image even while the registry says nothing new",
-    o: (o) => {
-      o.workloads!["DaemonSet/agents/node-agent"] = {
-        found: true,
-        images: { agent: "ghcr.io/other/agent:1" },
-      };
-    },
-    outcome: "held",
-    images: { api: "noop/unchanged", "node-agent": "held/target_mismatch" },
-    actions: [],
-  },
-  {
-    name: "Docker Hub's names are one registry: index.docker.io and a pin by digest are the configured repository",
-    o: both(newApi, (o) => {
-      o.workloads!["Deployment/apps/api"] = {
-        found: true,
-        images: { api: `index.docker.io/myorg/api@${D("a")}`, sidecar: "envoy" },
-      };
-    }),
-    outcome: "refreshed",
-    actions: REFRESH_API,
-  },
-  {
-    name: "a target that cannot be read holds its image even with nothing due",
-    o: (o) => {
-      o.workloads!["DaemonSet/agents/node-agent"] = { found: false, message: "Forbidden (403)" };
-    },
-    outcome: "held",
-    reason: "target_unavailable",
-    images: { api: "noop/unchanged", "node-agent": "held/target_unavailable" },
-    actions: [],
-  },
+  // The live spec of the targets: plan.live.test.ts; here only what a rollout needs of them.
   {
     name: "a target whose rollout cannot start (OnDelete) holds only a due refresh",
     o: (o) => {
