@@ -292,4 +292,4 @@ test("demo plays the per-image story offline and exits 0", async () => {
     "outcome: locked_out (flap_lockout): api: refreshed; node-agent: locked_out 3/3",
   );
   expect(r.stdout).toContain("rejected myorg/node-agent@sha256:");
-});
+}, 60_000);

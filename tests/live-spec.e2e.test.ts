@@ -5,8 +5,8 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { imageOwners } from "../lib/kube/managed-fields.ts";
 import type { WorkloadKind } from "../lib/kube/objects.ts";
+import { settled, waitFor } from "../sim/apiserver/testing.ts";
 import { kubectlFor } from "./kubectl.ts";
-import { settled } from "./settle.ts";
 import { needTool } from "./tools.ts";
 import { PREFIX, recorded, startWorld, type World } from "./world.ts";
 
@@ -39,7 +39,7 @@ async function setImage(
   manager: string,
 ) {
   w.api.setImage(kind, ns, name, container, image, { manager });
-  await settled(w.api, kind, ns, name);
+  await waitFor(w.api, kind, ns, name, settled);
 }
 
 /** Workload patches the API server accepted, by workload name. */

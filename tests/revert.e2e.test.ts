@@ -4,8 +4,8 @@
 // simulated cluster's `failImages` is a bad build: any rollout to it never becomes available,
 // while a rollout back to the old images settles.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { settled, waitFor } from "../sim/apiserver/testing.ts";
 import { start } from "./reliability/spawn.ts";
-import { settled } from "./settle.ts";
 import { PREFIX, recorded, startWorld, type World } from "./world.ts";
 
 const k = (name: string) => `${PREFIX}/${name}`;
@@ -142,7 +142,7 @@ describe("a re-pin that fails", () => {
     const R = w.ours()[k("last-refreshed-api-digest")] as string;
     const tag = `${w.registry.host}/myorg/api:stable`;
     w.api.setImage("Deployment", "apps", "api-proxy", "proxy", tag, { manager: "helm" });
-    await settled(w.api, "Deployment", "apps", "api-proxy");
+    await waitFor(w.api, "Deployment", "apps", "api-proxy", settled);
     w.api.failImages("Deployment", "apps", "api-proxy", [pin(R)]);
     for (const n of [1, 2, 3]) {
       const r = await w.run();

@@ -8,12 +8,12 @@
 // The demo is loaded only by `image-refresh demo` (a chunk of its own), so the simulators it
 // imports cost a tick nothing.
 import { type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
+import { settled, waitFor } from "../../sim/apiserver/testing.ts";
 import { type SimRegistry, startRegistry } from "../../sim/registry.ts";
 import { scenarioConfig, seedScenario } from "../../sim/scenario.ts";
 import { generateTls } from "../../sim/tls.ts";
 import type { CliArgs } from "../cli.ts";
-import { parseWorkload, type WorkloadKind } from "../kube/objects.ts";
-import { rolloutStatus } from "../kube/settled.ts";
+import type { WorkloadKind } from "../kube/objects.ts";
 import { createLogger } from "../log.ts";
 import { writeStdout } from "../output.ts";
 import { noopTelemetry } from "../telemetry.ts";
@@ -62,7 +62,8 @@ async function liveSpec(api: SimApiServer, registry: SimRegistry, tick: Tick): P
     manager: string,
   ) => {
     api.setImage(kind, ns, name, c, image, { manager });
-    await settled(api, kind, ns, name);
+    // Its rollout runs to the end first, as `helm upgrade --wait` would: the next tick meets it settled.
+    await waitFor(api, kind, ns, name, settled, 5000);
   };
   const previous = api.getObject("Deployment", "apps", "api-proxy").spec.template.spec.containers[0].image;
   out("\n── `helm upgrade` renders myorg/api:stable over the pin of Deployment apps/api");
@@ -90,15 +91,6 @@ async function liveSpec(api: SimApiServer, registry: SimRegistry, tick: Tick): P
     await tick("reverted again: the pin is contested; no second re-pin, no restart loop (exit 1)"),
   );
   return outcomes;
-}
-
-/** Waits for another writer's rollout to finish, as `helm upgrade --wait` would, so the next tick meets it settled. */
-async function settled(api: SimApiServer, kind: WorkloadKind, ns: string, name: string): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if (rolloutStatus(parseWorkload(kind, api.getObject(kind, ns, name))).done) return;
-    await Bun.sleep(10);
-  }
-  throw new Error(`${kind} ${ns}/${name} did not settle`);
 }
 
 export async function demoCommand(_args: CliArgs): Promise<number> {

@@ -120,13 +120,13 @@ export async function buildReport(rt: Runtime, named: readonly string[] = []): P
     : new Map();
   const observed = { ...observedFor(c, state, rollout.done, digests, live), clock };
   const verdicts = new Map(plan(observed, c).images.map((v) => [v.key, v]));
-  const liveOf = (img: Config["images"][number]) => liveImage(img, observed, c)?.containers ?? [];
   const keys = annotationKeys(c.annotationPrefix);
   const images = wanted.map((img): ImageStatus => {
     const counters = imageCounters(a, c.annotationPrefix, img.key);
     const r = digests.get(img.repository);
     const recorded = a[keys.digest(img.key)] ?? null;
     const v = verdicts.get(img.key);
+    const containers = liveImage(img, observed, c)?.containers ?? [];
     return {
       key: img.key,
       repository: img.repository,
@@ -151,7 +151,7 @@ export async function buildReport(rt: Runtime, named: readonly string[] = []): P
           recorded,
         ),
         ...classified(
-          liveOf(img).find((x) => x.target === t),
+          containers.find((x) => x.target === t),
           recorded,
         ),
       })),

@@ -116,6 +116,18 @@ export function containerImages(w: Workload): Map<string, { image: string; path:
   return out;
 }
 
+/**
+ * The JSON patch that sets container images by index, each guarded by a `test` of the name at
+ * that index: a renamed or reordered container fails the patch instead of getting another
+ * container's image (a strategic merge would append a new container instead).
+ */
+export function imagePatchOps(containers: ReadonlyArray<{ name: string; image: string; path: string }>) {
+  return containers.flatMap((c) => [
+    { op: "test", path: `${c.path}/name`, value: c.name },
+    { op: "replace", path: `${c.path}/image`, value: c.image },
+  ]);
+}
+
 const PLURAL: Record<WorkloadKind, string> = {
   Deployment: "deployments",
   DaemonSet: "daemonsets",

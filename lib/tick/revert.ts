@@ -4,12 +4,12 @@
 // incremented, so after maxRefreshAttempts reverted failures the image is locked out with its
 // workloads healthy on the old build. A stopped tick (SIGTERM) starts no revert: the next tick
 // finds the workloads as they are and goes on.
-import { waitForRollout } from "../kube/rollout.ts";
 import type { Workload } from "../kube/workloads.ts";
-import { baseAttrs, type Failure, failImage, postEvent, type Run, remember } from "./apply.ts";
+import { baseAttrs, type Failure, failImage, postEvent, type Run } from "./apply.ts";
 import type { ImageVerdict, WorkloadRef } from "./model.ts";
 import { describeWorkload, workloadId } from "./model.ts";
 import { stateRef } from "./observe.ts";
+import { patchImages, waitForImages } from "./workload-patch.ts";
 
 /** One workload this tick patched: what its containers named before, for a revert. */
 export interface Patched {
@@ -73,30 +73,19 @@ export async function revertGroup(
 async function revertOne(run: Run, p: Patched): Promise<string | undefined> {
   const { ctx } = run;
   const what = describeWorkload(p.workload);
-  const ops = p.containers.flatMap((c) => [
-    { op: "test", path: `${c.path}/name`, value: c.name },
-    { op: "replace", path: `${c.path}/image`, value: c.image },
-  ]);
   const attributes = { "k8s.workload": what, "image_refresh.revert.containers": p.containers.length };
   return ctx.telemetry.span("revert", { kind: "internal", attributes }, async (span) => {
     let updated: Workload;
     try {
-      updated = await ctx.kube.jsonPatch(p.workload, ops);
-      if (workloadId(p.workload) === workloadId(stateRef(ctx.config))) remember(run, updated);
+      // The same guarded patch as forward: a container renamed meanwhile fails it.
+      updated = await patchImages(run, p.workload, p.containers);
     } catch (err) {
       span.setError("patch_failed", (err as Error).message);
       return `cannot patch ${what} back: ${(err as Error).message}`;
     }
     const summary = p.containers.map((c) => `${c.name}=${c.image}`).join(" ");
     ctx.log.warn(`reverting ${what}: ${summary}; waiting for the rollout`, { workload: what });
-    const r = await waitForRollout(ctx.kube, p.workload, {
-      afterGeneration: updated.metadata.generation,
-      expectImages: Object.fromEntries(p.containers.map((c) => [c.name, c.image])),
-      timeoutMs: ctx.config.rolloutTimeoutMs,
-      signal: ctx.signal,
-      telemetry: ctx.telemetry,
-      log: ctx.log,
-    });
+    const r = await waitForImages(run, p.workload, updated, p.containers);
     span.setAttributes({ "image_refresh.revert.ok": r.ok });
     if (r.ok) {
       ctx.log.info(`${what} is back on its old images: ${r.message}`, { workload: what });

@@ -1,13 +1,13 @@
 // One workload's rollout inside apply: the guarded patch, the wait, and what a failure means for
 // the images that move together with it (its group). Other groups go on.
 import { ApiError } from "../kube/errors.ts";
-import { waitForRollout } from "../kube/rollout.ts";
 import type { Workload } from "../kube/workloads.ts";
-import { baseAttrs, type Failure, failImage, postEvent, type Run, remember } from "./apply.ts";
+import { baseAttrs, type Failure, failImage, postEvent, type Run } from "./apply.ts";
 import type { Rollout } from "./model.ts";
 import { describeWorkload, workloadId } from "./model.ts";
 import { stateRef } from "./observe.ts";
 import { type Patched, revertGroup } from "./revert.ts";
+import { patchImages, waitForImages } from "./workload-patch.ts";
 
 export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
   if (run.failed.has(a.group)) return;
@@ -23,12 +23,7 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
   const id = workloadId(a.workload);
   const what = describeWorkload(a.workload);
   const paths = run.obs.paths[id] ?? {};
-  // test-then-replace by index: a renamed or reordered container fails the patch instead of
-  // getting the image of another container (a strategic merge would append a new container).
-  const ops = a.containers.flatMap((c) => [
-    { op: "test", path: `${paths[c.name]}/name`, value: c.name },
-    { op: "replace", path: `${paths[c.name]}/image`, value: c.image },
-  ]);
+  const images = a.containers.map((c) => ({ ...c, path: paths[c.name] as string }));
   const summary = a.containers.map((c) => `${c.name}=${c.image}`).join(" ");
   if (ctx.dryRun) {
     ctx.log.info(`dry run: would PATCH ${what} ${summary} and wait for its rollout`);
@@ -37,8 +32,7 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
   const started = ctx.now();
   let updated: Workload;
   try {
-    updated = await ctx.kube.jsonPatch(a.workload, ops);
-    if (id === workloadId(stateRef(ctx.config))) remember(run, updated);
+    updated = await patchImages(run, a.workload, images);
   } catch (err) {
     // Refused before any workload of the group was touched (e.g. a container renamed since it
     // was read, so the patch's `test` failed): nothing started, so held, not failed. The count stays.
@@ -55,14 +49,7 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
   run.started.add(a.group);
   run.patched.push({ group: a.group, workload: a.workload, containers: before(run, a, paths) });
   ctx.log.info(`patched ${what}: ${summary}; waiting for the rollout`, { workload: what, images: a.images });
-  const r = await waitForRollout(ctx.kube, a.workload, {
-    afterGeneration: updated.metadata.generation,
-    expectImages: Object.fromEntries(a.containers.map((c) => [c.name, c.image])),
-    timeoutMs: ctx.config.rolloutTimeoutMs,
-    signal: ctx.signal,
-    telemetry: ctx.telemetry,
-    log: ctx.log,
-  });
+  const r = await waitForImages(run, a.workload, updated, images);
   const seconds = (ctx.now() - started) / 1000;
   for (const key of a.images)
     ctx.telemetry.histogram("image_refresh.rollout.duration", seconds, {

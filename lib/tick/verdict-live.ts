@@ -120,6 +120,8 @@ function contested(
 }
 
 /** `<digest>=<time>,...`: the digests only; anything unreadable is ignored. */
+// Not parseCandidates: an entry whose time is unreadable still names a build this installation
+// saw, so a pin to it is no human's; the soak drops such an entry from its own list.
 export function candidateDigests(raw: string | undefined): string[] {
   if (!raw) return [];
   return raw

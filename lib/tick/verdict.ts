@@ -34,12 +34,12 @@ export function judgeImage(img: ImageConfig, o: Observed, c: Config): Judgement 
   const j: Judgement = { verdict: base, blocks, writes: {}, countsStreak: false, flap: false };
   if (img.pinned) return say(j, "noop", "pinned", `${img.key} is pinned: never resolved, never touched`);
   const live = liveImage(img, o, c);
+  const recorded = a[keys.digest];
   if (live) {
     const held = targetFindings(j, img, live, c);
     if (held) return held;
     // Known from the targets alone, so an unresolved image still says whether it runs its pin.
-    const R = a[keys.digest];
-    j.verdict.inSync = R !== undefined && live.containers.every((x) => x.digest === R);
+    j.verdict.inSync = recorded !== undefined && live.containers.every((x) => x.digest === recorded);
     // The first tick that finds the pin in place ends a repin streak, whatever the registry
     // says now: a later re-render then gets its one re-pin again.
     if (j.verdict.inSync && a[keys.repin] !== undefined) j.writes[keys.repin] = null;
@@ -47,7 +47,6 @@ export function judgeImage(img: ImageConfig, o: Observed, c: Config): Judgement 
   const seen = o.digests?.[img.key];
   if (!seen?.ok) return unresolved(j, img, counters, c, seen?.ok === false ? seen : undefined);
   if (a[keys.unresolved] !== undefined) j.writes[keys.unresolved] = null;
-  const recorded = a[keys.digest];
   const L = seen.digest;
   j.verdict.digest = L;
   if (recorded === undefined) {
