@@ -75,3 +75,26 @@ test.skipIf(noKubectlWay)(
   },
   20_000,
 );
+
+test("the start-up relay passes a tick through unchanged and times its first connection", async () => {
+  const relayed = await startBenchWorld({ relay: true });
+  try {
+    expect(relayed.apiUrl).not.toBe(relayed.api.url);
+    expect(outcomeOf(await runProduct(relayed))).toBe("recorded");
+    relayed.clearLogs();
+    expect(relayed.firstConnectionAt()).toBeUndefined();
+    const r = await runProduct(relayed);
+    expect(outcomeOf(r)).toBe("noop");
+    // Every API request went through the relay: the simulator saw the tick's whole read set.
+    expect(relayed.api.log.map((e) => `${e.method} ${e.path}`).sort()).toEqual(
+      [`GET ${STATE_PATH}`, ...otherTargets()].sort(),
+    );
+    // The connection is timed on accept: after the spawn, before the simulator answered anything.
+    const connected = relayed.firstConnectionAt() as number;
+    expect(connected).toBeGreaterThan(r.startedAt);
+    expect(connected).toBeLessThanOrEqual((relayed.api.log[0]?.end as number) + 1);
+    expect((await runLimit(relayed, [process.execPath, LIMIT_SOURCE])).stdout.trim()).toBe("noop");
+  } finally {
+    await relayed.stop();
+  }
+});

@@ -32,7 +32,7 @@ export function limitPlan(w: BenchWorld): string {
   token.searchParams.set("service", SERVICE);
   for (const img of w.images) token.searchParams.append("scope", `repository:${img.repository}:pull`);
   const plan: LimitPlan = {
-    apiUrl: w.api.url,
+    apiUrl: w.apiUrl,
     apiToken: w.api.token,
     statePath: STATE_PATH,
     tokenUrl: token.href,

@@ -18,6 +18,8 @@ export interface Measured {
   cpu: Stats;
   /** Spawn to the first request the sims saw: start-up and set-up before any network work. */
   firstRequest?: Stats;
+  /** Spawn to the first TCP connection the API server accepted: the client's start-up. */
+  firstConnection?: Stats;
   api: number[];
   registry: number[];
   /** The requests of the last run, to name what one client sends that another does not. */
@@ -25,13 +27,17 @@ export interface Measured {
 }
 
 /** What compare() reads from a world: its request logs. */
-export type Logs = Pick<BenchWorld, "clearLogs" | "counts" | "firstRequestAt" | "requests">;
+export type Logs = Pick<
+  BenchWorld,
+  "clearLogs" | "counts" | "firstRequestAt" | "firstConnectionAt" | "requests"
+>;
 
 /** For clients that make no requests (cold start). */
 export const NO_LOGS: Logs = {
   clearLogs() {},
   counts: () => ({ api: 0, registry: 0 }),
   firstRequestAt: () => undefined,
+  firstConnectionAt: () => undefined,
   requests: () => [],
 };
 
@@ -41,6 +47,7 @@ export async function compare(w: Logs, clients: Client[], reps: number): Promise
     ms: [] as number[],
     cpu: [] as number[],
     first: [] as number[],
+    connected: [] as number[],
     api: [] as number[],
     registry: [] as number[],
     last: [] as string[],
@@ -59,6 +66,8 @@ export async function compare(w: Logs, clients: Client[], reps: number): Promise
       o.cpu.push(r.cpuMs);
       const first = w.firstRequestAt();
       if (first !== undefined) o.first.push(first - r.startedAt);
+      const connected = w.firstConnectionAt();
+      if (connected !== undefined) o.connected.push(connected - r.startedAt);
       o.api.push(n.api);
       o.registry.push(n.registry);
       o.last = w.requests();
@@ -69,6 +78,7 @@ export async function compare(w: Logs, clients: Client[], reps: number): Promise
     ms: stats(o.ms),
     cpu: stats(o.cpu),
     firstRequest: o.first.length ? stats(o.first) : undefined,
+    firstConnection: o.connected.length ? stats(o.connected) : undefined,
     api: o.api,
     registry: o.registry,
     lastRequests: o.last,

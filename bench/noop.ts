@@ -20,10 +20,10 @@ export interface BenchContext {
 }
 
 const isNoop = (r: Spawned) => r.code === 0 && outcomeOf(r) === "noop";
-const limitOk = (r: Spawned) => r.code === 0 && r.stdout.trim() === "noop";
+export const limitOk = (r: Spawned) => r.code === 0 && r.stdout.trim() === "noop";
 
 /** Starts a world and runs the first tick, which records the digests; every later tick is a no-op. */
-async function recordedWorld(opts: Parameters<typeof startBenchWorld>[0] = {}): Promise<BenchWorld> {
+export async function recordedWorld(opts: Parameters<typeof startBenchWorld>[0] = {}): Promise<BenchWorld> {
   const w = await startBenchWorld(opts);
   const first = await runProduct(w);
   if (first.code !== 0 || outcomeOf(first) !== "recorded")

@@ -1,7 +1,7 @@
 // Cold start and peak memory (2), and the refresh tick (3).
 import { join } from "node:path";
-import { BINARY, outcomeOf, runProduct } from "./clients.ts";
-import { type Client, compare, NO_LOGS } from "./compare.ts";
+import { BINARY, outcomeOf, runLimit, runProduct } from "./clients.ts";
+import { type Client, compare, type Measured, NO_LOGS } from "./compare.ts";
 import {
   fmtMb,
   fmtMs,
@@ -10,6 +10,7 @@ import {
   ratio,
   repeat,
   type Spawned,
+  type Stats,
   span,
   stats,
   TIME,
@@ -17,49 +18,82 @@ import {
   timed,
   verdict,
 } from "./measure.ts";
-import type { BenchContext } from "./noop.ts";
+import { type BenchContext, limitOk, recordedWorld } from "./noop.ts";
 import { type BenchWorld, startBenchWorld } from "./world.ts";
 
 const env = () => ({ PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp" });
 
+/**
+ * SPEC: `version`, `--help` and a tick with telemetry off start within 2x of the floor. A command
+ * that only prints has started when it has exited; a tick has started when it reaches for the
+ * cluster: its first TCP connection to the API server, after the config and kubeconfig are read
+ * and validated and before the TLS handshake (which the limit script pays alike).
+ */
 export async function coldStartSection(ctx: BenchContext, floor: string[]): Promise<string[]> {
   ctx.log("2. cold start and peak RSS");
   const n = Math.max(20, ctx.reps * 2);
   const exits0 = (r: Spawned) => r.code === 0;
-  const clients: Client[] = [
-    { name: "floor: compiled Bun, one write (bench/floor.ts)", run: () => timed(floor, env()), ok: exits0 },
-    { name: "`image-refresh version`", run: () => timed([BINARY, "version"], env()), ok: exits0 },
-    { name: "`image-refresh --help`", run: () => timed([BINARY, "--help"], env()), ok: exits0 },
-  ];
-  const b = ctx.baseline;
-  if (b)
-    clients.push(
-      {
-        name: `\`version\` at ${b.ref} (baseline)`,
-        run: () => timed([...b.command, "version"], env()),
-        ok: exits0,
-      },
-      {
-        name: `\`--help\` at ${b.ref} (baseline)`,
-        run: () => timed([...b.command, "--help"], env()),
-        ok: exits0,
-      },
-    );
-  const ms = await compare(NO_LOGS, clients, n);
-  const [fl, version, help] = ms as [(typeof ms)[0], (typeof ms)[0], (typeof ms)[0]];
+  // A slow controller step: every workload is settled, and a 2 ms timer in this process would
+  // load the machine under every row alike.
+  const w = await recordedWorld({ relay: true, stepMs: 100 });
+  try {
+    const noop = (r: Spawned) => r.code === 0 && outcomeOf(r) === "noop";
+    const files = ["tick", "--config", w.configPath, "--kubeconfig", w.kubeconfigPath];
+    const clients: Client[] = [
+      { name: "floor: compiled Bun, one write (bench/floor.ts)", run: () => timed(floor, env()), ok: exits0 },
+      { name: "`image-refresh version`", run: () => timed([BINARY, "version"], env()), ok: exits0 },
+      { name: "`image-refresh --help`", run: () => timed([BINARY, "--help"], env()), ok: exits0 },
+      { name: TICK_ROW, run: () => timed([BINARY, ...files], w.env()), ok: noop },
+      { name: "limit (compiled), to its first connection", run: () => runLimit(w, ctx.limit), ok: limitOk },
+    ];
+    const b = ctx.baseline;
+    if (b)
+      clients.push(
+        {
+          name: `\`version\` at ${b.ref} (baseline)`,
+          run: () => timed([...b.command, "version"], env()),
+          ok: exits0,
+        },
+        {
+          name: `\`--help\` at ${b.ref} (baseline)`,
+          run: () => timed([...b.command, "--help"], env()),
+          ok: exits0,
+        },
+        {
+          name: `tick at ${b.ref} (baseline), to its first connection`,
+          run: () => timed([...b.command, ...files], w.env()),
+          ok: noop,
+        },
+      );
+    return startTable(await compare(w, clients, n), n);
+  } finally {
+    await w.stop();
+  }
+}
+
+const TICK_ROW = "`image-refresh tick`, telemetry off, to its first connection";
+
+function startTable(ms: Measured[], n: number): string[] {
+  const [fl, version, help, tick, limit] = ms as [Measured, Measured, Measured, Measured, Measured];
+  // A client that connects has started at its first connection; one that never does, at its exit.
+  const start = (m: Measured): Stats => m.firstConnection ?? m.ms;
   const rows = ms.map((m) => [
     m.name,
-    fmtMs(m.ms),
-    ratio(m.ms.median, fl.ms.median),
-    `${m.cpu.median.toFixed(1)} ms (+${(m.cpu.median - fl.cpu.median).toFixed(1)})`,
+    fmtMs(start(m)),
+    ratio(start(m).median, fl.ms.median),
+    m.firstConnection
+      ? `(whole tick ${m.ms.median.toFixed(1)} ms)`
+      : `${m.cpu.median.toFixed(1)} ms (+${(m.cpu.median - fl.cpu.median).toFixed(1)})`,
   ]);
-  const worst = Math.max(version.ms.median, help.ms.median);
+  const within = (m: Measured) =>
+    `${ratio(start(m).median, fl.ms.median)} ${verdict(start(m).median <= 2 * fl.ms.median)}`;
   return [
     `### 2. Cold start (${n} runs each)`,
     "",
-    ...table(["command", "wall: median (min–max)", "wall × floor", "CPU user+sys: median (+ floor)"], rows),
+    ...table(["command", "start: median (min–max)", "start × floor", "CPU user+sys: median (+ floor)"], rows),
     "",
-    `- ≤ 30 ms median (brief): ${verdict(worst <= 30)}; ≤ 15 ms (SPEC): ${verdict(worst <= 15)} (worst median ${worst.toFixed(1)} ms; the runtime floor on this machine is ${fl.ms.median.toFixed(1)} ms, so the product's own start-up is ${(worst - fl.ms.median).toFixed(1)} ms).`,
+    "- Start: spawn to exit for a command that only prints; spawn to the first TCP connection the API server accepts for a tick (config and kubeconfig read and validated, before the TLS handshake).",
+    `- Within 2× of the floor (SPEC): \`version\` ${within(version)}, \`--help\` ${within(help)}, tick ${within(tick)}. The floor is ${fl.ms.median.toFixed(1)} ms; the limit script, which validates nothing, connects at ${start(limit).median.toFixed(1)} ms, so the tick's own start-up above it is ${(start(tick).median - start(limit).median).toFixed(1)} ms.`,
     "",
   ];
 }

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { type SimApiServer, startApiServer } from "../sim/apiserver/index.ts";
 import { type SimRegistry, startRegistry } from "../sim/registry.ts";
 import { generateTls, type TlsMaterial } from "../sim/tls.ts";
+import { type Relay, startRelay } from "./relay.ts";
 
 export const PREFIX = "image-refresh.io";
 export const TAG = "stable";
@@ -67,6 +68,13 @@ export interface BenchWorld {
   requests(): string[];
   /** Epoch ms of the first request either sim saw since the last clearLogs. */
   firstRequestAt(): number | undefined;
+  /** The API server's address as clients are given it (the relay's, with `relay`). */
+  apiUrl: string;
+  /**
+   * With `relay`: epoch ms of the first TCP connection to the API server since the last
+   * clearLogs, when the client first reached for the cluster (before any TLS byte).
+   */
+  firstConnectionAt(): number | undefined;
   /** Pushes a new build of every repository, so the next tick must refresh. */
   pushAll(): void;
   stop(): Promise<void>;
@@ -120,6 +128,8 @@ export interface WorldOptions {
   /** Controller step of the simulated API server; small makes healthy rollouts quick. */
   stepMs?: number;
   tls?: TlsMaterial;
+  /** Puts a TCP relay in front of the API server that times each client's first connection. */
+  relay?: boolean;
 }
 
 export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWorld> {
@@ -136,12 +146,16 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
   // Pinned to the builds the registry serves, as image-refresh leaves an installation in sync:
   // every later tick is a no-op (on the floating tag the tick after the first would re-pin).
   addWorkloads(api, images, (repo) => `${registry.host}/${repo}@${served.get(repo)}`);
+  const relay: Relay | undefined = opts.relay
+    ? startRelay({ hostname: "127.0.0.1", port: Number(new URL(api.url).port) })
+    : undefined;
+  const apiUrl = relay?.url ?? api.url;
   const dir = mkdtempSync(join(tmpdir(), "image-refresh-bench-"));
   const caPath = join(dir, "ca.pem");
   const kubeconfigPath = join(dir, "kubeconfig");
   const configPath = join(dir, "config.json");
   writeFileSync(caPath, tls.caPem);
-  writeFileSync(kubeconfigPath, api.kubeconfig());
+  writeFileSync(kubeconfigPath, api.kubeconfig({ server: apiUrl }));
   writeFileSync(configPath, JSON.stringify(configFor(registry.host, images), null, 2));
   // The same, with the token endpoint configured: no challenge probe (README, registry.token).
   const tokenConfigPath = join(dir, "config-token.json");
@@ -157,6 +171,7 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
     configPath,
     tokenConfigPath,
     images,
+    apiUrl,
     workloads: distinctWorkloads(images),
     env: (extra = {}) => ({
       PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -167,6 +182,7 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
     clearLogs() {
       api.clearLog();
       registry.clearLog();
+      relay?.clear();
     },
     counts: () => ({ api: api.log.length, registry: registry.log.length }),
     requests: () => [
@@ -177,10 +193,12 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
       const starts = [api.log[0]?.start, registry.log[0]?.start].filter((t) => t !== undefined);
       return starts.length ? Math.min(...starts) : undefined;
     },
+    firstConnectionAt: () => relay?.accepted[0],
     pushAll() {
       for (const img of images) registry.push(img.repository, TAG, { multiArch: img.key === "node-agent" });
     },
     async stop() {
+      relay?.stop();
       await Promise.all([api.stop(), registry.stop()]);
       rmSync(dir, { recursive: true, force: true });
     },

@@ -34,8 +34,16 @@ export const KEY_RULE =
 
 const DURATION_HINT = "durations are strings such as 10m, 90s or 1h30m";
 
-/** A duration string read as milliseconds; `zero` allows 0s (minimumAge only). */
+/**
+ * A duration, as text; `zero` allows 0s (minimumAge only). finish() reads it as milliseconds:
+ * a transform in the schema would bring three more zod types (pipe, transform, prefault) onto
+ * a tick's start-up for one function call.
+ */
 function duration(fallback: string, zero = false) {
+  return z._default(zero ? DURATIONS.orZero : DURATIONS.positive, fallback);
+}
+
+function durationText(zero: boolean) {
   const text = z.string({
     error: (iss) =>
       typeof iss.input === "number"
@@ -43,32 +51,30 @@ function duration(fallback: string, zero = false) {
         : undefined,
   });
   // A pattern rather than a refinement, so that the JSON Schema carries the same rule.
-  const checked = text.check(
+  return text.check(
     z.regex(durationPattern(!zero), {
       error: (iss) => `not a duration: ${JSON.stringify(iss.input)} (use e.g. 500ms, 15s, 10m, 1h)`,
     }),
   );
-  // prefault: the default is parsed like a written value, and the JSON Schema shows it as text.
-  return z.prefault(
-    z.pipe(
-      checked,
-      z.transform((s) => parseDuration(s) as number),
-    ),
-    fallback,
-  );
 }
 
+// Building zod schemas is most of a tick's start-up (each instance runs its constructors), so
+// a schema that several fields share is built once: the same rule, the same JSON Schema.
+const DURATIONS = { positive: durationText(false), orZero: durationText(true) };
 const name = matching(DNS_SUBDOMAIN, "must be a lowercase DNS-1123 name", z.maxLength(253));
-const namespace = matching(DNS_LABEL, "must be a lowercase DNS-1123 label", z.maxLength(63));
+const label = matching(DNS_LABEL, "must be a lowercase DNS-1123 label", z.maxLength(63));
+const namespace = label;
 const kind = z.enum(WORKLOAD_KINDS);
-const count = (fallback: number) => z._default(z.int().check(z.gte(1), z.lte(1_000_000)), fallback);
+const positive = z.int().check(z.gte(1), z.lte(1_000_000));
+const count = (fallback: number) => z._default(positive, fallback);
+const nonEmpty = z.string().check(z.minLength(1));
 const flag = z._default(z.boolean(), false);
 
 const target = z.strictObject({
   kind,
   namespace: z.optional(namespace),
   name,
-  container: matching(DNS_LABEL, "must be a lowercase DNS-1123 label", z.maxLength(63)),
+  container: label,
 });
 const image = z.strictObject({
   repository: matching(REPOSITORY, "must be a repository path such as myorg/api"),
@@ -78,17 +84,18 @@ const image = z.strictObject({
 });
 
 const CREDENTIALS_HINT = "put them in dockerConfigJson";
+const url = urlWithoutCredentials(CREDENTIALS_HINT);
 const registry = z.strictObject({
   // A DNS name (at most 253 characters) and an optional port.
   host: matching(/^[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?$/, "must be a registry host such as docker.io"),
-  endpoint: z.optional(urlWithoutCredentials(CREDENTIALS_HINT)),
+  endpoint: z.optional(url),
   insecure: flag,
-  dockerConfigJson: z.optional(z.string().check(z.minLength(1))),
+  dockerConfigJson: z.optional(nonEmpty),
   // The Bearer token endpoint, when known in advance: saves the challenge probe on every tick.
   token: z.optional(
     z.strictObject({
-      realm: urlWithoutCredentials(CREDENTIALS_HINT),
-      service: z.optional(z.string().check(z.minLength(1))),
+      realm: url,
+      service: z.optional(nonEmpty),
     }),
   ),
 });
@@ -223,6 +230,9 @@ function normalise(list: z.output<typeof images>, stateNamespace: string): Image
   }));
 }
 
+/** A duration the schema's pattern accepted, in milliseconds. */
+const ms = (text: string): number => parseDuration(text) as number;
+
 function finish(c: z.output<typeof configSchema>): Config {
   return {
     tag: c.tag,
@@ -232,11 +242,11 @@ function finish(c: z.output<typeof configSchema>): Config {
     maxRefreshAttempts: c.maxRefreshAttempts,
     maxSkipTicks: c.maxSkipTicks,
     maxUnresolvedTicks: c.maxUnresolvedTicks,
-    rolloutTimeoutMs: c.rolloutTimeout,
-    requestTimeoutMs: c.requestTimeout,
+    rolloutTimeoutMs: ms(c.rolloutTimeout),
+    requestTimeoutMs: ms(c.requestTimeout),
     onFailure: c.onFailure,
     reconcile: c.reconcile,
-    minimumAgeMs: c.minimumAge,
+    minimumAgeMs: ms(c.minimumAge),
     images: normalise(c.images, c.state.namespace),
   };
 }

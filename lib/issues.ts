@@ -1,9 +1,9 @@
 // What every boundary shares on top of zod/mini: parsing into issues that carry a path
 // (`images[0].targets[1].kind`), and the few checks zod does not have in the form we need.
-// zod/mini rather than classic zod: it is tree-shaken and the lighter of the two to build. It
-// still costs a no-op tick about 4 ms before its first request over the hand-written validators
-// it replaced (`npm run bench -- --baseline=9b5deab` shows both); `version` and `--help` never
-// load it.
+// zod/mini rather than classic zod: it is tree-shaken and the lighter of the two to build.
+// Building and first running the config's schema is still about 2 ms of a tick's start-up, so
+// only the config and kubeconfig schemas are built before the first request (`lazy` below);
+// `version` and `--help` never load zod (docs/benchmarks.md).
 import * as z from "zod/mini";
 import en from "zod/v4/locales/en.js";
 
@@ -11,6 +11,19 @@ import en from "zod/v4/locales/en.js";
 z.config(en());
 
 export type Key = PropertyKey;
+
+/**
+ * A schema built on its first use. Building zod schemas is most of what a cold start costs (the
+ * first run of each constructor), so the boundaries a tick meets only after its first request
+ * (API objects, registry answers, exec credentials) build theirs then, not at start.
+ */
+export function lazy<S>(build: () => S): () => S {
+  let built: S | undefined;
+  return () => {
+    built ??= build();
+    return built;
+  };
+}
 
 export interface Issue {
   path: Key[];

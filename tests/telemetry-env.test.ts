@@ -7,6 +7,7 @@ const EP = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://otel:4318/" };
 
 test.each<[string, Env, boolean]>([
   ["nothing set", {}, false],
+  ["only other variables", { PATH: "/usr/bin", HOME: "/root", KUBECONFIG: "/k" }, false],
   ["empty endpoint (the base CronJob's default)", { OTEL_EXPORTER_OTLP_ENDPOINT: "" }, false],
   ["an endpoint", EP, true],
   ["only a traces endpoint", { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://t:4318/v1/traces" }, true],

@@ -5,6 +5,7 @@
 // token) never enters one.
 import { isAbsolute, resolve } from "node:path";
 import * as z from "zod/mini";
+import { lazy } from "../issues.ts";
 import { KubeconfigError } from "./errors.ts";
 
 const API_VERSIONS = ["client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1"] as const;
@@ -39,21 +40,23 @@ export interface ExecCredential {
 // CSI escape sequences (ESC [ … final byte), built from a string so no control character is a literal.
 const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;?]*[ -/]*[@-~]`, "g");
 
-const RawExec = z.object({
-  command: z.optional(z.string()),
-  args: z.optional(z.nullable(z.array(z.string()))),
-  env: z.optional(z.nullable(z.array(z.object({ name: z.string(), value: z.string() })))),
-  apiVersion: z.optional(z.string()),
-  installHint: z.optional(z.string()),
-  interactiveMode: z.optional(z.string()),
-  provideClusterInfo: z.optional(z.boolean()),
-});
+const rawExec = lazy(() =>
+  z.object({
+    command: z.optional(z.string()),
+    args: z.optional(z.nullable(z.array(z.string()))),
+    env: z.optional(z.nullable(z.array(z.object({ name: z.string(), value: z.string() })))),
+    apiVersion: z.optional(z.string()),
+    installHint: z.optional(z.string()),
+    interactiveMode: z.optional(z.string()),
+    provideClusterInfo: z.optional(z.boolean()),
+  }),
+);
 
 /** Validates `exec` as client-go's clientcmd validation.go and api/v1/defaults.go do. */
 export function parseExecConfig(raw: unknown, where: string, kubeconfigPath: string): ExecConfig {
   const bad = (what: string) =>
     new KubeconfigError(`Invalid kubeconfig ${kubeconfigPath}: ${where}: ${what}`);
-  const parsed = z.safeParse(RawExec, raw);
+  const parsed = z.safeParse(rawExec(), raw);
   if (!parsed.success) {
     const fields = parsed.error.issues.map((i) => `${i.path.join(".") || "exec"}: ${i.message}`);
     throw bad(fields.join("; "));
@@ -85,20 +88,22 @@ function commandPath(command: string, kubeconfigPath: string): string {
   return resolve(kubeconfigPath, "..", command);
 }
 
-const Output = z.object({
-  apiVersion: z.optional(z.string()),
-  kind: z.optional(z.string()),
-  status: z.optional(
-    z.nullable(
-      z.object({
-        token: z.optional(z.string()),
-        clientCertificateData: z.optional(z.string()),
-        clientKeyData: z.optional(z.string()),
-        expirationTimestamp: z.optional(z.nullable(z.string())),
-      }),
+const output = lazy(() =>
+  z.object({
+    apiVersion: z.optional(z.string()),
+    kind: z.optional(z.string()),
+    status: z.optional(
+      z.nullable(
+        z.object({
+          token: z.optional(z.string()),
+          clientCertificateData: z.optional(z.string()),
+          clientKeyData: z.optional(z.string()),
+          expirationTimestamp: z.optional(z.nullable(z.string())),
+        }),
+      ),
     ),
-  ),
-});
+  }),
+);
 
 /** Decodes the plugin's stdout as one ExecCredential (exec.go refreshCredsLocked). */
 export function parseExecOutput(stdout: string, cfg: ExecConfig): ExecCredential {
@@ -109,7 +114,7 @@ export function parseExecOutput(stdout: string, cfg: ExecConfig): ExecCredential
   } catch {
     throw fail("returned output that is not an ExecCredential in JSON");
   }
-  const parsed = z.safeParse(Output, json);
+  const parsed = z.safeParse(output(), json);
   if (!parsed.success || !parsed.data.apiVersion || parsed.data.kind !== "ExecCredential")
     throw fail("returned output that is not an ExecCredential (apiVersion and kind required)");
   const out = parsed.data;

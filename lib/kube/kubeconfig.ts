@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import * as z from "zod/mini";
-import { formatPath, parse, urlWithoutCredentials } from "../issues.ts";
+import { formatPath, lazy, parse, urlWithoutCredentials } from "../issues.ts";
 import { KubeconfigError } from "./errors.ts";
 import { type ExecConfig, parseExecConfig } from "./exec.ts";
 
@@ -97,44 +97,49 @@ function inCluster(env: Record<string, string | undefined>, readFile: (p: string
   return { server: `https://${hostPart}:${port}`, caPem, insecureSkipTlsVerify: false, tokenFile, namespace };
 }
 
-const nonEmpty = z.string().check(z.minLength(1));
-const optionalPath = z.optional(nonEmpty);
+// Built on first use: a pod reads no kubeconfig (in-cluster configuration), so its ticks never pay for it.
+const schemas = lazy(() => {
+  const nonEmpty = z.string().check(z.minLength(1));
+  const optionalPath = z.optional(nonEmpty);
 
-const ClusterSchema = z.object({
-  server: urlWithoutCredentials("use a token, tokenFile or client certificate"),
-  "certificate-authority": optionalPath,
-  "certificate-authority-data": optionalPath,
-  "insecure-skip-tls-verify": z.optional(z.boolean()),
-});
+  const ClusterSchema = z.object({
+    server: urlWithoutCredentials("use a token, tokenFile or client certificate"),
+    "certificate-authority": optionalPath,
+    "certificate-authority-data": optionalPath,
+    "insecure-skip-tls-verify": z.optional(z.boolean()),
+  });
 
-const UserSchema = z.object({
-  token: optionalPath,
-  tokenFile: optionalPath,
-  "client-certificate": optionalPath,
-  "client-certificate-data": optionalPath,
-  "client-key": optionalPath,
-  "client-key-data": optionalPath,
-  exec: z.optional(z.unknown()),
-  "auth-provider": z.optional(z.unknown()),
-});
+  const UserSchema = z.object({
+    token: optionalPath,
+    tokenFile: optionalPath,
+    "client-certificate": optionalPath,
+    "client-certificate-data": optionalPath,
+    "client-key": optionalPath,
+    "client-key-data": optionalPath,
+    exec: z.optional(z.unknown()),
+    "auth-provider": z.optional(z.unknown()),
+  });
 
-const ContextSchema = z.object({
-  cluster: nonEmpty,
-  user: z.optional(z.string()),
-  namespace: z.optional(z.string()),
-});
+  const ContextSchema = z.object({
+    cluster: nonEmpty,
+    user: z.optional(z.string()),
+    namespace: z.optional(z.string()),
+  });
 
-// One file. current-context and contexts may be absent from a file that only adds credentials
-// to a KUBECONFIG list; the merged result must have them.
-const FileSchema = z.object({
-  "current-context": z.optional(z.string()),
-  clusters: z.nullish(z.array(z.object({ name: nonEmpty, cluster: ClusterSchema }))),
-  users: z.nullish(z.array(z.object({ name: nonEmpty, user: z.nullish(UserSchema) }))),
-  contexts: z.nullish(z.array(z.object({ name: nonEmpty, context: ContextSchema }))),
+  // One file. current-context and contexts may be absent from a file that only adds credentials
+  // to a KUBECONFIG list; the merged result must have them.
+  const file = z.object({
+    "current-context": z.optional(z.string()),
+    clusters: z.nullish(z.array(z.object({ name: nonEmpty, cluster: ClusterSchema }))),
+    users: z.nullish(z.array(z.object({ name: nonEmpty, user: z.nullish(UserSchema) }))),
+    contexts: z.nullish(z.array(z.object({ name: nonEmpty, context: ContextSchema }))),
+  });
+  return { cluster: ClusterSchema, user: UserSchema, context: ContextSchema, file };
 });
-type Cluster = z.output<typeof ClusterSchema>;
-type User = z.output<typeof UserSchema>;
-type Context = z.output<typeof ContextSchema>;
+type Schemas = ReturnType<typeof schemas>;
+type Cluster = z.output<Schemas["cluster"]>;
+type User = z.output<Schemas["user"]>;
+type Context = z.output<Schemas["context"]>;
 
 interface Source {
   path: string;
@@ -143,7 +148,7 @@ interface Source {
 
 interface LoadedFile {
   path: string;
-  cfg: z.output<typeof FileSchema>;
+  cfg: z.output<Schemas["file"]>;
 }
 
 /** A named entry and the file it came from: relative paths in it resolve against that file. */
@@ -162,7 +167,7 @@ interface Merged {
 }
 
 function loadFile(text: string, path: string): LoadedFile {
-  const parsed = parse(FileSchema, parseYaml(text, path));
+  const parsed = parse(schemas().file, parseYaml(text, path));
   if (!parsed.ok) {
     // Field paths and the schema's messages only: values (a token!) never enter the message.
     const fields = parsed.issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join("; ");

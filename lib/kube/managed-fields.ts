@@ -4,6 +4,7 @@
 // that wrote the object. Attribution is advisory (a client may send any managedFields), which is
 // why a missing or unreadable entry is "unknown", never a guess. Pure; table-tested.
 import * as z from "zod/mini";
+import { lazy } from "../issues.ts";
 
 /** The field manager of every write this product makes; users name it in Argo CD and Flux settings. */
 export const FIELD_MANAGER = "image-refresh";
@@ -16,14 +17,17 @@ export interface FieldOwner {
   time?: string;
 }
 
-const Entry = z.object({
-  manager: z.optional(z.string()),
-  operation: z.optional(z.string()),
-  time: z.optional(z.string()),
-  subresource: z.optional(z.string()),
-  fieldsV1: z.optional(z.record(z.string(), z.unknown())),
-});
-const Entries = z.array(Entry);
+const entries = lazy(() =>
+  z.array(
+    z.object({
+      manager: z.optional(z.string()),
+      operation: z.optional(z.string()),
+      time: z.optional(z.string()),
+      subresource: z.optional(z.string()),
+      fieldsV1: z.optional(z.record(z.string(), z.unknown())),
+    }),
+  ),
+);
 
 type Trie = Record<string, unknown>;
 const isTrie = (v: unknown): v is Trie => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -66,7 +70,7 @@ export function imageOwners(
   container: string,
   list: "containers" | "initContainers" = "containers",
 ): FieldOwner[] {
-  const parsed = Entries.safeParse(managedFields);
+  const parsed = entries().safeParse(managedFields);
   if (!parsed.success) return [];
   const owners: FieldOwner[] = [];
   for (const e of parsed.data) {

@@ -3,7 +3,7 @@
 // the rollout rules read them as 0) and strict about wrong types: a string where a number belongs
 // is an error, never a silent 0 that could make an unsettled workload look settled.
 import * as z from "zod/mini";
-import { formatPath, parse } from "../issues.ts";
+import { formatPath, lazy, parse } from "../issues.ts";
 
 export type WorkloadKind = "Deployment" | "DaemonSet" | "StatefulSet";
 export const WORKLOAD_KINDS: readonly WorkloadKind[] = ["Deployment", "DaemonSet", "StatefulSet"];
@@ -14,68 +14,70 @@ export interface ObjectRef {
   name: string;
 }
 
-const count = z.optional(z.int());
-const text = z.string();
-const optionalText = z.optional(text);
-const Container = z.object({ name: text, image: text });
+const workloadSchema = lazy(() => {
+  const count = z.optional(z.int());
+  const text = z.string();
+  const optionalText = z.optional(text);
+  const Container = z.object({ name: text, image: text });
 
-const MetadataSchema = z.object({
-  name: text,
-  namespace: text,
-  generation: z._default(z.int(), 0),
-  resourceVersion: z.string().check(z.minLength(1)),
-  annotations: z.pipe(
-    z.nullish(z.record(z.string(), text)),
-    z.transform((a) => a ?? {}),
-  ),
-  uid: optionalText,
-  // Read by managed-fields.ts, which treats anything it cannot parse as "nobody on record".
-  managedFields: z.optional(z.unknown()),
-});
+  const MetadataSchema = z.object({
+    name: text,
+    namespace: text,
+    generation: z._default(z.int(), 0),
+    resourceVersion: z.string().check(z.minLength(1)),
+    annotations: z.pipe(
+      z.nullish(z.record(z.string(), text)),
+      z.transform((a) => a ?? {}),
+    ),
+    uid: optionalText,
+    // Read by managed-fields.ts, which treats anything it cannot parse as "nobody on record".
+    managedFields: z.optional(z.unknown()),
+  });
 
-const SpecSchema = z.object({
-  replicas: count,
-  paused: z.optional(z.boolean()),
-  // Deployments call it `strategy`; only DaemonSet/StatefulSet `updateStrategy` matters to the rules.
-  updateStrategy: z.optional(
-    z.object({
-      type: optionalText,
-      rollingUpdate: z.nullish(z.object({ partition: count })),
-    }),
-  ),
-  template: z.object({
-    spec: z.object({ containers: z.array(Container), initContainers: z.optional(z.array(Container)) }),
-  }),
-});
-
-const ConditionSchema = z.object({
-  type: text,
-  status: text,
-  reason: optionalText,
-  message: optionalText,
-});
-
-const StatusSchema = z._default(
-  z.object({
-    observedGeneration: count,
+  const SpecSchema = z.object({
     replicas: count,
-    updatedReplicas: count,
-    readyReplicas: count,
-    availableReplicas: count,
-    currentReplicas: count,
-    updateRevision: optionalText,
-    currentRevision: optionalText,
-    desiredNumberScheduled: count,
-    updatedNumberScheduled: count,
-    numberAvailable: count,
-    conditions: z.optional(z.array(ConditionSchema)),
-  }),
-  {},
-);
+    paused: z.optional(z.boolean()),
+    // Deployments call it `strategy`; only DaemonSet/StatefulSet `updateStrategy` matters to the rules.
+    updateStrategy: z.optional(
+      z.object({
+        type: optionalText,
+        rollingUpdate: z.nullish(z.object({ partition: count })),
+      }),
+    ),
+    template: z.object({
+      spec: z.object({ containers: z.array(Container), initContainers: z.optional(z.array(Container)) }),
+    }),
+  });
 
-const WorkloadSchema = z.object({ metadata: MetadataSchema, spec: SpecSchema, status: StatusSchema });
+  const ConditionSchema = z.object({
+    type: text,
+    status: text,
+    reason: optionalText,
+    message: optionalText,
+  });
 
-export type Workload = { kind: WorkloadKind } & z.output<typeof WorkloadSchema>;
+  const StatusSchema = z._default(
+    z.object({
+      observedGeneration: count,
+      replicas: count,
+      updatedReplicas: count,
+      readyReplicas: count,
+      availableReplicas: count,
+      currentReplicas: count,
+      updateRevision: optionalText,
+      currentRevision: optionalText,
+      desiredNumberScheduled: count,
+      updatedNumberScheduled: count,
+      numberAvailable: count,
+      conditions: z.optional(z.array(ConditionSchema)),
+    }),
+    {},
+  );
+
+  return z.object({ metadata: MetadataSchema, spec: SpecSchema, status: StatusSchema });
+});
+
+export type Workload = { kind: WorkloadKind } & z.output<ReturnType<typeof workloadSchema>>;
 
 export class WorkloadParseError extends Error {
   override name = "WorkloadParseError";
@@ -93,7 +95,7 @@ export function parseWorkload(kind: WorkloadKind, raw: unknown): Workload {
     const shown = typeof declared === "string" ? declared : JSON.stringify(declared);
     throw new WorkloadParseError(`Cannot read ${kind}: the server returned a ${shown}`);
   }
-  const parsed = parse(WorkloadSchema, raw);
+  const parsed = parse(workloadSchema(), raw);
   if (!parsed.ok) {
     const fields = parsed.issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join("; ");
     throw new WorkloadParseError(`Cannot read ${kind}: unexpected object shape (${fields})`);

@@ -3,7 +3,7 @@
 // the token request asks for pull on every repository at once (one `scope` parameter each), so
 // 50 images still cost one token.
 import * as z from "zod/mini";
-import { parse } from "../issues.ts";
+import { lazy, parse } from "../issues.ts";
 import type { BasicCredentials } from "./credentials.ts";
 import { RegistryError } from "./errors.ts";
 import { type HttpContext, send } from "./http.ts";
@@ -12,7 +12,9 @@ import { challengeOf, errorFromResponse } from "./response.ts";
 /** How to authorize the manifest requests that follow; undefined means anonymous. */
 export type Authorization = string | undefined;
 
-const TokenResponse = z.object({ token: z.optional(z.string()), access_token: z.optional(z.string()) });
+const tokenResponse = lazy(() =>
+  z.object({ token: z.optional(z.string()), access_token: z.optional(z.string()) }),
+);
 
 export function basicHeader(creds: BasicCredentials): string {
   return `Basic ${Buffer.from(`${creds.username}:${creds.password}`, "utf8").toString("base64")}`;
@@ -95,7 +97,7 @@ async function fetchToken(
   } catch {
     throw new RegistryError("server_error", "the token endpoint did not answer JSON", { status: 200 });
   }
-  const parsed = parse(TokenResponse, json);
+  const parsed = parse(tokenResponse(), json);
   const token = parsed.ok ? parsed.value.token || parsed.value.access_token : undefined;
   if (!token) {
     throw new RegistryError(

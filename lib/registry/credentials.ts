@@ -3,7 +3,7 @@
 // object by accident shows only which hosts have credentials.
 import { readFileSync } from "node:fs";
 import * as z from "zod/mini";
-import { parse } from "../issues.ts";
+import { lazy, parse } from "../issues.ts";
 import { isDockerHub } from "./reference.ts";
 
 export interface BasicCredentials {
@@ -35,14 +35,16 @@ export class DockerCredentials {
   }
 }
 
-const AuthEntry = z.object({
-  username: z.optional(z.string()),
-  password: z.optional(z.string()),
-  auth: z.optional(z.string()),
-});
-const AuthMap = z.record(z.string(), AuthEntry);
 // `.dockerconfigjson` wraps the map in `auths`; the legacy `.dockercfg` is the bare map.
-const DockerConfig = z.object({ auths: AuthMap });
+const schemas = lazy(() => {
+  const entry = z.object({
+    username: z.optional(z.string()),
+    password: z.optional(z.string()),
+    auth: z.optional(z.string()),
+  });
+  const map = z.record(z.string(), entry);
+  return { entry, map, wrapped: z.object({ auths: map }) };
+});
 
 /** `https://index.docker.io/v1/` → `index.docker.io`: scheme and path are not part of the match. */
 export function normaliseKey(key: string): string {
@@ -60,7 +62,7 @@ function decodeAuth(key: string, auth: string): BasicCredentials {
   return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
-function toEntry(key: string, raw: z.output<typeof AuthEntry>): Entry | undefined {
+function toEntry(key: string, raw: z.output<ReturnType<typeof schemas>["entry"]>): Entry | undefined {
   if (raw.auth) return { key, host: normaliseKey(key), ...decodeAuth(key, raw.auth) };
   if (raw.username && raw.password !== undefined) {
     return { key, host: normaliseKey(key), username: raw.username, password: raw.password };
@@ -87,7 +89,7 @@ export function parseDockerConfig(text: string): DockerCredentials {
     throw new Error("it is not valid JSON");
   }
   const wrapped = typeof json === "object" && json !== null && "auths" in json;
-  const map = wrapped ? parseOrThrow(DockerConfig, json).auths : parseOrThrow(AuthMap, json);
+  const map = wrapped ? parseOrThrow(schemas().wrapped, json).auths : parseOrThrow(schemas().map, json);
   const entries: Entry[] = [];
   for (const [key, raw] of Object.entries(map)) {
     const entry = toEntry(key, raw);

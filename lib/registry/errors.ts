@@ -1,7 +1,7 @@
 // The closed set of reasons a digest could not be resolved, and the registry's own error code
 // when a response carried one. A reason is what the tick acts on; the message is for people.
 import * as z from "zod/mini";
-import { parse } from "../issues.ts";
+import { lazy, parse } from "../issues.ts";
 
 export type RegistryFailure =
   | "timeout"
@@ -64,15 +64,17 @@ export function failureForStatus(status: number): RegistryFailure {
   return "server_error";
 }
 
-const ErrorBody = z.object({
-  errors: z.array(z.object({ code: z.string(), message: z.optional(z.string()) })).check(z.minLength(1)),
-});
+const errorBody = lazy(() =>
+  z.object({
+    errors: z.array(z.object({ code: z.string(), message: z.optional(z.string()) })).check(z.minLength(1)),
+  }),
+);
 
 /** The first error of a distribution-spec error body; undefined for other bodies. */
 export function registryErrorCode(body: string): { code: string; message?: string } | undefined {
   if (!body.trimStart().startsWith("{")) return undefined;
   try {
-    const parsed = parse(ErrorBody, JSON.parse(body));
+    const parsed = parse(errorBody(), JSON.parse(body));
     return parsed.ok ? parsed.value.errors[0] : undefined;
   } catch {
     return undefined;

@@ -44,6 +44,8 @@ function get(env: Env, key: string): string | undefined {
 
 /** True only when some exporter is configured and the SDK is not disabled. */
 export function telemetryConfigured(env: Env): boolean {
+  // The usual tick with telemetry off has no OTEL_ variable at all: nothing to read.
+  if (!Object.keys(env).some((k) => k.startsWith("OTEL_"))) return false;
   const cfg = readTelemetryEnv(env);
   return signalOn(cfg.traces) || signalOn(cfg.metrics);
 }

@@ -67,7 +67,14 @@ export interface SimApiServer {
   readonly url: string;
   readonly caPem: string;
   token: string;
-  kubeconfig(opts?: { token?: string; caPem?: string; insecure?: boolean; namespace?: string }): string;
+  kubeconfig(opts?: {
+    token?: string;
+    caPem?: string;
+    insecure?: boolean;
+    namespace?: string;
+    /** Another address for the same server (a relay in front of it); default its own URL. */
+    server?: string;
+  }): string;
   addWorkload(w: AddWorkload): unknown;
   // biome-ignore lint/suspicious/noExplicitAny: API objects are free-form JSON for the tests that read them
   getObject(kind: WorkloadKind, namespace: string, name: string): any | undefined;
@@ -261,7 +268,7 @@ function makeHandle(rt: Runtime, d: HandleDeps): SimApiServer {
     },
     kubeconfig: (o = {}) =>
       renderKubeconfig({
-        server: d.url,
+        server: o.server ?? d.url,
         token: o.token ?? d.getToken(),
         caPem: o.caPem ?? d.tls.caPem,
         insecure: o.insecure,
