@@ -3,7 +3,16 @@
 // version, --help, demo, and one real tick against the simulated cluster and registry over the
 // host's loopback.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, readdirSync, rmSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import {
@@ -110,6 +119,55 @@ describe.skipIf(gate)("the image built with buildah, run with podman", () => {
       expect(writes(w.api).length).toBeGreaterThan(0);
       expect(Object.keys(w.ours()).some((k) => k.endsWith("-digest"))).toBe(true);
       expect(w.registry.log.length).toBeGreaterThan(0);
+    }, 120_000);
+
+    test("in-cluster, as the CronJob runs it: no arguments, the service account's files, the default config path", async () => {
+      // What the kubelet mounts for the pod's service account, and the ConfigMap at the default path.
+      const sa = mkdtempSync(join(tmpdir(), "image-refresh-sa-"));
+      const etc = mkdtempSync(join(tmpdir(), "image-refresh-etc-"));
+      try {
+        writeFileSync(join(sa, "token"), `${w.api.token}\n`);
+        writeFileSync(join(sa, "ca.crt"), readFileSync(w.caPath));
+        writeFileSync(join(sa, "namespace"), "apps\n");
+        copyFileSync(w.configPath, join(etc, "config.yaml"));
+        copyFileSync(w.caPath, join(etc, "ca.pem"));
+        for (const d of [sa, etc]) {
+          chmodSync(d, 0o755);
+          for (const f of readdirSync(d)) chmodSync(join(d, f), 0o644);
+        }
+        const url = new URL(w.api.url);
+        const mount = [
+          "--volume",
+          `${sa}:/var/run/secrets/kubernetes.io/serviceaccount:ro`,
+          "--volume",
+          `${etc}:/etc/image-refresh:ro`,
+          "--env",
+          `KUBERNETES_SERVICE_HOST=${url.hostname}`,
+          "--env",
+          `KUBERNETES_SERVICE_PORT=${url.port}`,
+          // The registry's CA; a real registry's is in the image's bundle.
+          "--env",
+          "NODE_EXTRA_CA_CERTS=/etc/image-refresh/ca.pem",
+        ];
+        w.api.clearLog();
+        const proc = Bun.spawn(podmanArgv(TAG, [], mount), {
+          env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...ctr.env },
+          stdout: "pipe",
+          stderr: "pipe",
+        });
+        const timer = setTimeout(() => proc.kill("SIGKILL"), 120_000);
+        const [stderr, code] = [await new Response(proc.stderr).text(), await proc.exited];
+        clearTimeout(timer);
+        // The previous test recorded the digests: this tick adopts the floating tag, or is a no-op.
+        expect({ code, stderr: code === 0 ? "" : stderr }).toEqual({ code: 0, stderr: "" });
+        expect(stderr).toMatch(/ outcome=(noop|refreshed) /);
+        // Every request carried the service account's token, read from the mounted file.
+        expect(w.api.log.length).toBeGreaterThan(0);
+        expect(w.api.log.every((e) => e.status !== 401)).toBe(true);
+      } finally {
+        rmSync(sa, { recursive: true, force: true });
+        rmSync(etc, { recursive: true, force: true });
+      }
     }, 120_000);
   });
 });
