@@ -236,6 +236,74 @@ describe("a human's pin", () => {
   );
 });
 
+describe("a rollback of the state object itself", () => {
+  // The state object is also a target here (Deployment apps/api). Rolling it back restores its
+  // old template and its old annotations: the pin and the recorded digest come back together,
+  // so the pin looks like the record. The next tick must stand back, not roll the build forward.
+  async function refreshed(): Promise<{ old: string; R: string; before: Record<string, string> }> {
+    await recorded(w);
+    const before = { ...w.api.getObject("Deployment", "apps", "api").metadata.annotations };
+    const old = w.ours()[k("last-refreshed-api-digest")] as string;
+    const R = w.registry.push("myorg/api", "stable");
+    const r = await w.run();
+    expect(r.stderr).toContain("refreshed: api: refreshed");
+    expect(apiImage()).toBe(pin(R));
+    await waitFor(w.api, "Deployment", "apps", "api", settled);
+    return { old, R, before };
+  }
+
+  /** After the rollback: paused, nothing patched; the tag set back hands the image back. */
+  async function standsBack(old: string, R: string, setBack: () => Promise<void>) {
+    expect(w.ours()[k("last-refreshed-api-digest")]).toBe(old);
+    w.api.clearLog();
+    const r = await w.run();
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("paused: api: paused (kubectl)");
+    expect(r.stderr).toContain("kubectl also wrote back the recorded digest");
+    expect(workloadPatches()).toEqual([]);
+    expect(apiImage()).toBe(pin(old));
+    expect(events().map((e) => e.reason)).toEqual(["RefreshPaused"]);
+    // status reaches the same verdict, from the same reading of managedFields.
+    const status = await w.run(["status", "api"]);
+    expect(status.stdout).toContain("PAUSED (pinned_by_human)");
+    await setBack();
+    const back = await w.run();
+    expect(back.stderr).toContain("refreshed: api: refreshed");
+    expect(apiImage()).toBe(pin(R));
+    expect((await w.run()).stderr).toContain("noop: api: noop");
+  }
+
+  test("its pin and recorded digest written back by one writer: paused, then handed back with the tag", async () => {
+    const { old, R, before } = await refreshed();
+    // What `kubectl rollout undo` sends: the old template and the old annotations in one patch.
+    w.api.update(
+      "Deployment",
+      "apps",
+      "api",
+      (d) => {
+        d.spec.template.spec.containers.find((x: { name: string }) => x.name === "api").image = pin(old);
+        d.metadata.annotations = before;
+      },
+      { manager: "kubectl" },
+    );
+    await waitFor(w.api, "Deployment", "apps", "api", settled);
+    await standsBack(old, R, () => setImage("Deployment", "apps", "api", "api", tag(), "kubectl-set"));
+  });
+
+  test.skipIf(noKubectl)("the real kubectl rollout undo: paused, then handed back with the tag", async () => {
+    const { old, R } = await refreshed();
+    const kubectl = kubectlFor(w.api, "image-refresh-undo-");
+    const undo = await kubectl("-n", "apps", "rollout", "undo", "deployment/api");
+    expect(undo.code, undo.err).toBe(0);
+    await waitFor(w.api, "Deployment", "apps", "api", settled);
+    await standsBack(old, R, async () => {
+      const set = await kubectl("-n", "apps", "set", "image", "deployment/api", `api=${tag()}`);
+      expect(set.code, set.err).toBe(0);
+      await waitFor(w.api, "Deployment", "apps", "api", settled);
+    });
+  });
+});
+
 describe("the wrong container", () => {
   test("a target container that runs another repository is never patched: held, target_mismatch, exit 1", async () => {
     await recorded(w);

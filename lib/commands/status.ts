@@ -13,7 +13,7 @@ import { dueAt, parseCandidates, stamp } from "../tick/candidates.ts";
 import { type LiveContainer, liveImage } from "../tick/live.ts";
 import type { ImageVerdict, Observed, ObservedWorkload } from "../tick/model.ts";
 import { describeWorkload, workloadId } from "../tick/model.ts";
-import { observeWorkload, registryNotBefore, stateRef, tickClock } from "../tick/observe.ts";
+import { observeState, observeWorkload, registryNotBefore, stateRef, tickClock } from "../tick/observe.ts";
 import { plan } from "../tick/plan.ts";
 import { age } from "../tick/soak.ts";
 import { checkImageKeys } from "./rearm.ts";
@@ -206,7 +206,7 @@ function observedFor(
         : { ok: false, failure: r.reason, message: r.message };
   }
   return {
-    state: { annotations: state.metadata.annotations, settled, settleMessage: "" },
+    state: observeState(state, c, settled, ""),
     digests: out,
     workloads,
   };

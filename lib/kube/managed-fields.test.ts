@@ -1,7 +1,7 @@
 // Who owns a container's image in managedFields: shapes as kube-apiserver serialises them
 // (reference live-spec-and-credentials.md §1.2; argo-cd controller/testdata/live-deployment.yaml).
 import { expect, test } from "bun:test";
-import { FIELD_MANAGER, imageOwners, lastOwner } from "./managed-fields.ts";
+import { annotationOwners, FIELD_MANAGER, imageOwners, lastOwner } from "./managed-fields.ts";
 
 const image = (name: string, extra: Record<string, unknown> = {}) => ({
   "f:spec": {
@@ -93,4 +93,24 @@ test("absent, reset or malformed managedFields name nobody, never a guess", () =
     }),
   ];
   expect(imageOwners(spaced, "api").map((o) => o.manager)).toEqual(["kubectl-edit"]);
+});
+
+test("an annotation is owned by the last manager that changed its value, as a rollout undo does", () => {
+  const annotations = (...names: string[]) => ({
+    "f:metadata": { "f:annotations": { ".": {}, ...Object.fromEntries(names.map((n) => [`f:${n}`, {}])) } },
+  });
+  const digest = "image-refresh.io/last-refreshed-api-digest";
+  const mf = [
+    entry(FIELD_MANAGER, annotations("image-refresh.io/last-refreshed-node-agent-digest")),
+    entry("kube-controller-manager", annotations("deployment.kubernetes.io/revision")),
+    entry("kubectl", { ...annotations(digest), ...image("api") }, { time: "2026-12-01T12:00:00Z" }),
+  ];
+  const agent = "image-refresh.io/last-refreshed-node-agent-digest";
+  expect(annotationOwners(mf, [digest, agent])).toEqual({
+    [digest]: [{ manager: "kubectl", operation: "Update", time: "2026-12-01T12:00:00Z" }],
+    [agent]: [{ manager: FIELD_MANAGER, operation: "Update", time: "2026-12-01T10:00:00Z" }],
+  });
+  // Owning the annotations map itself ("."), or another key, is not owning this one.
+  expect(annotationOwners([entry("helm", annotations("other"))], [digest])).toEqual({ [digest]: [] });
+  expect(annotationOwners(undefined, [digest])).toEqual({ [digest]: [] });
 });

@@ -61,6 +61,13 @@ function ownsImage(fields: Trie, list: "containers" | "initContainers", name: st
   return isTrie(item) && isTrie(item["f:image"]);
 }
 
+/** Whether this fieldsV1 trie owns the named annotation of the object. */
+function ownsAnnotation(fields: Trie, name: string): boolean {
+  const meta = fields["f:metadata"];
+  const annotations = isTrie(meta) ? meta["f:annotations"] : undefined;
+  return isTrie(annotations) && isTrie(annotations[`f:${name}`]);
+}
+
 /**
  * The managers that own the image of `container` in a workload's pod template (several when
  * appliers share it), main resource only. Empty when managedFields are absent or name nobody.
@@ -70,12 +77,38 @@ export function imageOwners(
   container: string,
   list: "containers" | "initContainers" = "containers",
 ): FieldOwner[] {
+  return owners(managedFields, (fields) => ownsImage(fields, list, container));
+}
+
+/**
+ * The managers that own each named annotation (the last to change its value: a `kubectl rollout
+ * undo` that restores an old value takes it), from one reading of managedFields. A name nobody
+ * owns, or managedFields absent or unreadable, maps to an empty list.
+ */
+export function annotationOwners(
+  managedFields: unknown,
+  names: readonly string[],
+): Record<string, FieldOwner[]> {
+  const list = readEntries(managedFields);
+  return Object.fromEntries(names.map((n) => [n, ownersIn(list, (fields) => ownsAnnotation(fields, n))]));
+}
+
+type Entry = ReturnType<ReturnType<typeof entries>["parse"]>[number];
+
+function readEntries(managedFields: unknown): Entry[] {
   const parsed = entries().safeParse(managedFields);
-  if (!parsed.success) return [];
+  return parsed.success ? parsed.data : [];
+}
+
+function owners(managedFields: unknown, owns: (fields: Trie) => boolean): FieldOwner[] {
+  return ownersIn(readEntries(managedFields), owns);
+}
+
+function ownersIn(list: Entry[], owns: (fields: Trie) => boolean): FieldOwner[] {
   const owners: FieldOwner[] = [];
-  for (const e of parsed.data) {
+  for (const e of list) {
     if (e.subresource || !e.fieldsV1 || !e.manager) continue;
-    if (!ownsImage(e.fieldsV1, list, container)) continue;
+    if (!owns(e.fieldsV1)) continue;
     owners.push({
       manager: e.manager,
       operation: e.operation ?? "Update",

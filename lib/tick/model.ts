@@ -72,7 +72,16 @@ export type ObservedWorkload =
   | { found: false; message: string };
 
 export interface Observed {
-  state: { annotations: Record<string, string>; settled: boolean; settleMessage: string };
+  state: {
+    annotations: Record<string, string>;
+    settled: boolean;
+    settleMessage: string;
+    /**
+     * Who last changed each image's recorded digest (managedFields), by image key; absent when
+     * nobody is on record. Someone else than image-refresh means it was written back.
+     */
+    digestOwners?: Record<string, FieldOwner[]>;
+  };
   /** By image key; absent when the settled guard stopped the tick before the registry. */
   digests?: Record<string, ObservedDigest>;
   /** Live container images (containers and init containers) by workloadId: every target, every settled tick. */

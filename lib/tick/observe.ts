@@ -2,7 +2,7 @@
 // settled; the target workloads only when a refresh could actually start.
 import { annotationKeys } from "../annotations.ts";
 import type { Config } from "../config.ts";
-import { type FieldOwner, imageOwners } from "../kube/managed-fields.ts";
+import { annotationOwners, type FieldOwner, imageOwners } from "../kube/managed-fields.ts";
 import { containerImages } from "../kube/objects.ts";
 import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { KubeClient, Workload } from "../kube/workloads.ts";
@@ -85,11 +85,7 @@ export async function observe(ctx: TickContext): Promise<Observation> {
     throw new StateUnreadable(err);
   });
   const observed: Observed = {
-    state: {
-      annotations: state.metadata.annotations,
-      settled: status.done,
-      settleMessage: status.error ?? status.message,
-    },
+    state: observeState(state, ctx.config, status.done, status.error ?? status.message),
   };
   // Only a minimumAge stores times by it; without one a missing Date is nothing to warn about.
   if (status.done) observed.clock = tickClock(date, ctx, ctx.config.minimumAgeMs > 0);
@@ -168,6 +164,25 @@ async function readTarget(
     return { observed: { found: false, message: (err as Error).message }, paths: {} };
   }
   return observeWorkload(w);
+}
+
+/** The state object as the plan sees it: its annotations, and who last wrote each recorded digest. */
+export function observeState(
+  state: Workload,
+  c: Config,
+  settled: boolean,
+  settleMessage: string,
+): Observed["state"] {
+  const keys = annotationKeys(c.annotationPrefix);
+  const names = c.images.map((img) => keys.image(img.key).digest);
+  const byName = annotationOwners(state.metadata.managedFields, names);
+  const digestOwners: Record<string, FieldOwner[]> = {};
+  c.images.forEach((img, i) => {
+    const owners = byName[names[i] as string] ?? [];
+    if (owners.length > 0) digestOwners[img.key] = owners;
+  });
+  const out: Observed["state"] = { annotations: state.metadata.annotations, settled, settleMessage };
+  return Object.keys(digestOwners).length > 0 ? { ...out, digestOwners } : out;
 }
 
 /** A target as the plan sees it: each container's image and who last changed it, and its paths. */

@@ -35,6 +35,20 @@ const live = (workload: string, container: string, image: string, owner?: FieldO
   w.owners = { ...w.owners, [container]: owner ? [owner] : [] };
 };
 const apiRendered = live("Deployment/apps/api", "api", "myorg/api:stable", helm);
+/** `kubectl rollout undo` names no field manager: the API server records its User-Agent. */
+const undo: FieldOwner = { manager: "kubectl", operation: "Update", time: "2026-12-01T12:00:00Z" };
+const ours: FieldOwner = { manager: "image-refresh", operation: "Update", time: "2026-12-01T11:00:00Z" };
+/** Who last changed an image's recorded digest on the state object. */
+const recordedBy = (key: string, owner: FieldOwner) => (o: Observed) => {
+  o.state.digestOwners = { ...o.state.digestOwners, [key]: [owner] };
+};
+/** The state Deployment rolled back by kubectl: its pin and its recorded digest came back together. */
+const stateRolledBack = both(
+  newApi,
+  live("Deployment/apps/api", "api", API_A, undo),
+  live("Deployment/apps/api-proxy", "proxy", API_A, ours),
+  recordedBy("api", undo),
+);
 const proxyRendered = live("Deployment/apps/api-proxy", "proxy", "docker.io/myorg/api:stable", helm);
 const REPIN_API = `docker.io/myorg/api@${D("a")}`;
 
@@ -195,6 +209,47 @@ const cases: Case[] = [
         image: "api",
       },
     ],
+  },
+  {
+    name: "kubectl rollout undo of the state object brings back its pin and its recorded digest: paused, not rolled forward",
+    o: stateRolledBack,
+    outcome: "paused",
+    reason: "pinned_by_human",
+    images: { api: "paused/pinned_by_human", "node-agent": "noop/unchanged" },
+    actions: [
+      write({ annotations: { [`${P}/paused-api`]: API_A } }),
+      {
+        type: "event",
+        eventType: "Warning",
+        reason: "RefreshPaused",
+        note: expect.stringContaining("kubectl also wrote back the recorded digest") as never,
+        image: "api",
+      },
+    ],
+  },
+  {
+    name: "a recorded digest someone else wrote, with every pin image-refresh's own: the new build rolls",
+    o: both(
+      stateRolledBack,
+      live("Deployment/apps/api", "api", API_A, ours),
+      live("Deployment/apps/api-proxy", "proxy", API_A, ours),
+    ),
+    outcome: "refreshed",
+    actions: REFRESH_API,
+  },
+  {
+    name: "a recorded digest last changed by image-refresh: a pin to it is the record, whoever restored the pin",
+    o: both(stateRolledBack, recordedBy("api", ours)),
+    outcome: "refreshed",
+    actions: REFRESH_API,
+  },
+  {
+    name: "nobody on record for the recorded digest (no managedFields): a rollback cannot be told, the new build rolls",
+    o: both(stateRolledBack, (o) => {
+      o.state.digestOwners = undefined;
+    }),
+    outcome: "refreshed",
+    actions: REFRESH_API,
   },
   {
     name: "a pause already announced writes nothing and posts nothing",

@@ -42,13 +42,18 @@ export function paused(
   x: LiveContainer,
   c: Config,
   announced: string | undefined,
+  /** Who wrote the recorded digest back with the pin (a rollback of the state object). */
+  rewrittenBy?: string,
 ): Judgement {
   j.blocks = true;
   j.verdict.paused = true;
   j.verdict.short = `(${x.owner?.manager ?? "unknown writer"})`;
   const resume = resumeCommand(x, img, c);
   j.verdict.resume = resume;
-  const msg = `${img.key} is paused: ${describeContainer(x)} was set to ${x.image} by ${describeOwner(x.owner)}, not by image-refresh; no refresh of ${img.key} while it stays so. To hand it back: ${resume}`;
+  const back = rewrittenBy
+    ? ` (${rewrittenBy} also wrote back the recorded digest, as a rollback of the state object does)`
+    : "";
+  const msg = `${img.key} is paused: ${describeContainer(x)} was set to ${x.image} by ${describeOwner(x.owner)}, not by image-refresh${back}; no refresh of ${img.key} while it stays so. To hand it back: ${resume}`;
   // The marker remembers which pin was announced, so the Warning Event comes when a pause begins.
   if (announced !== x.image) {
     j.writes[annotationKeys(c.annotationPrefix).image(img.key).paused] = x.image;

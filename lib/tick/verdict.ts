@@ -4,6 +4,7 @@
 // soak.ts. Combining the verdicts (isolation, which writes travel together) is combine.ts's job.
 import { annotationKeys, type ImageCounters, imageCounters, quoteForLog } from "../annotations.ts";
 import type { Config, ImageConfig } from "../config.ts";
+import { FIELD_MANAGER, type FieldOwner, lastOwner } from "../kube/managed-fields.ts";
 import { type DueInput, due, type Judgement, say } from "./due.ts";
 import { liveImage } from "./live.ts";
 import type { ImageVerdict, Observed } from "./model.ts";
@@ -53,8 +54,13 @@ export function judgeImage(img: ImageConfig, o: Observed, c: Config): Judgement 
     j.firstSeen = L;
     return say(j, "recorded", "first_observation", `first observation of ${img.key}: ${L}`);
   }
-  const pause = live && humanPin(live, [recorded, L, ...candidateDigests(a[keys.candidates])]);
-  if (pause) return paused(j, img, pause, c, a[keys.paused]);
+  // A recorded digest that someone else wrote back is not this product's memory: `kubectl rollout
+  // undo` of the state object restores its old annotations along with its old template, so the
+  // container it pinned back matches the rewound record. That is a human's rollback too.
+  const rewrittenBy = writtenBack(o.state.digestOwners?.[img.key]);
+  const ours = rewrittenBy ? [] : [recorded];
+  const pause = live && humanPin(live, [...ours, L, ...candidateDigests(a[keys.candidates])]);
+  if (pause) return paused(j, img, pause, c, a[keys.paused], rewrittenBy);
   if (a[keys.paused] !== undefined) j.writes[keys.paused] = null;
   if (counters.rejected === L) {
     j.blocks = true;
@@ -70,6 +76,12 @@ export function judgeImage(img: ImageConfig, o: Observed, c: Config): Judgement 
   }
   const input: DueInput = { img, counters, c, o, digest: L, live };
   return c.minimumAgeMs > 0 ? soak(j, input, recorded) : due(j, input);
+}
+
+/** The manager that last changed a recorded digest, when that was not image-refresh. */
+function writtenBack(owners: FieldOwner[] | undefined): string | undefined {
+  if (!owners?.length || owners.some((x) => x.manager === FIELD_MANAGER)) return undefined;
+  return lastOwner(owners)?.manager;
 }
 
 function unresolved(

@@ -129,6 +129,9 @@ export type LiveChoice = ValueOf<typeof liveArb>;
 /** One image's own bookkeeping on the state object (SPEC "State annotations", per image). */
 const imageStateArb = fc.record({
   recorded: fc.option(fc.constantFrom(...DIGESTS), { nil: undefined, freq: 4 }),
+  // who last changed the recorded digest (managedFields): nobody on record, image-refresh, or a
+  // `kubectl rollout undo` of the state object that wrote an old one back
+  digestBy: fc.constantFrom(undefined, undefined, "image-refresh", "image-refresh", "kubectl"),
   attempt: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 2, arbitrary: counterValue }),
   flap: oneIn(3, fc.constantFrom("3", "1", "x")),
   unresolved: fc.oneof(
@@ -289,6 +292,14 @@ export function observedArb(c: Config): fc.Arbitrary<Omit<Case, "c">> {
       const o: Observed = {
         state: { annotations, settled: r.settled, settleMessage: r.settled ? "done" : "waiting" },
       };
+      const digestOwners = Object.fromEntries(
+        keys.flatMap((k, i) => {
+          const by = r.images[i]?.digestBy;
+          const recorded = annotations[`${PREFIX}/last-refreshed-${k}-digest`];
+          return by && recorded !== undefined ? [[k, [{ manager: by, operation: "Update" }]]] : [];
+        }),
+      );
+      if (Object.keys(digestOwners).length > 0) o.state.digestOwners = digestOwners;
       if (!r.settled) return { o, t: {} };
       o.digests = Object.fromEntries(
         keys.map((k, i) => {

@@ -54,10 +54,15 @@ function targetsOf(x: Ctx) {
   }));
 }
 
-/** The digests a pin may name without being a human's: R, L and the candidates. */
+/**
+ * The digests a pin may name without being a human's: R, L and the candidates; R only while
+ * image-refresh wrote it last (a rollback of the state object writes an old R back).
+ */
 function knownDigests(x: Ctx, R: string, L: string): string[] {
   const raw = ann(x, `candidates-${x.key}`) ?? "";
-  return [R, L, ...raw.split(",").map((e) => e.split("=")[0] ?? "")];
+  const by = x.o.state.digestOwners?.[x.key]?.map((w) => w.manager) ?? [];
+  const rewritten = by.length > 0 && !by.includes("image-refresh");
+  return [...(rewritten ? [] : [R]), L, ...raw.split(",").map((e) => e.split("=")[0] ?? "")];
 }
 
 /** The first target container (config order) that a human pinned: same repository, not ours, unknown. */
