@@ -97,6 +97,19 @@ describe.skipIf(gate)("the image built with buildah, run with podman", () => {
       await w.stop();
     });
 
+    /** Runs the image against the simulators; Bun.spawnSync would block them, so asynchronously. */
+    async function tickInImage(args: string[], mount: string[]): Promise<{ code: number; stderr: string }> {
+      const proc = Bun.spawn(podmanArgv(TAG, args, mount), {
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...ctr.env },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      const timer = setTimeout(() => proc.kill("SIGKILL"), 120_000);
+      const [stderr, code] = [await new Response(proc.stderr).text(), await proc.exited];
+      clearTimeout(timer);
+      return { code, stderr };
+    }
+
     test("records the digests, as a tick on the host does", async () => {
       const mount = [
         "--volume",
@@ -106,15 +119,7 @@ describe.skipIf(gate)("the image built with buildah, run with podman", () => {
       ];
       const inImage = (p: string) => join("/etc/image-refresh", p.slice(w.dir.length + 1));
       const args = ["tick", "--config", inImage(w.configPath), "--kubeconfig", inImage(w.kubeconfigPath)];
-      // Bun.spawnSync would block the simulators in this process: run podman asynchronously.
-      const proc = Bun.spawn(podmanArgv(TAG, args, mount), {
-        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...ctr.env },
-        stdout: "pipe",
-        stderr: "pipe",
-      });
-      const timer = setTimeout(() => proc.kill("SIGKILL"), 120_000);
-      const [stderr, code] = [await new Response(proc.stderr).text(), await proc.exited];
-      clearTimeout(timer);
+      const { code, stderr } = await tickInImage(args, mount);
       expect({ code, stderr: code === 0 ? "" : stderr }).toEqual({ code: 0, stderr: "" });
       expect(writes(w.api).length).toBeGreaterThan(0);
       expect(Object.keys(w.ours()).some((k) => k.endsWith("-digest"))).toBe(true);
@@ -150,14 +155,7 @@ describe.skipIf(gate)("the image built with buildah, run with podman", () => {
           "NODE_EXTRA_CA_CERTS=/etc/image-refresh/ca.pem",
         ];
         w.api.clearLog();
-        const proc = Bun.spawn(podmanArgv(TAG, [], mount), {
-          env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...ctr.env },
-          stdout: "pipe",
-          stderr: "pipe",
-        });
-        const timer = setTimeout(() => proc.kill("SIGKILL"), 120_000);
-        const [stderr, code] = [await new Response(proc.stderr).text(), await proc.exited];
-        clearTimeout(timer);
+        const { code, stderr } = await tickInImage([], mount);
         // The previous test recorded the digests: this tick adopts the floating tag, or is a no-op.
         expect({ code, stderr: code === 0 ? "" : stderr }).toEqual({ code: 0, stderr: "" });
         expect(stderr).toMatch(/ outcome=(noop|refreshed) /);

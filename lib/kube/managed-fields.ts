@@ -68,41 +68,43 @@ function ownsAnnotation(fields: Trie, name: string): boolean {
   return isTrie(annotations) && isTrie(annotations[`f:${name}`]);
 }
 
-/**
- * The managers that own the image of `container` in a workload's pod template (several when
- * appliers share it), main resource only. Empty when managedFields are absent or name nobody.
- */
-export function imageOwners(
-  managedFields: unknown,
-  container: string,
-  list: "containers" | "initContainers" = "containers",
-): FieldOwner[] {
-  return owners(managedFields, (fields) => ownsImage(fields, list, container));
+type List = "containers" | "initContainers";
+
+/** Who owns what in one object's managedFields, read once for all the questions asked of it. */
+export interface Owners {
+  /**
+   * The managers that own the image of `container` in the pod template (several when appliers
+   * share it), main resource only.
+   */
+  image(container: string, list?: List): FieldOwner[];
+  /** The managers that own annotation `name`: the last to change its value (a rollout undo that restores an old one takes it). */
+  annotation(name: string): FieldOwner[];
 }
 
-/**
- * The managers that own each named annotation (the last to change its value: a `kubectl rollout
- * undo` that restores an old value takes it), from one reading of managedFields. A name nobody
- * owns, or managedFields absent or unreadable, maps to an empty list.
- */
+/** Every answer is empty when managedFields are absent, unreadable or name nobody. */
+export function ownersOf(managedFields: unknown): Owners {
+  const parsed = entries().safeParse(managedFields);
+  const list = parsed.success ? parsed.data : [];
+  return {
+    image: (container, l = "containers") => ownersIn(list, (f) => ownsImage(f, l, container)),
+    annotation: (name) => ownersIn(list, (f) => ownsAnnotation(f, name)),
+  };
+}
+
+export function imageOwners(managedFields: unknown, container: string, list?: List): FieldOwner[] {
+  return ownersOf(managedFields).image(container, list);
+}
+
+/** The owners of each named annotation, by name. */
 export function annotationOwners(
   managedFields: unknown,
   names: readonly string[],
 ): Record<string, FieldOwner[]> {
-  const list = readEntries(managedFields);
-  return Object.fromEntries(names.map((n) => [n, ownersIn(list, (fields) => ownsAnnotation(fields, n))]));
+  const owners = ownersOf(managedFields);
+  return Object.fromEntries(names.map((n) => [n, owners.annotation(n)]));
 }
 
 type Entry = ReturnType<ReturnType<typeof entries>["parse"]>[number];
-
-function readEntries(managedFields: unknown): Entry[] {
-  const parsed = entries().safeParse(managedFields);
-  return parsed.success ? parsed.data : [];
-}
-
-function owners(managedFields: unknown, owns: (fields: Trie) => boolean): FieldOwner[] {
-  return ownersIn(readEntries(managedFields), owns);
-}
 
 function ownersIn(list: Entry[], owns: (fields: Trie) => boolean): FieldOwner[] {
   const owners: FieldOwner[] = [];

@@ -2,7 +2,7 @@
 // settled; the target workloads only when a refresh could actually start.
 import { annotationKeys } from "../annotations.ts";
 import type { Config } from "../config.ts";
-import { annotationOwners, type FieldOwner, imageOwners } from "../kube/managed-fields.ts";
+import { type FieldOwner, ownersOf } from "../kube/managed-fields.ts";
 import { containerImages } from "../kube/objects.ts";
 import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { KubeClient, Workload } from "../kube/workloads.ts";
@@ -174,13 +174,12 @@ export function observeState(
   settleMessage: string,
 ): Observed["state"] {
   const keys = annotationKeys(c.annotationPrefix);
-  const names = c.images.map((img) => keys.image(img.key).digest);
-  const byName = annotationOwners(state.metadata.managedFields, names);
+  const owners = ownersOf(state.metadata.managedFields);
   const digestOwners: Record<string, FieldOwner[]> = {};
-  c.images.forEach((img, i) => {
-    const owners = byName[names[i] as string] ?? [];
-    if (owners.length > 0) digestOwners[img.key] = owners;
-  });
+  for (const img of c.images) {
+    const by = owners.annotation(keys.image(img.key).digest);
+    if (by.length > 0) digestOwners[img.key] = by;
+  }
   const out: Observed["state"] = { annotations: state.metadata.annotations, settled, settleMessage };
   return Object.keys(digestOwners).length > 0 ? { ...out, digestOwners } : out;
 }
@@ -193,11 +192,12 @@ export function observeWorkload(w: Workload): { observed: ObservedWorkload; path
   const images: Record<string, string> = {};
   const owners: Record<string, FieldOwner[]> = {};
   const paths: Record<string, string> = {};
+  const managed = ownersOf(w.metadata.managedFields);
   for (const [name, c] of containerImages(w)) {
     images[name] = c.image;
     paths[name] = c.path;
     const list = c.path.includes("/initContainers/") ? "initContainers" : "containers";
-    owners[name] = imageOwners(w.metadata.managedFields, name, list);
+    owners[name] = managed.image(name, list);
   }
   const observed: ObservedWorkload = { found: true, images, owners, ...(blocked ? { blocked } : {}) };
   return { observed, paths };
