@@ -9,13 +9,13 @@ import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { Workload } from "../kube/workloads.ts";
 import { writeStdout } from "../output.ts";
 import type { DigestResult } from "../registry/client.ts";
-import { dueAt, parseCandidates, stamp } from "../tick/candidates.ts";
-import { type LiveContainer, liveImage } from "../tick/live.ts";
 import type { ImageVerdict, Observed, ObservedWorkload } from "../tick/model.ts";
 import { describeWorkload, workloadId } from "../tick/model.ts";
 import { observeState, observeWorkload, registryNotBefore, stateRef, tickClock } from "../tick/observe.ts";
-import { plan } from "../tick/plan.ts";
-import { age } from "../tick/soak.ts";
+import { dueAt, parseCandidates, stamp } from "../tick/plan/candidates.ts";
+import { type LiveContainer, liveImage } from "../tick/plan/live.ts";
+import { plan } from "../tick/plan/plan.ts";
+import { age } from "../tick/plan/soak.ts";
 import { checkImageKeys } from "./rearm.ts";
 import type { Runtime } from "./runtime.ts";
 
@@ -195,7 +195,7 @@ function observedFor(
   const workloads: Record<string, ObservedWorkload> = {};
   for (const [id, w] of live) {
     if (w instanceof Error) workloads[id] = { found: false, message: w.message };
-    else workloads[id] = observeWorkload(w).observed;
+    else workloads[id] = observeWorkload(w);
   }
   const out: Observed["digests"] = {};
   for (const img of c.images) {

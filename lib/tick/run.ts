@@ -6,11 +6,12 @@ import type { Outcome } from "../outcomes.ts";
 import { exitCodeFor } from "../outcomes.ts";
 import type { SpanHandle, Telemetry } from "../telemetry.ts";
 import { parseTraceparent } from "../telemetry.ts";
-import { type Applied, apply, baseAttrs } from "./apply.ts";
+import { type Applied, apply } from "./apply/apply.ts";
+import { baseAttrs } from "./apply/state.ts";
 import type { TickContext } from "./context.ts";
 import type { Decision, ImageVerdict, Reason } from "./model.ts";
 import { type Observation, observe, StateUnreadable } from "./observe.ts";
-import { plan } from "./plan.ts";
+import { plan } from "./plan/plan.ts";
 
 export interface TickResult {
   outcome: Outcome;

@@ -1,10 +1,10 @@
 // The refresh-attempt rules every due image goes through, a new build, a soaked candidate or a
 // re-pin alike (SPEC step 7): an untrusted count holds, a count at the maximum locks out, another
 // tick's claim stands, a target that can start no rollout holds. Pure, like all of verdict.ts.
-import { annotationKeys, type ImageCounters, quoteForLog } from "../annotations.ts";
-import type { Config, ImageConfig } from "../config.ts";
+import { annotationKeys, type ImageCounters, quoteForLog } from "../../annotations.ts";
+import type { Config, ImageConfig } from "../../config.ts";
+import type { ImageVerdict, Observed } from "../model.ts";
 import type { LiveImage } from "./live.ts";
-import type { ImageVerdict, Observed } from "./model.ts";
 
 export interface Judgement {
   verdict: ImageVerdict;
