@@ -3,9 +3,7 @@
 // Failures are per image; only a 429 stops the rest, because the registry's quota belongs to the
 // workloads' own pulls and every further request would spend it: the first HEAD goes alone, a
 // 429 aborts the HEADs in flight, and a Retry-After is returned for the tick to keep.
-import type { Logger } from "../log.ts";
 import { basicSecrets } from "../scrub.ts";
-import type { Telemetry } from "../telemetry.ts";
 import { authorize } from "./auth.ts";
 import type { RegistryError } from "./errors.ts";
 import { asRegistryError, blameConfiguredToken, DEFAULT_CONCURRENCY, fail, headAll } from "./heads.ts";
