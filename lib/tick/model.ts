@@ -1,5 +1,6 @@
 // What the tick observes and what it decides: the vocabulary shared by observe, plan and apply.
 import type { WorkloadKind } from "../config.ts";
+import type { EventReason } from "../kube/events.ts";
 import type { FieldOwner } from "../kube/managed-fields.ts";
 import type { Outcome } from "../outcomes.ts";
 
@@ -177,7 +178,7 @@ export type Action =
   | { type: "record-digests"; digests: Record<string, string>; candidates?: Record<string, string | null> }
   /** Re-pinned images whose rollouts settled: one PinRestored Event naming who had removed the pin. */
   | { type: "pin-restored"; images: string[] }
-  | { type: "event"; eventType: "Normal" | "Warning"; reason: string; note: string; image?: string };
+  | { type: "event"; eventType: "Normal" | "Warning"; reason: EventReason; note: string; image?: string };
 
 /** The skip streak as the tick found it and as it leaves it when every write succeeds (undefined: no honest count). */
 export interface SkipStreak {

@@ -50,7 +50,7 @@ export async function revertGroup(
   const event = {
     type: "event" as const,
     eventType: "Warning" as const,
-    reason: settled ? "RolloutReverted" : "RevertFailed",
+    reason: settled ? ("RolloutReverted" as const) : ("RevertFailed" as const),
     note,
   };
   await postEvent(run, event);

@@ -68,7 +68,12 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
   const failure: Failure = { outcome: "failed", reason: "rollout_failed", message };
   failGroup(run, a, failure);
   const note = `${message} (images ${run.groups[a.group]?.join(", ")})`;
-  const event = { type: "event" as const, eventType: "Warning" as const, reason: "RolloutFailed", note };
+  const event = {
+    type: "event" as const,
+    eventType: "Warning" as const,
+    reason: "RolloutFailed" as const,
+    note,
+  };
   await postEvent(run, event);
   // Also about the workload that failed, where it lives beside the state object: the Role grants
   // `create events` in the state object's namespace only (SPEC "RBAC"); the state object's Event

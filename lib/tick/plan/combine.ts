@@ -6,7 +6,7 @@
 // to stop churning that workload), and a rollout's failure fails every image of its group.
 import { annotationKeys, counterValue, migrationWrites, readCounter } from "../../annotations.ts";
 import type { Config, ImageConfig, Target } from "../../config.ts";
-import { mostSevere } from "../../outcomes.ts";
+import { holdsSharers, mostSevere } from "../../outcomes.ts";
 import type {
   Action,
   Decision,
@@ -110,7 +110,7 @@ function workloadsOf(img: ImageConfig): Set<string> {
  * every due image that shares a workload with that one: images that share a workload move together.
  */
 function holdSharers(c: Config, judged: Map<string, Judgement>): void {
-  const blockers = (j: Judgement) => j.blocks || ["held", "locked_out", "paused"].includes(j.verdict.outcome);
+  const blockers = (j: Judgement) => j.blocks || holdsSharers(j.verdict.outcome);
   for (let changed = true; changed; ) {
     changed = false;
     for (const img of c.images) {
@@ -137,7 +137,7 @@ function holdSharers(c: Config, judged: Map<string, Judgement>): void {
 /** What a blocking image is, for the images that wait with it: its own verdict, or its count's state. */
 function blockerState(j: Judgement): [ImageVerdict["outcome"], string] {
   const v = j.verdict;
-  if (["held", "locked_out", "paused"].includes(v.outcome)) return [v.outcome, `${v.outcome} ${v.reason}`];
+  if (holdsSharers(v.outcome)) return [v.outcome, `${v.outcome} ${v.reason}`];
   if (v.lockedOut) return ["locked_out", "locked out"];
   return ["held", "its attempt count is not trusted"];
 }

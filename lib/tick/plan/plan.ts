@@ -1,6 +1,6 @@
 // The tick's decision: a pure function of what was observed and the configuration. No I/O, no
 // clock, no environment. Each image is judged on its own (verdict.ts), then the verdicts are
-// combined (combine.ts); every branch is a row in plan.test.ts, verdict.test.ts or combine.test.ts.
+// combined (combine.ts); every branch is a row in plan.test.ts, plan.live.test.ts, plan.soak.test.ts or combine.test.ts.
 import { type AnnotationKeys, annotationKeys, quoteForLog, readCounter } from "../../annotations.ts";
 import type { Config } from "../../config.ts";
 import type { Action, Decision, Observed, WorkloadRef } from "../model.ts";
