@@ -2,7 +2,7 @@
 // alerting keys on the exit code, and the tick's outcome is the most severe image verdict.
 import { expect, test } from "bun:test";
 import { SPEC_SEVERITY } from "../tests/spec-outcomes.ts";
-import { EXIT_USAGE, exitCodeFor, mostSevere, OUTCOMES } from "./outcomes.ts";
+import { EXIT_USAGE, exitCodeFor, holdsSharers, logLevelFor, mostSevere, OUTCOMES } from "./outcomes.ts";
 
 const WANT: Record<(typeof OUTCOMES)[number], 0 | 1> = {
   error: 1,
@@ -24,6 +24,31 @@ const WANT: Record<(typeof OUTCOMES)[number], 0 | 1> = {
 test("each outcome exits as SPEC says; usage errors exit 2", () => {
   expect(Object.fromEntries(OUTCOMES.map((o) => [o, exitCodeFor(o)]))).toEqual(WANT);
   expect(EXIT_USAGE).toBe(2);
+});
+
+test("each outcome's log level: error when the Job fails, info when nobody need look, warn otherwise", () => {
+  const level = Object.fromEntries(OUTCOMES.map((o) => [o, logLevelFor(o)]));
+  expect(level).toEqual({
+    error: "error",
+    failed: "error",
+    frozen: "error",
+    stale: "error",
+    held: "error",
+    locked_out: "warn",
+    paused: "warn",
+    pending: "info",
+    drifted: "warn",
+    unresolved: "warn",
+    skipped: "info",
+    refreshed: "info",
+    recorded: "info",
+    noop: "info",
+  });
+  for (const o of OUTCOMES) expect(logLevelFor(o) === "error").toBe(exitCodeFor(o) === 1);
+});
+
+test("held, locked_out and paused, and only they, hold the images that share a workload", () => {
+  expect(OUTCOMES.filter(holdsSharers)).toEqual(["held", "locked_out", "paused"]);
 });
 
 test("the order of severity is SPEC's table, top to bottom", () => {

@@ -9,13 +9,14 @@ import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { Workload } from "../kube/workloads.ts";
 import { writeStdout } from "../output.ts";
 import type { DigestResult } from "../registry/client.ts";
-import { dueAt, parseCandidates, stamp } from "../tick/candidates.ts";
-import { type LiveContainer, liveImage } from "../tick/live.ts";
 import type { ImageVerdict, Observed, ObservedWorkload } from "../tick/model.ts";
 import { describeWorkload, workloadId } from "../tick/model.ts";
 import { observeState, observeWorkload, registryNotBefore, stateRef, tickClock } from "../tick/observe.ts";
-import { plan } from "../tick/plan.ts";
-import { age } from "../tick/soak.ts";
+import { dueAt, parseCandidates, stamp } from "../tick/plan/candidates.ts";
+import { type LiveContainer, liveImage } from "../tick/plan/live.ts";
+import { plan } from "../tick/plan/plan.ts";
+import { age } from "../tick/plan/soak.ts";
+import { nextStep } from "./next-step.ts";
 import { checkImageKeys } from "./rearm.ts";
 import type { Runtime } from "./runtime.ts";
 
@@ -195,7 +196,7 @@ function observedFor(
   const workloads: Record<string, ObservedWorkload> = {};
   for (const [id, w] of live) {
     if (w instanceof Error) workloads[id] = { found: false, message: w.message };
-    else workloads[id] = observeWorkload(w).observed;
+    else workloads[id] = observeWorkload(w);
   }
   const out: Observed["digests"] = {};
   for (const img of c.images) {
@@ -236,50 +237,6 @@ function verdictOf(v: ImageVerdict | undefined, settled: boolean, c: Config): Im
 }
 
 /** The one command that helps, by what the next tick would do. */
-function nextStep(key: string, v: ImageVerdict | undefined, settled: boolean, c: Config): string {
-  if (!settled) return `wait for ${describeWorkload(c.state)} to settle (kubectl rollout status)`;
-  if (!v) return "nothing to do";
-  // In sync but locked out: the next build will be held, so say now how to re-arm.
-  if (v.lockedOut && v.reason === "unchanged")
-    return `locked out: check the workloads, then \`image-refresh rearm ${key}\` before the next build arrives`;
-  const prefix = c.annotationPrefix;
-  switch (v.reason) {
-    case "flap_lockout":
-      return `check the workloads, then \`image-refresh rearm ${key}\` to retry this build or \`image-refresh reject ${key}\` to wait for the next`;
-    case "attempt_untrusted":
-      return `check the workloads, then \`image-refresh rearm ${key}\``;
-    case "build_rejected":
-      return `nothing: the next build of :${c.tag} rolls out (to allow this one again: kubectl annotate ${c.state.kind.toLowerCase()} -n ${c.state.namespace} ${c.state.name} ${prefix}/rejected-${key}-digest-)`;
-    case "unresolved":
-    case "unresolved_ceiling":
-      return "check the repository and tag, the registry's CA and the pull secret";
-    case "unresolved_streak_untrusted":
-      return `remove ${prefix}/unresolved-streak-${key} from the state object`;
-    case "target_unavailable":
-      return "make the target workload readable and rollable, or fix its entry in the config";
-    case "shared_workload":
-      return `deal with the image it waits for (\`image-refresh status\`)`;
-    case "digest_changed":
-      return "nothing: the next tick rolls it out";
-    case "pin_restored":
-      return "nothing: the next tick re-pins the containers that name the floating tag";
-    case "pinned_by_human":
-      return `when the pin is no longer needed, set the container back to the tag: ${v.resume ?? "kubectl set image"}`;
-    case "pin_contested":
-      return `make the tool that keeps rendering the tag leave the image field alone (see above), then \`image-refresh rearm ${key}\``;
-    case "tag_rerendered":
-      return "pin the digest in the deploy tool's source, or set `reconcile: repin` to let image-refresh re-pin it";
-    case "target_mismatch":
-      return "fix images[].targets[].container (or the repository) in the config: that container runs another image";
-    case "first_observation":
-      return "nothing: the next tick records it";
-    case "minimum_age":
-      return "nothing: the first tick after it is due rolls it out (minimumAge: 0s on a canary cluster takes builds at once)";
-    default:
-      return "nothing to do";
-  }
-}
-
 function classified(x: LiveContainer | undefined, recorded: string | null): Partial<TargetStatus> {
   if (!x) return {};
   const classification =

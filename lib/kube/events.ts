@@ -4,11 +4,27 @@ import type { Workload } from "./objects.ts";
 
 export const REPORTING_CONTROLLER = "image-refresh.io/image-refresh";
 
+/** Every Event reason image-refresh posts: a closed set, as alerting and `kubectl get events` key on it. */
+export const EVENT_REASONS = [
+  "Refreshed",
+  "PinRestored",
+  "RolloutFailed",
+  "RolloutReverted",
+  "RevertFailed",
+  "RefreshFrozen",
+  "RefreshLockedOut",
+  "RefreshPaused",
+  "PinContested",
+  "ImageStale",
+  "BuildRejected",
+] as const;
+export type EventReason = (typeof EVENT_REASONS)[number];
+
 export interface EventInput {
   /** The object the Event is about; its uid and resourceVersion pin the exact version. */
   regarding: Pick<Workload, "kind" | "metadata">;
   type: "Normal" | "Warning";
-  reason: string;
+  reason: EventReason;
   action: string;
   note: string;
   /** Identifies this process, e.g. the pod name (`HOSTNAME` in a CronJob pod). */

@@ -1,5 +1,6 @@
 // What the tick observes and what it decides: the vocabulary shared by observe, plan and apply.
 import type { WorkloadKind } from "../config.ts";
+import type { EventReason } from "../kube/events.ts";
 import type { FieldOwner } from "../kube/managed-fields.ts";
 import type { Outcome } from "../outcomes.ts";
 
@@ -67,6 +68,8 @@ export type ObservedWorkload =
       images: Record<string, string>;
       /** Who last changed each container's image (managedFields), by container name. */
       owners?: Record<string, FieldOwner[]>;
+      /** Each container's JSON-pointer path in the object, by container name: what a patch addresses. */
+      paths?: Record<string, string>;
       blocked?: string;
     }
   | { found: false; message: string };
@@ -145,9 +148,19 @@ export interface StateWrite {
   firstSeen: string[];
 }
 
+/** One container of a rollout: the image it gets, where it sits, and the image it had (what a revert restores). */
+export interface RolloutContainer {
+  name: string;
+  image: string;
+  /** JSON-pointer path of the container's image in the workload, as observed. */
+  path?: string;
+  /** The image the container named when this tick read the workload. */
+  before?: string;
+}
+
 export interface Rollout {
   workload: WorkloadRef;
-  containers: Array<{ name: string; image: string }>;
+  containers: RolloutContainer[];
   /** Image keys with a container in this patch. */
   images: string[];
   /** The images that move together with this rollout (those sharing workloads with it). */
@@ -165,12 +178,12 @@ export type Action =
   | { type: "record-digests"; digests: Record<string, string>; candidates?: Record<string, string | null> }
   /** Re-pinned images whose rollouts settled: one PinRestored Event naming who had removed the pin. */
   | { type: "pin-restored"; images: string[] }
-  | { type: "event"; eventType: "Normal" | "Warning"; reason: string; note: string; image?: string };
+  | { type: "event"; eventType: "Normal" | "Warning"; reason: EventReason; note: string; image?: string };
 
-/** State-object gauges as the tick leaves it when every action succeeds. */
-export interface After {
-  skipStreak?: number;
-  frozen: boolean;
+/** The skip streak as the tick found it and as it leaves it when every write succeeds (undefined: no honest count). */
+export interface SkipStreak {
+  before?: number;
+  after?: number;
 }
 
 export interface Decision {
@@ -182,5 +195,5 @@ export interface Decision {
   /** Image groups that move together, by Rollout.group. */
   groups: Record<number, string[]>;
   actions: Action[];
-  after: After;
+  skipStreak: SkipStreak;
 }

@@ -15,13 +15,11 @@ import {
   type WorkloadRef,
   workloadId,
 } from "./model.ts";
-import { targetsToRead } from "./plan.ts";
+import { targetsToRead } from "./plan/plan.ts";
 
 export interface Observation {
   observed: Observed;
   state: Workload;
-  /** JSON-pointer paths of each target container, by workloadId then container name. */
-  paths: Record<string, Record<string, string>>;
 }
 
 export function stateRef(c: Config): WorkloadRef {
@@ -89,8 +87,7 @@ export async function observe(ctx: TickContext): Promise<Observation> {
   };
   // Only a minimumAge stores times by it; without one a missing Date is nothing to warn about.
   if (status.done) observed.clock = tickClock(date, ctx, ctx.config.minimumAgeMs > 0);
-  const paths: Record<string, Record<string, string>> = {};
-  if (!status.done) return { observed, state, paths };
+  if (!status.done) return { observed, state };
   const resolved = await resolveImages(ctx, state.metadata.annotations);
   observed.digests = resolved.digests;
   observed.registry = resolved.registry;
@@ -104,13 +101,11 @@ export async function observe(ctx: TickContext): Promise<Observation> {
       refs.map((ref) => readTarget(ctx.kube, ref, workloadId(ref) === stateId ? state : undefined)),
     );
     refs.forEach((ref, i) => {
-      const read = reads[i] as Awaited<ReturnType<typeof readTarget>>;
-      workloads[workloadId(ref)] = read.observed;
-      paths[workloadId(ref)] = read.paths;
+      workloads[workloadId(ref)] = reads[i] as ObservedWorkload;
     });
     observed.workloads = workloads;
   }
-  return { observed, state, paths };
+  return { observed, state };
 }
 
 /**
@@ -152,16 +147,12 @@ async function resolveImages(
   return { digests: out, registry };
 }
 
-async function readTarget(
-  kube: KubeClient,
-  ref: WorkloadRef,
-  known?: Workload,
-): Promise<{ observed: ObservedWorkload; paths: Record<string, string> }> {
+async function readTarget(kube: KubeClient, ref: WorkloadRef, known?: Workload): Promise<ObservedWorkload> {
   let w: Workload;
   try {
     w = known ?? (await kube.get(ref));
   } catch (err) {
-    return { observed: { found: false, message: (err as Error).message }, paths: {} };
+    return { found: false, message: (err as Error).message };
   }
   return observeWorkload(w);
 }
@@ -184,8 +175,8 @@ export function observeState(
   return Object.keys(digestOwners).length > 0 ? { ...out, digestOwners } : out;
 }
 
-/** A target as the plan sees it: each container's image and who last changed it, and its paths. */
-export function observeWorkload(w: Workload): { observed: ObservedWorkload; paths: Record<string, string> } {
+/** A target as the plan sees it: each container's image, who last changed it, and its path. */
+export function observeWorkload(w: Workload): ObservedWorkload {
   // A patch that can start no rollout would only fail the wait and count an attempt: it holds a
   // due refresh (verdict.ts), but the workload's images are still read.
   const blocked = rolloutBlocked(w);
@@ -199,6 +190,5 @@ export function observeWorkload(w: Workload): { observed: ObservedWorkload; path
     const list = c.path.includes("/initContainers/") ? "initContainers" : "containers";
     owners[name] = managed.image(name, list);
   }
-  const observed: ObservedWorkload = { found: true, images, owners, ...(blocked ? { blocked } : {}) };
-  return { observed, paths };
+  return { found: true, images, owners, paths, ...(blocked ? { blocked } : {}) };
 }

@@ -4,11 +4,20 @@
 // Images that share no workload are independent. Images that share a workload move together: a
 // workload that carries a held, locked-out or paused image is patched for none (the lockout exists
 // to stop churning that workload), and a rollout's failure fails every image of its group.
-import { annotationKeys, migrationWrites } from "../annotations.ts";
-import type { Config, ImageConfig, Target } from "../config.ts";
-import { mostSevere } from "../outcomes.ts";
-import type { Action, Decision, ImageVerdict, Observed, Rollout, StateWrite } from "./model.ts";
-import { describeWorkload, workloadId } from "./model.ts";
+import { annotationKeys, counterValue, migrationWrites, readCounter } from "../../annotations.ts";
+import type { Config, ImageConfig, Target } from "../../config.ts";
+import { holdsSharers, mostSevere } from "../../outcomes.ts";
+import type {
+  Action,
+  Decision,
+  ImageVerdict,
+  Observed,
+  ObservedWorkload,
+  Rollout,
+  RolloutContainer,
+  StateWrite,
+} from "../model.ts";
+import { describeWorkload, workloadId } from "../model.ts";
 import type { Judgement } from "./verdict.ts";
 
 export function combine(o: Observed, c: Config, judged: Map<string, Judgement>): Decision {
@@ -21,7 +30,7 @@ export function combine(o: Observed, c: Config, judged: Map<string, Judgement>):
   for (const j of judged.values())
     if (j.event) actions.push({ type: "event", eventType: "Warning", ...j.event, image: j.verdict.key });
   const due = [...judged.values()].filter((j) => j.due);
-  actions.push(...rollouts(c, judged, groups).map((r): Action => ({ type: "rollout", ...r })));
+  actions.push(...rollouts(o, c, judged, groups).map((r): Action => ({ type: "rollout", ...r })));
   if (due.length) {
     const counts = Object.fromEntries(due.map((j) => [j.verdict.key, j.due?.count as number]));
     actions.push({ type: "reset", counts });
@@ -51,7 +60,7 @@ export function combine(o: Observed, c: Config, judged: Map<string, Judgement>):
     images,
     groups: groupKeys,
     actions,
-    after: { skipStreak: 0, frozen: false },
+    skipStreak: { before: counterValue(readCounter(o.state.annotations[skipKey(c)])), after: 0 },
   };
 }
 
@@ -101,7 +110,7 @@ function workloadsOf(img: ImageConfig): Set<string> {
  * every due image that shares a workload with that one: images that share a workload move together.
  */
 function holdSharers(c: Config, judged: Map<string, Judgement>): void {
-  const blockers = (j: Judgement) => j.blocks || ["held", "locked_out", "paused"].includes(j.verdict.outcome);
+  const blockers = (j: Judgement) => j.blocks || holdsSharers(j.verdict.outcome);
   for (let changed = true; changed; ) {
     changed = false;
     for (const img of c.images) {
@@ -128,7 +137,7 @@ function holdSharers(c: Config, judged: Map<string, Judgement>): void {
 /** What a blocking image is, for the images that wait with it: its own verdict, or its count's state. */
 function blockerState(j: Judgement): [ImageVerdict["outcome"], string] {
   const v = j.verdict;
-  if (["held", "locked_out", "paused"].includes(v.outcome)) return [v.outcome, `${v.outcome} ${v.reason}`];
+  if (holdsSharers(v.outcome)) return [v.outcome, `${v.outcome} ${v.reason}`];
   if (v.lockedOut) return ["locked_out", "locked out"];
   return ["held", "its attempt count is not trusted"];
 }
@@ -210,7 +219,12 @@ function retryAfterWrite(o: Observed, c: Config): Record<string, string | null> 
 }
 
 /** One rollout per workload, in the order workloads first appear in the config, carrying all its due containers. */
-function rollouts(c: Config, judged: Map<string, Judgement>, groups: Map<string, number>): Rollout[] {
+function rollouts(
+  o: Observed,
+  c: Config,
+  judged: Map<string, Judgement>,
+  groups: Map<string, number>,
+): Rollout[] {
   const rolls = new Map<string, Rollout>();
   for (const img of c.images) {
     const due = judged.get(img.key)?.due;
@@ -226,13 +240,29 @@ function rollouts(c: Config, judged: Map<string, Judgement>, groups: Map<string,
       // A re-pin patches only the containers that are off the pin.
       if (!due || (due.only && !due.only.includes(`${id}/${t.container}`))) continue;
       const roll = rolls.get(id) as Rollout;
-      roll.containers.push({
-        name: t.container,
-        image: `${c.registry.host}/${img.repository}@${due.digest}`,
-      });
+      roll.containers.push(
+        rolloutContainer(
+          o.workloads?.[id],
+          t.container,
+          `${c.registry.host}/${img.repository}@${due.digest}`,
+        ),
+      );
       if (!roll.images.includes(img.key)) roll.images.push(img.key);
       roll.group = groups.get(img.key) as number;
     }
   }
   return [...rolls.values()].filter((r) => r.containers.length > 0);
+}
+
+/** A container to re-image, with where it sits and what it ran as observed: apply needs no second look. */
+function rolloutContainer(seen: ObservedWorkload | undefined, name: string, image: string): RolloutContainer {
+  if (!seen?.found) return { name, image };
+  const path = seen.paths?.[name];
+  const before = seen.images[name];
+  return {
+    name,
+    image,
+    ...(path !== undefined ? { path } : {}),
+    ...(before !== undefined ? { before } : {}),
+  };
 }

@@ -2,12 +2,12 @@
 // shouldScan. Observed state in, verdict and named reason out; the writes it needs come back as
 // data. The live spec's verdicts are in verdict-live.ts, the attempt rules in due.ts, the soak in
 // soak.ts. Combining the verdicts (isolation, which writes travel together) is combine.ts's job.
-import { annotationKeys, type ImageCounters, imageCounters, quoteForLog } from "../annotations.ts";
-import type { Config, ImageConfig } from "../config.ts";
-import { FIELD_MANAGER, type FieldOwner, lastOwner } from "../kube/managed-fields.ts";
+import { annotationKeys, type ImageCounters, imageCounters, quoteForLog } from "../../annotations.ts";
+import type { Config, ImageConfig } from "../../config.ts";
+import { FIELD_MANAGER, type FieldOwner, lastOwner } from "../../kube/managed-fields.ts";
+import type { ImageVerdict, Observed } from "../model.ts";
 import { type DueInput, due, type Judgement, say } from "./due.ts";
 import { liveImage } from "./live.ts";
-import type { ImageVerdict, Observed } from "./model.ts";
 import { soak } from "./soak.ts";
 import { candidateDigests, humanPin, paused, rerendered, targetFindings } from "./verdict-live.ts";
 

@@ -1,12 +1,12 @@
 // One workload's rollout inside apply: the guarded patch, the wait, and what a failure means for
 // the images that move together with it (its group). Other groups go on.
-import { ApiError } from "../kube/errors.ts";
-import type { Workload } from "../kube/workloads.ts";
-import { baseAttrs, type Failure, failImage, postEvent, type Run } from "./apply.ts";
-import type { Rollout } from "./model.ts";
-import { describeWorkload, workloadId } from "./model.ts";
-import { stateRef } from "./observe.ts";
-import { type Patched, revertGroup } from "./revert.ts";
+import { ApiError } from "../../kube/errors.ts";
+import type { Workload } from "../../kube/workloads.ts";
+import type { Rollout } from "../model.ts";
+import { describeWorkload, workloadId } from "../model.ts";
+import { stateRef } from "../observe.ts";
+import { revertGroup } from "./revert.ts";
+import { baseAttrs, type Failure, failImage, type Patched, postEvent, type Run } from "./state.ts";
 import { patchImages, waitForImages } from "./workload-patch.ts";
 
 export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
@@ -22,8 +22,7 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
   }
   const id = workloadId(a.workload);
   const what = describeWorkload(a.workload);
-  const paths = run.obs.paths[id] ?? {};
-  const images = a.containers.map((c) => ({ ...c, path: paths[c.name] as string }));
+  const images = a.containers.map((c) => ({ name: c.name, image: c.image, path: c.path as string }));
   const summary = a.containers.map((c) => `${c.name}=${c.image}`).join(" ");
   if (ctx.dryRun) {
     ctx.log.info(`dry run: would PATCH ${what} ${summary} and wait for its rollout`);
@@ -47,7 +46,7 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
   }
   run.rolledOut = true;
   run.started.add(a.group);
-  run.patched.push({ group: a.group, workload: a.workload, containers: before(run, a, paths) });
+  run.patched.push({ group: a.group, workload: a.workload, containers: before(a) });
   ctx.log.info(`patched ${what}: ${summary}; waiting for the rollout`, { workload: what, images: a.images });
   const r = await waitForImages(run, a.workload, updated, images);
   const seconds = (ctx.now() - started) / 1000;
@@ -69,7 +68,12 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
   const failure: Failure = { outcome: "failed", reason: "rollout_failed", message };
   failGroup(run, a, failure);
   const note = `${message} (images ${run.groups[a.group]?.join(", ")})`;
-  const event = { type: "event" as const, eventType: "Warning" as const, reason: "RolloutFailed", note };
+  const event = {
+    type: "event" as const,
+    eventType: "Warning" as const,
+    reason: "RolloutFailed" as const,
+    note,
+  };
   await postEvent(run, event);
   // Also about the workload that failed, where it lives beside the state object: the Role grants
   // `create events` in the state object's namespace only (SPEC "RBAC"); the state object's Event
@@ -80,14 +84,9 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
   await revertGroup(run, a.group, failure, updated);
 }
 
-/** The images the patched containers named when this tick read the workload. */
-function before(run: Run, a: Rollout, paths: Record<string, string>): Patched["containers"] {
-  const seen = run.obs.observed.workloads?.[workloadId(a.workload)];
-  return a.containers.map((c) => ({
-    name: c.name,
-    image: seen?.found ? (seen.images[c.name] as string) : c.image,
-    path: paths[c.name] as string,
-  }));
+/** The images the patched containers named when this tick read the workload: what a revert restores. */
+function before(a: Rollout): Patched["containers"] {
+  return a.containers.map((c) => ({ name: c.name, image: c.before ?? c.image, path: c.path as string }));
 }
 
 /** A failed rollout fails every image of its group; later rollouts of the group are not started. */

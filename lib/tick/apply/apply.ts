@@ -2,21 +2,27 @@
 // from SPEC: an uncounted streak or an unpersisted attempt stops the tick before any rollout; a
 // failed streak clear or Event is only a warning; a failed rollout fails its group of images and
 // the others go on; the reset never depends on the digest write.
-import { annotationKeys, counterValue, readCounter } from "../annotations.ts";
-import { ApiError } from "../kube/errors.ts";
-import { buildEvent } from "../kube/events.ts";
-import type { Workload } from "../kube/workloads.ts";
-import type { Outcome } from "../outcomes.ts";
-import { mostSevere } from "../outcomes.ts";
-import type { SpanHandle } from "../telemetry.ts";
-import { summarise } from "./combine.ts";
-import type { TickContext } from "./context.ts";
-import type { Action, Decision, ImageVerdict, Reason, StateWrite } from "./model.ts";
-import type { Observation } from "./observe.ts";
-import { stateRef } from "./observe.ts";
+import { annotationKeys } from "../../annotations.ts";
+import type { Outcome } from "../../outcomes.ts";
+import { mostSevere } from "../../outcomes.ts";
+import type { SpanHandle } from "../../telemetry.ts";
+import type { TickContext } from "../context.ts";
+import type { Action, Decision, ImageVerdict, Reason, StateWrite } from "../model.ts";
+import type { Observation } from "../observe.ts";
+import { summarise } from "../plan/combine.ts";
 import { pinRestored, recordDigests, reset } from "./record.ts";
-import type { Patched } from "./revert.ts";
 import { rolloutGroup } from "./rollouts.ts";
+import {
+  baseAttrs,
+  describeState,
+  type Failure,
+  isConflict,
+  patchState,
+  postEvent,
+  type Run,
+  refreshVersion,
+  Stop,
+} from "./state.ts";
 
 export interface Applied {
   outcome: Outcome;
@@ -26,43 +32,6 @@ export interface Applied {
   images: ImageVerdict[];
   /** A compare-and-swap lost to a concurrent write before anything irreversible: observe and plan again. */
   conflict?: boolean;
-  skipStreak?: number;
-}
-
-export interface Failure {
-  outcome: Outcome;
-  reason: Reason;
-  message: string;
-}
-
-/** Thrown inside apply to end the tick with a failure that concerns it as a whole. */
-export class Stop extends Error {
-  constructor(
-    readonly failure: Failure,
-    readonly conflict = false,
-  ) {
-    super(failure.message);
-  }
-}
-
-export interface Run {
-  ctx: TickContext;
-  obs: Observation;
-  root: SpanHandle;
-  rv: string;
-  /** The state object's annotations as of the last response we saw. */
-  annotations: Record<string, string>;
-  /** Verdicts by image key, amended as writes and rollouts fail. */
-  verdicts: Map<string, ImageVerdict>;
-  groups: Record<number, string[]>;
-  /** Groups whose rollout failed, with why. */
-  failed: Map<number, Failure>;
-  /** Groups that have patched a workload: a refused patch after that is a failure, not a hold. */
-  started: Set<number>;
-  /** Some workload was patched: a lost compare-and-swap can no longer send the tick back. */
-  rolledOut: boolean;
-  /** Every workload this tick patched, in order, with the images it had: what a revert restores. */
-  patched: Patched[];
   skipStreak?: number;
 }
 
@@ -84,9 +53,7 @@ export async function apply(
     started: new Set(),
     rolledOut: false,
     patched: [],
-    skipStreak: counterValue(
-      readCounter(obs.state.metadata.annotations[annotationKeys(ctx.config.annotationPrefix).skipStreak]),
-    ),
+    skipStreak: d.skipStreak.before,
   };
   let stopped: Failure | undefined;
   try {
@@ -138,40 +105,6 @@ async function step(run: Run, a: Action): Promise<void> {
       return postEvent(run, a);
   }
 }
-
-/** Per-image metric attributes; the state object's alone when no image is named. */
-export function baseAttrs(run: { ctx: TickContext }, image?: string): Record<string, string> {
-  const s = run.ctx.config.state;
-  const attrs: Record<string, string> = {
-    "k8s.namespace.name": s.namespace,
-    [`k8s.${s.kind.toLowerCase()}.name`]: s.name,
-  };
-  if (image === undefined) return attrs;
-  const repo = run.ctx.config.images.find((i) => i.key === image)?.repository ?? image;
-  return { ...attrs, "image_refresh.image": image, "container.image.name": repo };
-}
-
-export function describeState(run: Run): string {
-  const s = run.ctx.config.state;
-  return `${s.kind} ${s.namespace}/${s.name}`;
-}
-
-export async function patchState(
-  run: Run,
-  annotations: Record<string, string | null>,
-  precondition: boolean,
-): Promise<Workload | undefined> {
-  const body = { metadata: { ...(precondition ? { resourceVersion: run.rv } : {}), annotations } };
-  if (run.ctx.dryRun) {
-    run.ctx.log.info(`dry run: would PATCH ${describeState(run)}`, { annotations });
-    return undefined;
-  }
-  const updated = await run.ctx.kube.mergePatch(stateRef(run.ctx.config), body);
-  remember(run, updated);
-  return updated;
-}
-
-const isConflict = (err: unknown) => err instanceof ApiError && err.code === 409;
 
 /** A write guarded by resourceVersion; a lost race before any rollout sends the tick back to observe. */
 async function guarded(
@@ -291,61 +224,5 @@ async function clearStreak(run: Run, key: string): Promise<void> {
       await refreshVersion(run).catch((e: Error) =>
         run.ctx.log.warn(`cannot re-read ${describeState(run)} after the conflict`, { error: e.message }),
       );
-  }
-}
-
-export async function refreshVersion(run: Run): Promise<void> {
-  if (run.ctx.dryRun) return;
-  remember(run, await run.ctx.kube.get(stateRef(run.ctx.config)));
-}
-
-/** The images still on course for a refresh: due, and their group has not failed. */
-export function stillRefreshing(run: Run, keys: readonly string[]): string[] {
-  return keys.filter((k) => run.verdicts.get(k)?.outcome === "refreshed");
-}
-
-export function failImage(run: Run, key: string, f: Failure): void {
-  const v = run.verdicts.get(key);
-  if (!v) return;
-  // A failed image's workloads may run the new build while the old one is recorded.
-  Object.assign(v, {
-    outcome: f.outcome,
-    reason: f.reason,
-    message: f.message,
-    short: undefined,
-    inSync: false,
-  });
-}
-
-export function remember(run: Run, updated: Workload): void {
-  run.rv = updated.metadata.resourceVersion;
-  run.annotations = updated.metadata.annotations;
-}
-
-export async function postEvent(
-  run: Run,
-  a: Extract<Action, { type: "event" }>,
-  regarding: Pick<Workload, "kind" | "metadata"> = run.obs.state,
-): Promise<void> {
-  const { ctx } = run;
-  if (ctx.dryRun) {
-    ctx.log.info(`dry run: would post a ${a.eventType} Event ${a.reason}`, { note: a.note });
-    return;
-  }
-  try {
-    const event = buildEvent(
-      {
-        regarding,
-        type: a.eventType,
-        reason: a.reason,
-        action: "Refresh",
-        note: a.note,
-        reportingInstance: ctx.instance,
-      },
-      { now: () => new Date(ctx.now()) },
-    );
-    await ctx.kube.createEvent(regarding.metadata.namespace ?? ctx.config.state.namespace, event);
-  } catch (err) {
-    ctx.log.warn(`cannot post the ${a.reason} Event; going on`, { error: (err as Error).message });
   }
 }

@@ -2,11 +2,11 @@
 // (SPEC step 6): pinned to a digest, the floating tag re-rendered, another tag, or another
 // repository altogether. References are compared after normalisation (image-ref.ts), so
 // `myorg/api:stable` and `index.docker.io/myorg/api@sha256:…` are the same repository. Pure.
-import type { Config, ImageConfig, Target } from "../config.ts";
-import { FIELD_MANAGER, type FieldOwner, lastOwner } from "../kube/managed-fields.ts";
-import { configuredRef, parseImageRef, sameRepository } from "../registry/image-ref.ts";
-import type { Observed } from "./model.ts";
-import { describeWorkload, workloadId } from "./model.ts";
+import type { Config, ImageConfig, Target } from "../../config.ts";
+import { FIELD_MANAGER, type FieldOwner, lastOwner } from "../../kube/managed-fields.ts";
+import { configuredRef, parseImageRef, sameRepository } from "../../registry/image-ref.ts";
+import type { Observed } from "../model.ts";
+import { describeWorkload, workloadId } from "../model.ts";
 
 export type ContainerState = "pinned" | "floating" | "other_tag" | "other_repo";
 

@@ -1,10 +1,11 @@
 // The refresh-attempt rules every due image goes through, a new build, a soaked candidate or a
 // re-pin alike (SPEC step 7): an untrusted count holds, a count at the maximum locks out, another
 // tick's claim stands, a target that can start no rollout holds. Pure, like all of verdict.ts.
-import { annotationKeys, type ImageCounters, quoteForLog } from "../annotations.ts";
-import type { Config, ImageConfig } from "../config.ts";
+import { annotationKeys, type ImageCounters, quoteForLog } from "../../annotations.ts";
+import type { Config, ImageConfig } from "../../config.ts";
+import type { EventReason } from "../../kube/events.ts";
+import type { ImageVerdict, Observed } from "../model.ts";
 import type { LiveImage } from "./live.ts";
-import type { ImageVerdict, Observed } from "./model.ts";
 
 export interface Judgement {
   verdict: ImageVerdict;
@@ -28,7 +29,7 @@ export interface Judgement {
   countsStreak: boolean;
   flap: boolean;
   firstSeen?: string;
-  event?: { reason: string; note: string };
+  event?: { reason: EventReason; note: string };
 }
 
 export function say(

@@ -2,9 +2,9 @@
 // DaemonSet), both recorded, every target pinned to its recorded digest by image-refresh itself.
 
 import { expect, test } from "bun:test";
-import { type Config, parseConfig } from "../config.ts";
-import { exampleConfig } from "../example-config.ts";
-import type { Action, Decision, Observed } from "./model.ts";
+import { type Config, parseConfig } from "../../config.ts";
+import { exampleConfig } from "../../example-config.ts";
+import type { Action, Decision, Observed } from "../model.ts";
 import { plan } from "./plan.ts";
 
 export const D = (c: string) => `sha256:${c.repeat(64)}`;
@@ -134,11 +134,26 @@ export const verdicts = (d: Decision) =>
 export function runCases(cases: Case[]): void {
   for (const tc of cases) {
     test(tc.name, () => {
-      const d = plan(observed(tc.o), config(tc.c));
+      const o = observed(tc.o);
+      const d = plan(o, config(tc.c));
       expect(d.outcome).toBe(tc.outcome);
       if (tc.reason) expect(d.reason).toBe(tc.reason);
       if (tc.images) expect(verdicts(d)).toEqual(tc.images);
-      expect(d.actions).toEqual(tc.actions);
+      expect(d.actions).toEqual(withBefore(tc.actions, o));
     });
   }
+}
+
+/** Each expected rollout container with the image it ran as observed: what a revert restores. */
+export function withBefore(actions: Action[], o: Observed): Action[] {
+  return actions.map((a) => {
+    if (a.type !== "rollout") return a;
+    const seen = o.workloads?.[`${a.workload.kind}/${a.workload.namespace}/${a.workload.name}`];
+    const images: Record<string, string> = seen?.found ? seen.images : {};
+    const containers = a.containers.map((c) => {
+      const before = images[c.name];
+      return before === undefined ? c : { ...c, before };
+    });
+    return { ...a, containers };
+  });
 }

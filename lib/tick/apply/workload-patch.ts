@@ -1,12 +1,12 @@
 // One workload re-imaged and waited for, the same way forward (rollouts.ts) and back (revert.ts):
 // the guarded JSON patch, the state object's resourceVersion remembered when it is the workload,
 // and kubectl's rollout rules until rolloutTimeout.
-import { imagePatchOps } from "../kube/objects.ts";
-import { type RolloutResult, waitForRollout } from "../kube/rollout.ts";
-import type { Workload } from "../kube/workloads.ts";
-import { type Run, remember } from "./apply.ts";
-import { type WorkloadRef, workloadId } from "./model.ts";
-import { stateRef } from "./observe.ts";
+import { imagePatchOps } from "../../kube/objects.ts";
+import { type RolloutResult, waitForRollout } from "../../kube/rollout.ts";
+import type { Workload } from "../../kube/workloads.ts";
+import { type WorkloadRef, workloadId } from "../model.ts";
+import { stateRef } from "../observe.ts";
+import { type Run, remember } from "./state.ts";
 
 export type ImageSet = ReadonlyArray<{ name: string; image: string; path: string }>;
 

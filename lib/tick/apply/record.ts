@@ -1,8 +1,10 @@
 // After the rollouts: the reset of the images whose workloads all settled, then (a separate
 // request, so a failed digest write can never strand a lockout) the record of their digests, and
 // the Events that say so. Each has its own failure policy, as SPEC step 7 gives it.
-import { annotationKeys } from "../annotations.ts";
-import { ApiError } from "../kube/errors.ts";
+import { annotationKeys } from "../../annotations.ts";
+import { ApiError } from "../../kube/errors.ts";
+import type { ImageVerdict } from "../model.ts";
+import { stateRef } from "../observe.ts";
 import {
   baseAttrs,
   describeState,
@@ -13,9 +15,7 @@ import {
   refreshVersion,
   remember,
   stillRefreshing,
-} from "./apply.ts";
-import type { ImageVerdict } from "./model.ts";
-import { stateRef } from "./observe.ts";
+} from "./state.ts";
 
 /**
  * The reset is its own request so that a failed digest write can never strand a lockout. Its

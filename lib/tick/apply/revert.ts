@@ -4,20 +4,12 @@
 // incremented, so after maxRefreshAttempts reverted failures the image is locked out with its
 // workloads healthy on the old build. A stopped tick (SIGTERM) starts no revert: the next tick
 // finds the workloads as they are and goes on.
-import type { Workload } from "../kube/workloads.ts";
-import { baseAttrs, type Failure, failImage, postEvent, type Run } from "./apply.ts";
-import type { ImageVerdict, WorkloadRef } from "./model.ts";
-import { describeWorkload, workloadId } from "./model.ts";
-import { stateRef } from "./observe.ts";
+import type { Workload } from "../../kube/workloads.ts";
+import type { ImageVerdict } from "../model.ts";
+import { describeWorkload, workloadId } from "../model.ts";
+import { stateRef } from "../observe.ts";
+import { baseAttrs, type Failure, failImage, type Patched, postEvent, type Run } from "./state.ts";
 import { patchImages, waitForImages } from "./workload-patch.ts";
-
-/** One workload this tick patched: what its containers named before, for a revert. */
-export interface Patched {
-  group: number;
-  workload: WorkloadRef;
-  /** Container name, its image before this tick's patch, and its JSON-pointer path. */
-  containers: Array<{ name: string; image: string; path: string }>;
-}
 
 /** Reverts the group's patched workloads, newest first, and amends its images' verdicts. */
 export async function revertGroup(
@@ -58,7 +50,7 @@ export async function revertGroup(
   const event = {
     type: "event" as const,
     eventType: "Warning" as const,
-    reason: settled ? "RolloutReverted" : "RevertFailed",
+    reason: settled ? ("RolloutReverted" as const) : ("RevertFailed" as const),
     note,
   };
   await postEvent(run, event);

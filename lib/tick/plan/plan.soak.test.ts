@@ -4,8 +4,8 @@
 // base world and table shape as plan.test.ts: api recorded on a, the registry now says c.
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
+import type { Observed } from "../model.ts";
 import { parseCandidates } from "./candidates.ts";
-import type { Observed } from "./model.ts";
 import {
   ann,
   both,

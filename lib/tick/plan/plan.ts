@@ -1,11 +1,11 @@
 // The tick's decision: a pure function of what was observed and the configuration. No I/O, no
 // clock, no environment. Each image is judged on its own (verdict.ts), then the verdicts are
-// combined (combine.ts); every branch is a row in plan.test.ts, verdict.test.ts or combine.test.ts.
-import { type AnnotationKeys, annotationKeys, quoteForLog, readCounter } from "../annotations.ts";
-import type { Config } from "../config.ts";
+// combined (combine.ts); every branch is a row in plan.test.ts, plan.live.test.ts, plan.soak.test.ts or combine.test.ts.
+import { type AnnotationKeys, annotationKeys, quoteForLog, readCounter } from "../../annotations.ts";
+import type { Config } from "../../config.ts";
+import type { Action, Decision, Observed, WorkloadRef } from "../model.ts";
+import { workloadId } from "../model.ts";
 import { combine } from "./combine.ts";
-import type { Action, Decision, Observed, WorkloadRef } from "./model.ts";
-import { workloadId } from "./model.ts";
 import { type Judgement, judgeImage } from "./verdict.ts";
 
 export function plan(o: Observed, c: Config): Decision {
@@ -29,7 +29,7 @@ function planUnsettled(o: Observed, c: Config, keys: AnnotationKeys): Decision {
       reason: "skip_streak_untrusted",
       message,
       actions: [],
-      after: { frozen: false },
+      skipStreak: {},
     };
   }
   const previous = streak.kind === "trusted" ? streak.value : 0;
@@ -44,7 +44,7 @@ function planUnsettled(o: Observed, c: Config, keys: AnnotationKeys): Decision {
       reason: "not_settled",
       message,
       actions,
-      after: { skipStreak: value, frozen: false },
+      skipStreak: { before: previous, after: value },
     };
   }
   const message = `FROZEN: ${what} for ${value} ticks in a row (max ${c.maxSkipTicks}); no refresh of ${allTargets(c).join(", ")} until it settles`;
@@ -56,7 +56,7 @@ function planUnsettled(o: Observed, c: Config, keys: AnnotationKeys): Decision {
     reason: "skip_ceiling",
     message,
     actions,
-    after: { skipStreak: value, frozen: true },
+    skipStreak: { before: previous, after: value },
   };
 }
 

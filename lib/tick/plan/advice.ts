@@ -1,7 +1,7 @@
 // What to tell a human whose deploy tool keeps rendering the floating tag over our pin: the one
 // setting that makes that tool leave the image field alone (reference
 // live-spec-and-credentials.md §2, §3.3, §7). Keyed by the field manager that managedFields name.
-import { FIELD_MANAGER } from "../kube/managed-fields.ts";
+import { FIELD_MANAGER } from "../../kube/managed-fields.ts";
 
 const ADVICE: Array<[RegExp, string]> = [
   [

@@ -1,12 +1,12 @@
 // The verdicts the live spec of the targets decides (SPEC step 4 and 6): a target unreadable or
 // running another repository, a human's pin, a tag re-rendered over the pin (a re-pin, or a
 // contest when it keeps coming back). Pure; rows in plan.live.test.ts.
-import { annotationKeys, quoteForLog, readCounter } from "../annotations.ts";
-import type { Config, ImageConfig } from "../config.ts";
+import { annotationKeys, quoteForLog, readCounter } from "../../annotations.ts";
+import type { Config, ImageConfig } from "../../config.ts";
+import { workloadId } from "../model.ts";
 import { stopUndoingAdvice } from "./advice.ts";
 import { type DueInput, due, type Judgement, say } from "./due.ts";
 import { describeContainer, describeOwner, type LiveContainer, type LiveImage } from "./live.ts";
-import { workloadId } from "./model.ts";
 
 /** Targets that cannot be read, or that run another repository, hold the image first (steps 4, 6). */
 export function targetFindings(
