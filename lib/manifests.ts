@@ -125,7 +125,7 @@ export function expectedPermissions(config: Config, storeNamespace = config.stor
     out.add(`${t.split("|")[0]}|events.k8s.io|events|*|create`);
   }
   const s = config.state;
-  for (const v of ["get", "patch"]) out.add(`${s.namespace}|apps|${RESOURCE[s.kind]}|${s.name}|${v}`);
+  if (s) for (const v of ["get", "patch"]) out.add(`${s.namespace}|apps|${RESOURCE[s.kind]}|${s.name}|${v}`);
   out.add(`${storeNamespace}||configmaps|*|create`);
   for (const v of ["get", "patch"]) out.add(`${storeNamespace}||configmaps|${config.store.name}|${v}`);
   return out;

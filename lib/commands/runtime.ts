@@ -5,7 +5,8 @@ import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import type { CliArgs } from "../cli.ts";
 import { UsageError } from "../cli.ts";
-import { type Config, ConfigError, loadConfig } from "../config.ts";
+import { type Config, ConfigError, loadConfig, storeRef } from "../config.ts";
+import type { ConfigMapRef } from "../kube/configmaps.ts";
 import { resolveConnection } from "../kube/kubeconfig.ts";
 import { createKubeClient, type KubeClient } from "../kube/workloads.ts";
 import { createLogger, type Logger } from "../log.ts";
@@ -19,6 +20,8 @@ export type Env = Record<string, string | undefined>;
 
 export interface Runtime {
   config: Config;
+  /** image-refresh's own ConfigMap: the configured namespace, else the pod's. */
+  store: ConfigMapRef;
   log: Logger;
   telemetry: Telemetry;
   kube: KubeClient;
@@ -48,6 +51,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
   const readFile = opts.readFile ?? ((p: string) => readFileSync(p, "utf8"));
   const format = logFormat(args, env);
   const config = loadConfig(args.config, env, readFile);
+  const store = storeRef(config, readFile);
   const conn = resolveConnection({
     kubeconfigFlag: args.kubeconfig,
     env,
@@ -60,7 +64,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
   let log: Logger | undefined;
   const early = opts.log ?? createLogger({ format });
   const warn = (message: string) => (log ?? early).warn(message);
-  const telemetry = opts.telemetry ?? (await loadTelemetry(config, env, warn));
+  const telemetry = opts.telemetry ?? (await loadTelemetry(store, env, warn));
   log =
     opts.log ??
     createLogger({ format, ids: () => telemetry.activeIds(), debug: env.IMAGE_REFRESH_DEBUG === "1" });
@@ -73,6 +77,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
   });
   const tickContext = (dryRun: boolean): TickContext => ({
     config,
+    store,
     kube,
     log,
     telemetry,
@@ -93,7 +98,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
         ca: opts.registryCa,
       }),
   });
-  return { config, log, telemetry, kube, controller, tickContext };
+  return { config, store, log, telemetry, kube, controller, tickContext };
 }
 
 /** A pull secret that cannot be read is a configuration error: exit 2, before any request. */
@@ -107,17 +112,19 @@ function registryCredentials(config: Config, readFile: (p: string) => string) {
   }
 }
 
-async function loadTelemetry(config: Config, env: Env, warn: (message: string) => void): Promise<Telemetry> {
+async function loadTelemetry(
+  store: ConfigMapRef,
+  env: Env,
+  warn: (message: string) => void,
+): Promise<Telemetry> {
   if (!telemetryConfigured(env)) return noopTelemetry();
   // Loaded only here: importing the SDK costs ~20 ms that a tick with telemetry off must not pay.
   const { createTelemetry } = await import("../../exporter.ts");
   const { VERSION } = await import("../version.ts");
-  const s = config.state;
   return createTelemetry({
     env,
-    stateKind: s.kind,
-    stateNamespace: s.namespace,
-    stateName: s.name,
+    storeNamespace: store.namespace,
+    storeName: store.name,
     version: VERSION,
     warn,
   });

@@ -1,17 +1,18 @@
 // `image-refresh status [IMAGE...]`: what an operator paged at 3 a.m. needs on one screen. Reads,
-// never writes: the state object, the registry's digest now, each target's live image, the
-// counters, and per image the verdict the next tick would reach (the tick's own plan, fed what
-// status read) with the one command that helps.
-import { annotationKeys, imageCounters, readCounter } from "../annotations.ts";
+// never writes: the store, the registry's digest now, each target's live image, the counters,
+// and per image the verdict the next tick would reach (the tick's own observe and plan) with the
+// one command that helps. Exits 1 when that verdict would exit 1 for a printed image.
 import type { Config } from "../config.ts";
-import { containerImages, nameAttribute } from "../kube/objects.ts";
-import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
+import { containerImages } from "../kube/objects.ts";
+import { rolloutBlocked } from "../kube/settled.ts";
 import type { Workload } from "../kube/workloads.ts";
+import { exitCodeFor, type Outcome } from "../outcomes.ts";
 import { writeStdout } from "../output.ts";
-import type { DigestResult } from "../registry/client.ts";
-import type { ImageVerdict, Observed, ObservedWorkload } from "../tick/model.ts";
+import type { Field } from "../state/values.ts";
+import { rawOf } from "../state/values.ts";
+import type { ImageVerdict } from "../tick/model.ts";
 import { describeWorkload, workloadId } from "../tick/model.ts";
-import { observeState, observeWorkload, registryNotBefore, stateRef, tickClock } from "../tick/observe.ts";
+import { observe } from "../tick/observe.ts";
 import { dueAt, parseCandidates, stamp } from "../tick/plan/candidates.ts";
 import { type LiveContainer, liveImage } from "../tick/plan/live.ts";
 import { plan } from "../tick/plan/plan.ts";
@@ -48,6 +49,10 @@ export interface ImageStatus {
   attemptCount: string | null;
   maxRefreshAttempts: number;
   flapDetected: string | null;
+  /** The build whose rollout failed last (kept with the lockout). */
+  failedDigest: string | null;
+  skipStreak: string | null;
+  maxSkipTicks: number;
   unresolvedStreak: string | null;
   maxUnresolvedTicks: number;
   rejectedDigest: string | null;
@@ -71,10 +76,9 @@ export interface CandidateStatus {
 }
 
 export interface StatusReport {
-  state: { workload: string; settled: boolean; message: string };
-  skipStreak: string | null;
-  maxSkipTicks: number;
-  /** Legacy single-counter keys still present (they count for every image). */
+  /** image-refresh's own ConfigMap, `<namespace>/<name>`, and whether it exists yet. */
+  store: { name: string; exists: boolean };
+  /** Legacy annotations still to carry into the store (the next write does). */
   legacy: Record<string, string>;
   images: ImageStatus[];
 }
@@ -85,47 +89,39 @@ export async function statusCommand(
   named: readonly string[] = [],
 ): Promise<number> {
   checkImageKeys(rt.config, named);
-  const s = rt.config.state;
-  const attrs = { "k8s.namespace.name": s.namespace, [nameAttribute(s.kind)]: s.name };
+  const attrs = { "image_refresh.installation": `${rt.store.namespace}/${rt.store.name}` };
   return rt.telemetry.command("image-refresh status", attrs, async (root) => {
     let report: StatusReport;
     try {
       report = await buildReport(rt, named);
     } catch (err) {
-      rt.log.error(`cannot read the state object: ${(err as Error).message}`);
-      root.setError("state_unreadable");
+      rt.log.error(`cannot read the store: ${(err as Error).message}`);
+      root.setError("store_unreadable");
       return 1;
     }
     root.setAttributes({
       "image_refresh.status.verdicts": report.images.map((i) => `${i.key}=${i.verdict.outcome}`).join(","),
     });
     writeStdout(json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
-    return 0;
+    // Like `kubectl rollout status`: usable as a check.
+    return Math.max(0, ...report.images.map((i) => exitCodeFor(i.verdict.outcome as Outcome)));
   });
 }
 
+const raw = <T>(f: Field<T> | undefined): string | null => (f ? (rawOf(f) ?? null) : null);
+
 export async function buildReport(rt: Runtime, named: readonly string[] = []): Promise<StatusReport> {
   const c = rt.config;
-  const { workload: state, date } = await rt.kube.getDated(stateRef(c));
-  // Ages are told by the API server's clock, as the tick judges them (SPEC step 1).
-  const clock = tickClock(date, { now: () => Date.now(), log: rt.log }, c.minimumAgeMs > 0);
-  const a = state.metadata.annotations;
-  const rollout = rolloutStatus(state);
-  const wanted = c.images.filter((i) => named.length === 0 || named.includes(i.key));
-  const live = await readTargets(rt, wanted, state);
-  const repos = [...new Set(wanted.filter((i) => !i.pinned).map((i) => i.repository))];
-  // Status respects the registry's stored Retry-After like a tick: the quota is the workloads'.
-  const notBefore = registryNotBefore(a, c.annotationPrefix, Date.now());
-  const digests: Map<string, DigestResult> = repos.length
-    ? await rt.tickContext(true).resolve(repos, { notBefore })
-    : new Map();
-  const observed = { ...observedFor(c, state, rollout.done, digests, live), clock };
+  // The tick's own reads (a dry-run context: nothing is written), so the verdict is the tick's.
+  const obs = await observe(rt.tickContext(true));
+  const observed = obs.observed;
+  const clock = observed.clock ?? Date.now();
   const verdicts = new Map(plan(observed, c).images.map((v) => [v.key, v]));
-  const keys = annotationKeys(c.annotationPrefix);
+  const wanted = c.images.filter((i) => named.length === 0 || named.includes(i.key));
   const images = wanted.map((img): ImageStatus => {
-    const counters = imageCounters(a, c.annotationPrefix, img.key);
-    const r = digests.get(img.repository);
-    const recorded = a[keys.digest(img.key)] ?? null;
+    const b = observed.book.images[img.key];
+    const seen = observed.digests?.[img.key];
+    const recorded = b?.digest.kind === "trusted" ? b.digest.value : null;
     const v = verdicts.get(img.key);
     const containers = liveImage(img, observed, c)?.containers ?? [];
     return {
@@ -133,20 +129,26 @@ export async function buildReport(rt: Runtime, named: readonly string[] = []): P
       repository: img.repository,
       pinned: img.pinned,
       recordedDigest: recorded,
-      registryDigest: r?.ok ? r.digest : null,
-      registryError: r && !r.ok ? `${r.reason}: ${r.message}` : undefined,
-      attemptCount: counters.attemptFrom ? (a[counters.attemptFrom] ?? null) : null,
+      registryDigest: seen?.ok ? seen.digest : null,
+      registryError: seen && !seen.ok ? `${seen.failure}: ${seen.message}` : undefined,
+      attemptCount: raw(b?.attempt),
       maxRefreshAttempts: c.maxRefreshAttempts,
-      flapDetected: counters.flap ?? null,
-      unresolvedStreak: a[keys.image(img.key).unresolved] ?? null,
+      flapDetected: raw(b?.flap),
+      failedDigest: raw(b?.failed),
+      skipStreak: raw(b?.skip),
+      maxSkipTicks: c.maxSkipTicks,
+      unresolvedStreak: raw(b?.unresolved),
       maxUnresolvedTicks: c.maxUnresolvedTicks,
-      rejectedDigest: counters.rejected ?? null,
-      ...candidatesOf(a[keys.image(img.key).candidates], clock, c),
-      verdict: verdictOf(v, rollout.done, c),
-      next: nextStep(img.key, v, rollout.done, c),
+      rejectedDigest: raw(b?.rejected),
+      ...candidatesOf(raw(b?.candidates) ?? undefined, clock, c),
+      verdict: v
+        ? { outcome: v.outcome, reason: v.reason, message: v.message }
+        : { outcome: "noop", reason: "unchanged", message: "" },
+      next: nextStep(img.key, v, c),
       targets: img.targets.map((t) => ({
         ...targetStatus(
-          live.get(workloadId(t)) as Workload | Error,
+          obs.objects.get(workloadId(t)),
+          observed.workloads?.[workloadId(t)],
           describeWorkload(t),
           t.container,
           recorded,
@@ -158,58 +160,16 @@ export async function buildReport(rt: Runtime, named: readonly string[] = []): P
       })),
     };
   });
-  return {
-    state: {
-      workload: describeWorkload(c.state),
-      settled: rollout.done,
-      message: rollout.error ?? rollout.message,
-    },
-    skipStreak: a[keys.skipStreak] ?? null,
-    maxSkipTicks: c.maxSkipTicks,
-    legacy: Object.fromEntries(
-      Object.entries(keys.legacy).flatMap(([, k]) => (a[k] !== undefined ? [[k, a[k]]] : [])),
-    ),
-    images,
-  };
-}
-
-/** Each distinct target workload once, concurrently; the state object is not read again. */
-async function readTargets(rt: Runtime, images: Config["images"], state: Workload) {
-  const refs = new Map<string, Config["images"][number]["targets"][number]>();
-  for (const img of images) for (const t of img.targets) refs.set(workloadId(t), t);
-  const stateId = workloadId(stateRef(rt.config));
-  const reads = await Promise.all(
-    [...refs].map(
-      async ([id, t]) => [id, id === stateId ? state : await rt.kube.get(t).catch((e: Error) => e)] as const,
-    ),
+  const legacy = Object.fromEntries(
+    Object.entries(obs.migration).filter((e): e is [string, string] => e[1] !== null),
   );
-  return new Map<string, Workload | Error>(reads);
-}
-
-function observedFor(
-  c: Config,
-  state: Workload,
-  settled: boolean,
-  digests: Map<string, DigestResult>,
-  live: Map<string, Workload | Error>,
-): Observed {
-  const workloads: Record<string, ObservedWorkload> = {};
-  for (const [id, w] of live) {
-    if (w instanceof Error) workloads[id] = { found: false, message: w.message };
-    else workloads[id] = observeWorkload(w);
-  }
-  const out: Observed["digests"] = {};
-  for (const img of c.images) {
-    const r = digests.get(img.repository);
-    if (r)
-      out[img.key] = r.ok
-        ? { ok: true, digest: r.digest }
-        : { ok: false, failure: r.reason, message: r.message };
-  }
   return {
-    state: observeState(state, c, settled, ""),
-    digests: out,
-    workloads,
+    store: {
+      name: `${rt.store.namespace}/${rt.store.name}`,
+      exists: obs.stored.resourceVersion !== undefined,
+    },
+    legacy,
+    images,
   };
 }
 
@@ -225,17 +185,6 @@ function candidatesOf(raw: string | undefined, clock: number, c: Config): Pick<I
   return { candidates };
 }
 
-function verdictOf(v: ImageVerdict | undefined, settled: boolean, c: Config): ImageStatus["verdict"] {
-  if (!settled)
-    return {
-      outcome: "skipped",
-      reason: "not_settled",
-      message: `${describeWorkload(c.state)} is not settled; the next tick skips`,
-    };
-  if (!v) return { outcome: "noop", reason: "unchanged", message: "" };
-  return { outcome: v.outcome, reason: v.reason, message: v.message };
-}
-
 /** The one command that helps, by what the next tick would do. */
 function classified(x: LiveContainer | undefined, recorded: string | null): Partial<TargetStatus> {
   if (!x) return {};
@@ -245,12 +194,16 @@ function classified(x: LiveContainer | undefined, recorded: string | null): Part
 }
 
 function targetStatus(
-  w: Workload | Error,
+  w: Workload | undefined,
+  seen: { found: boolean; message?: string } | undefined,
   workload: string,
   container: string,
   recorded: string | null,
 ): TargetStatus {
-  if (w instanceof Error) return { workload, container, matchesRecorded: false, error: w.message };
+  if (!w) {
+    const error = seen && !seen.found ? (seen.message ?? "not found") : "not read";
+    return { workload, container, matchesRecorded: false, error };
+  }
   const found = containerImages(w).get(container);
   if (!found)
     return { workload, container, matchesRecorded: false, error: `no container named "${container}"` };
@@ -270,9 +223,9 @@ function targetStatus(
  * maxRefreshAttempts was raised above the count is stale, and the next refresh goes ahead.
  */
 function lockoutNote(i: ImageStatus): string {
-  const n = readCounter(i.attemptCount ?? undefined);
-  if (n.kind === "trusted" && n.value >= i.maxRefreshAttempts)
-    return ` — LOCKED OUT${i.flapDetected !== null ? ` (flap detected at ${i.flapDetected})` : ""}`;
+  const n = /^[0-9]{1,9}$/.test(i.attemptCount ?? "") ? Number(i.attemptCount) : undefined;
+  if (n !== undefined && n >= i.maxRefreshAttempts)
+    return ` — LOCKED OUT${i.flapDetected !== null ? ` (flap detected at ${i.flapDetected})` : ""}${i.failedDigest ? `; failed build ${i.failedDigest}` : ""}`;
   if (i.flapDetected !== null)
     return ` — the flap marker (${i.flapDetected}) is stale: the count is below the maximum, so the next refresh goes ahead`;
   return "";
@@ -302,13 +255,12 @@ const CLASSIFIED: Record<NonNullable<TargetStatus["classification"]>, string> = 
 
 export function formatReport(r: StatusReport): string {
   const lines = [
-    `state object: ${r.state.workload} (${r.state.settled ? "settled" : "not settled"}: ${r.state.message})`,
-    `skip streak: ${r.skipStreak ?? 0}/${r.maxSkipTicks}`,
+    `store: configmap ${r.store.name}${r.store.exists ? "" : " (not created yet: the first tick that writes creates it)"}`,
   ];
   const legacy = Object.entries(r.legacy);
   if (legacy.length)
     lines.push(
-      `legacy keys (count for every image until the next counter write): ${legacy.map(([k, v]) => `${k}=${v}`).join(" ")}`,
+      `legacy annotations the next write carries into the store: ${legacy.map(([k, v]) => `${k}=${v}`).join(" ")}`,
     );
   for (const i of r.images) {
     lines.push("");
@@ -321,6 +273,7 @@ export function formatReport(r: StatusReport): string {
       lines.push(`  registry: ${i.registryDigest ?? `(cannot resolve: ${i.registryError ?? "not asked"})`}`);
     lines.push(`  refresh attempts: ${i.attemptCount ?? 0}/${i.maxRefreshAttempts}${lockoutNote(i)}`);
     lines.push(`  unresolved streak: ${i.unresolvedStreak ?? 0}/${i.maxUnresolvedTicks}`);
+    lines.push(`  skip streak: ${i.skipStreak ?? 0}/${i.maxSkipTicks}`);
     if (i.rejectedDigest) lines.push(`  rejected build: ${i.rejectedDigest}`);
     if (i.candidates) lines.push(...candidateLines(i.candidates));
     for (const t of i.targets) {

@@ -7,7 +7,6 @@
 import type { Workload } from "../../kube/workloads.ts";
 import type { ImageVerdict } from "../model.ts";
 import { describeWorkload, workloadId } from "../model.ts";
-import { stateRef } from "../observe.ts";
 import { baseAttrs, type Failure, failImage, type Patched, postEvent, type Run } from "./state.ts";
 import { patchImages, waitForImages } from "./workload-patch.ts";
 
@@ -53,12 +52,8 @@ export async function revertGroup(
     reason: settled ? ("RolloutReverted" as const) : ("RevertFailed" as const),
     note,
   };
-  await postEvent(run, event);
-  const state = stateRef(ctx.config);
-  if (!failedOn) return;
-  const id = workloadId({ kind: failedOn.kind, ...failedOn.metadata });
-  if (id !== workloadId(state) && failedOn.metadata.namespace === state.namespace)
-    await postEvent(run, event, failedOn);
+  // About the workload that failed, or else every workload the revert put back.
+  await postEvent(run, event, failedOn ? [failedOn] : todo.map((p) => p.workload));
 }
 
 /** One workload back on its old images: the same guarded patch as forward, then the same wait. */

@@ -1,10 +1,13 @@
 // The refresh-attempt rules every due image goes through, a new build, a soaked candidate or a
 // re-pin alike (SPEC step 7): an untrusted count holds, a count at the maximum locks out, another
 // tick's claim stands, a target that can start no rollout holds. Pure, like all of verdict.ts.
-import { annotationKeys, type ImageCounters, quoteForLog } from "../../annotations.ts";
+import { quoteForLog } from "../../annotations.ts";
 import type { Config, ImageConfig } from "../../config.ts";
 import type { EventReason } from "../../kube/events.ts";
-import type { ImageVerdict, Observed } from "../model.ts";
+import type { ImageBook } from "../../state/book.ts";
+import { IMAGE_KEYS } from "../../state/keys.ts";
+import { countOf, trusted } from "../../state/values.ts";
+import type { ImageVerdict, Observed, WorkloadRef } from "../model.ts";
 import type { LiveImage } from "./live.ts";
 
 export interface Judgement {
@@ -23,13 +26,14 @@ export interface Judgement {
   };
   /** This image holds every workload it has a container in (lockout, untrusted count, pause). */
   blocks: boolean;
-  /** Annotation writes this image needs before any rollout (streaks, flap marker). */
+  /** Store writes this image needs before any rollout (streaks, flap marker). */
   writes: Record<string, string | null>;
   /** Its unresolved streak goes up this tick (an uncounted streak fails the tick). */
   countsStreak: boolean;
   flap: boolean;
   firstSeen?: string;
-  event?: { reason: EventReason; note: string };
+  /** A Warning Event; about the image's targets unless `regarding` names the workloads. */
+  event?: { reason: EventReason; note: string; regarding?: WorkloadRef[] };
 }
 
 export function say(
@@ -44,7 +48,7 @@ export function say(
 
 export interface DueInput {
   img: ImageConfig;
-  counters: ImageCounters;
+  b: ImageBook;
   c: Config;
   o: Observed;
   digest: string;
@@ -53,23 +57,15 @@ export interface DueInput {
   repin?: { only: string[]; managers: string[]; what: string };
 }
 
-export function due(j: Judgement, { img, counters, c, o, digest, live, repin }: DueInput): Judgement {
+export function due(j: Judgement, { img, b, c, o, digest, live, repin }: DueInput): Judgement {
   const max = c.maxRefreshAttempts;
-  if (counters.attempt.kind === "untrusted") {
-    const msg = `${counters.attemptFrom} is ${quoteForLog(counters.attempt.raw)}, not a count; no rollout of ${img.key} until a human checks its workloads and runs \`image-refresh rearm ${img.key}\``;
+  const count = countOf(b.attempt);
+  if (count === undefined) {
+    const raw = b.attempt.kind === "untrusted" ? b.attempt.raw : "";
+    const msg = `the store's ${IMAGE_KEYS.attempt.name(img.key)} is ${quoteForLog(raw)}, not a count; no rollout of ${img.key} until a human checks its workloads and runs \`image-refresh rearm ${img.key}\``;
     return say(j, "held", "attempt_untrusted", msg);
   }
-  const count = counters.attempt.kind === "trusted" ? counters.attempt.value : 0;
-  if (count >= max) {
-    j.verdict.short = `${count}/${max}`;
-    const msg = `refresh of ${img.key} to ${digest} is held: ${count} failed rollouts in a row (max ${max}); check its workloads, then run \`image-refresh rearm ${img.key}\` to try this build again or \`image-refresh reject ${img.key}\` to wait for the next one`;
-    if (counters.flap === undefined) {
-      j.flap = true;
-      j.writes[annotationKeys(c.annotationPrefix).image(img.key).flap] = String(count);
-      j.event = { reason: "RefreshLockedOut", note: msg };
-    }
-    return say(j, "locked_out", "flap_lockout", msg);
-  }
+  if (count >= max) return lockout(j, img, b, c, digest, count);
   // After the lockout check: a lockout is decided by the count alone (SPEC "Precise rules"),
   // also when another tick's write is what brought the count to the maximum.
   if (o.claimed?.includes(img.key)) {
@@ -93,4 +89,27 @@ export function due(j: Judgement, { img, counters, c, o, digest, live, repin }: 
   }
   const msg = `${img.key}: new build ${digest}; refresh attempt ${count + 1}/${max}`;
   return say(j, "refreshed", "digest_changed", msg);
+}
+
+/**
+ * A lockout's advice tells the build that failed apart from a newer one: for the failed build,
+ * `rearm` retries it and `reject` waits for the next; for a newer one, `rearm` tries it (and
+ * `reject` would reject the failed build, not the newer one).
+ */
+function lockout(j: Judgement, img: ImageConfig, b: ImageBook, c: Config, digest: string, count: number) {
+  const max = c.maxRefreshAttempts;
+  const failed = trusted(b.failed);
+  j.verdict.short = `${count}/${max}`;
+  const held = `refresh of ${img.key} is held: ${count} failed rollouts in a row (max ${max})`;
+  const rearm = `\`image-refresh rearm ${img.key}\``;
+  const msg =
+    failed === undefined || failed === digest
+      ? `${held}, the last of build ${digest}; check its workloads, then run ${rearm} to try this build again or \`image-refresh reject ${img.key}\` to wait for the next one`
+      : `${held}, the last of build ${failed}; the registry now has a newer build ${digest}: check its workloads, then run ${rearm} to try it (\`image-refresh reject ${img.key}\` would reject the failed build ${failed}, not the newer one)`;
+  if (b.flap.kind === "absent") {
+    j.flap = true;
+    j.writes[IMAGE_KEYS.flap.name(img.key)] = String(count);
+    j.event = { reason: "RefreshLockedOut", note: msg };
+  }
+  return say(j, "locked_out", "flap_lockout", msg);
 }

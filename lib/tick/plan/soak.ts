@@ -1,7 +1,8 @@
 // minimumAge (SPEC step 6): a new build of the tag waits in `candidates-<key>` until this
 // installation has seen it for minimumAge by the tick's clock (the API server's Date); then the
 // newest candidate that has aged rolls out by digest. Pure, like the rest of the verdict.
-import { annotationKeys } from "../../annotations.ts";
+import { IMAGE_KEYS } from "../../state/keys.ts";
+import { trusted } from "../../state/values.ts";
 import {
   addCandidate,
   afterRollout,
@@ -16,11 +17,12 @@ import {
 import { type DueInput, due, type Judgement, say } from "./due.ts";
 
 export function soak(j: Judgement, input: DueInput, recorded: string): Judgement {
-  const { img, c, o, digest: L, counters } = input;
-  const key = annotationKeys(c.annotationPrefix).image(img.key).candidates;
+  const { img, c, o, digest: L, b } = input;
+  const key = IMAGE_KEYS.candidates.name(img.key);
+  const rejected = trusted(b.rejected);
   if (o.clock === undefined) throw new Error("minimumAge needs the tick's clock (Observed.clock)");
   const clock = o.clock;
-  const raw = o.state.annotations[key];
+  const raw = b.candidates.kind === "absent" ? undefined : b.candidates.raw;
   const parsed = parseCandidates(raw);
   // An unreadable entry has no first-seen time to trust: dropping it can only make a build wait
   // longer, never roll out sooner, so the tick goes on and rewrites the list (and says so).
@@ -28,13 +30,12 @@ export function soak(j: Judgement, input: DueInput, recorded: string): Judgement
     j.verdict.warnings = [
       `${key} has entries that are not <digest>=<RFC 3339 time>: ${parsed.unreadable.map((e) => JSON.stringify(e)).join(", ")}; they are dropped and the list is rewritten (a build among them waits its minimumAge again)`,
     ];
-  const all = addCandidate(
-    parsed.list.filter((x) => x.digest !== recorded),
-    L,
-    clock,
-  );
+  // The tag moved back to an older candidate: every build first seen after it was withdrawn.
+  const back = parsed.list.find((x) => x.digest === L);
+  const kept = parsed.list.filter((x) => x.digest !== recorded && (!back || x.seen <= back.seen));
+  const all = addCandidate(kept, L, clock);
   // A rejected build never rolls out, also when it aged as a candidate before the tag moved on.
-  const chosen = chooseCandidate(all, clock, c.minimumAgeMs, [recorded, counters.rejected]);
+  const chosen = chooseCandidate(all, clock, c.minimumAgeMs, [recorded, rejected]);
   const list = trim(all, chosen?.digest);
   const value = formatCandidates(list);
   if (value !== (raw ?? null)) j.writes[key] = value;
@@ -42,7 +43,7 @@ export function soak(j: Judgement, input: DueInput, recorded: string): Judgement
   const d = due(j, { ...input, digest: chosen.digest });
   if (!d.due) return d;
   // The record removes the rejected marker (apply.ts), so a rejected build leaves the list with it.
-  d.due.candidates = formatCandidates(afterRollout(list, chosen, [recorded, counters.rejected]));
+  d.due.candidates = formatCandidates(afterRollout(list, chosen, [recorded, rejected]));
   j.verdict.digest = chosen.digest;
   const seen = `first seen ${stamp(chosen.seen)}, minimumAge ${age(c.minimumAgeMs)}`;
   const newer = chosen.digest === L ? "" : `; the tag now names ${L}, which waits its turn`;
@@ -55,9 +56,10 @@ export function soak(j: Judgement, input: DueInput, recorded: string): Judgement
 }
 
 /** No candidate old enough: the one due first (the oldest that may roll out) is named, with when. */
-function pending(j: Judgement, { img, c, o, digest: L, counters }: DueInput, list: Candidate[]): Judgement {
+function pending(j: Judgement, { img, c, o, digest: L, b }: DueInput, list: Candidate[]): Judgement {
   const clock = o.clock as number;
-  const waiting = list.filter((x) => x.digest !== counters.rejected);
+  const rejected = trusted(b.rejected);
+  const waiting = list.filter((x) => x.digest !== rejected);
   const next = waiting[waiting.length - 1] ?? (list[0] as Candidate);
   const at = dueAt(next, c.minimumAgeMs);
   j.verdict.digest = L;

@@ -1,8 +1,10 @@
 // The verdicts the live spec of the targets decides (SPEC step 4 and 6): a target unreadable or
 // running another repository, a human's pin, a tag re-rendered over the pin (a re-pin, or a
 // contest when it keeps coming back). Pure; rows in plan.live.test.ts.
-import { annotationKeys, quoteForLog, readCounter } from "../../annotations.ts";
+import { quoteForLog } from "../../annotations.ts";
 import type { Config, ImageConfig } from "../../config.ts";
+import { IMAGE_KEYS } from "../../state/keys.ts";
+import type { Field } from "../../state/values.ts";
 import { workloadId } from "../model.ts";
 import { stopUndoingAdvice } from "./advice.ts";
 import { type DueInput, due, type Judgement, say } from "./due.ts";
@@ -42,21 +44,16 @@ export function paused(
   x: LiveContainer,
   c: Config,
   announced: string | undefined,
-  /** Who wrote the recorded digest back with the pin (a rollback of the state object). */
-  rewrittenBy?: string,
 ): Judgement {
   j.blocks = true;
   j.verdict.paused = true;
   j.verdict.short = `(${x.owner?.manager ?? "unknown writer"})`;
   const resume = resumeCommand(x, img, c);
   j.verdict.resume = resume;
-  const back = rewrittenBy
-    ? ` (${rewrittenBy} also wrote back the recorded digest, as a rollback of the state object does)`
-    : "";
-  const msg = `${img.key} is paused: ${describeContainer(x)} was set to ${x.image} by ${describeOwner(x.owner)}, not by image-refresh${back}; no refresh of ${img.key} while it stays so. To hand it back: ${resume}`;
+  const msg = `${img.key} is paused: ${describeContainer(x)} was set to ${x.image} by ${describeOwner(x.owner)}, not by image-refresh; no refresh of ${img.key} while it stays so. To hand it back: ${resume}`;
   // The marker remembers which pin was announced, so the Warning Event comes when a pause begins.
   if (announced !== x.image) {
-    j.writes[annotationKeys(c.annotationPrefix).image(img.key).paused] = x.image;
+    j.writes[IMAGE_KEYS.paused.name(img.key)] = x.image;
     j.event = { reason: "RefreshPaused", note: msg };
   }
   return say(j, "paused", "pinned_by_human", msg);
@@ -75,8 +72,8 @@ export function resumeCommand(x: Pick<LiveContainer, "target">, img: ImageConfig
  * counted refresh; the repin streak makes a second re-render in a row a contest, not a loop.
  */
 export function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]): Judgement {
-  const { img, c, o, digest: R } = input;
-  const key = annotationKeys(c.annotationPrefix).image(img.key).repin;
+  const { img, c, b, digest: R } = input;
+  const key = IMAGE_KEYS.repin.name(img.key);
   const x = off.find((y) => !y.ours) ?? (off[0] as LiveContainer);
   const what = `${describeContainer(x)} names ${x.image} (written by ${describeOwner(x.owner)}), not the pin ${R}`;
   if (c.reconcile === "report") {
@@ -88,7 +85,7 @@ export function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]):
       `${what}; reconcile: report, so it is left as it is (pods may run any build of :${c.tag})`,
     );
   }
-  const streak = readCounter(o.state.annotations[key]);
+  const streak = b.repin;
   // Only another writer contests a pin: the tag put back by our own revert of a failed re-pin is
   // that re-pin's next attempt (counted; the lockout ends it), not a deploy tool fighting us.
   const foreign = off.some((y) => !y.ours);
@@ -105,14 +102,14 @@ function contested(
   img: ImageConfig,
   x: LiveContainer,
   what: string,
-  streak: ReturnType<typeof readCounter>,
+  streak: Field<number>,
   key: string,
 ): Judgement {
   j.blocks = true;
   j.verdict.short = `(${x.owner?.manager ?? "unknown writer"})`;
   const advice = stopUndoingAdvice(x.owner?.manager);
   if (streak.kind === "untrusted") {
-    const msg = `${what}, and ${key} is ${quoteForLog(streak.raw)}, not a count; no re-pin until it is removed (\`image-refresh rearm ${img.key}\`)`;
+    const msg = `${what}, and the store's ${key} is ${quoteForLog(streak.raw)}, not a count; no re-pin until it is removed (\`image-refresh rearm ${img.key}\`)`;
     return say(j, "held", "pin_contested", msg);
   }
   const msg = `PIN CONTESTED: ${what} again after image-refresh re-pinned it; something keeps undoing the pin, so image-refresh does not re-pin again: ${advice}. Then run \`image-refresh rearm ${img.key}\``;
