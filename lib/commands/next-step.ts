@@ -2,7 +2,7 @@
 // the compiler flags a reason added without its next step.
 import type { Config } from "../config.ts";
 import type { ImageVerdict, Reason } from "../tick/model.ts";
-import { describeWorkload } from "../tick/model.ts";
+import { describeWorkload } from "../workload.ts";
 
 interface Ask {
   key: string;

@@ -6,10 +6,9 @@ import { annotationKeys, counterValue, imageCounters, migrationWrites, readCount
 import { UsageError } from "../cli.ts";
 import type { Config } from "../config.ts";
 import { ApiError } from "../kube/errors.ts";
-import { nameAttribute } from "../kube/objects.ts";
 import type { Workload } from "../kube/workloads.ts";
 import type { Attributes, SpanHandle } from "../telemetry.ts";
-import { stateRef } from "../tick/observe.ts";
+import { stateRef, workloadAttributes } from "../workload.ts";
 import type { Runtime } from "./runtime.ts";
 
 const MAX_TRIES = 3;
@@ -35,8 +34,7 @@ export async function rearmCommand(
   checkImageKeys(rt.config, named);
   const ref = stateRef(rt.config);
   const attrs: Attributes = {
-    "k8s.namespace.name": ref.namespace,
-    [nameAttribute(ref.kind)]: ref.name,
+    ...workloadAttributes(ref),
     "image_refresh.dry_run": dryRun,
   };
   if (named.length) attrs["image_refresh.images"] = named.join(",");

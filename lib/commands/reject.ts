@@ -3,8 +3,8 @@
 // build is never rolled out, and the tag's next build is eligible as usual.
 import { annotationKeys } from "../annotations.ts";
 import { buildEvent } from "../kube/events.ts";
-import { nameAttribute } from "../kube/objects.ts";
 import type { Attributes } from "../telemetry.ts";
+import { workloadAttributes } from "../workload.ts";
 import { checkImageKeys, rearmWrites, updateState } from "./rearm.ts";
 import type { Runtime } from "./runtime.ts";
 
@@ -14,8 +14,7 @@ export async function rejectCommand(rt: Runtime, dryRun: boolean, named: readonl
   const img = rt.config.images.find((i) => i.key === key);
   const s = rt.config.state;
   const attrs: Attributes = {
-    "k8s.namespace.name": s.namespace,
-    [nameAttribute(s.kind)]: s.name,
+    ...workloadAttributes(s),
     "image_refresh.dry_run": dryRun,
     "image_refresh.image": key,
   };

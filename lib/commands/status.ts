@@ -4,18 +4,18 @@
 // status read) with the one command that helps.
 import { annotationKeys, imageCounters, readCounter } from "../annotations.ts";
 import type { Config } from "../config.ts";
-import { containerImages, nameAttribute } from "../kube/objects.ts";
+import { containerImages } from "../kube/objects.ts";
 import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { Workload } from "../kube/workloads.ts";
 import { writeStdout } from "../output.ts";
 import type { DigestResult } from "../registry/client.ts";
 import type { ImageVerdict, Observed, ObservedWorkload } from "../tick/model.ts";
-import { describeWorkload, workloadId } from "../tick/model.ts";
-import { observeState, observeWorkload, registryNotBefore, stateRef, tickClock } from "../tick/observe.ts";
+import { observeState, observeWorkload, registryNotBefore, tickClock } from "../tick/observe.ts";
 import { dueAt, parseCandidates, stamp } from "../tick/plan/candidates.ts";
 import { type LiveContainer, liveImage } from "../tick/plan/live.ts";
 import { plan } from "../tick/plan/plan.ts";
 import { age } from "../tick/plan/soak.ts";
+import { describeWorkload, stateRef, workloadAttributes, workloadId } from "../workload.ts";
 import { nextStep } from "./next-step.ts";
 import { checkImageKeys } from "./rearm.ts";
 import type { Runtime } from "./runtime.ts";
@@ -86,7 +86,7 @@ export async function statusCommand(
 ): Promise<number> {
   checkImageKeys(rt.config, named);
   const s = rt.config.state;
-  const attrs = { "k8s.namespace.name": s.namespace, [nameAttribute(s.kind)]: s.name };
+  const attrs = workloadAttributes(s);
   return rt.telemetry.command("image-refresh status", attrs, async (root) => {
     let report: StatusReport;
     try {

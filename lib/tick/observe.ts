@@ -7,23 +7,14 @@ import { containerImages } from "../kube/objects.ts";
 import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { KubeClient, Workload } from "../kube/workloads.ts";
 import { DigestResults } from "../registry/client.ts";
+import { stateRef, type WorkloadRef, workloadId } from "../workload.ts";
 import type { TickContext } from "./context.ts";
-import {
-  type Observed,
-  type ObservedDigest,
-  type ObservedWorkload,
-  type WorkloadRef,
-  workloadId,
-} from "./model.ts";
+import type { Observed, ObservedDigest, ObservedWorkload } from "./model.ts";
 import { targetsToRead } from "./plan/plan.ts";
 
 export interface Observation {
   observed: Observed;
   state: Workload;
-}
-
-export function stateRef(c: Config): WorkloadRef {
-  return { kind: c.state.kind, namespace: c.state.namespace, name: c.state.name };
 }
 
 /**

@@ -3,8 +3,8 @@
 // the Events that say so. Each has its own failure policy, as SPEC step 7 gives it.
 import { annotationKeys } from "../../annotations.ts";
 import { ApiError } from "../../kube/errors.ts";
+import { stateRef } from "../../workload.ts";
 import type { ImageVerdict } from "../model.ts";
-import { stateRef } from "../observe.ts";
 import {
   baseAttrs,
   describeState,

@@ -5,9 +5,8 @@
 // workloads healthy on the old build. A stopped tick (SIGTERM) starts no revert: the next tick
 // finds the workloads as they are and goes on.
 import type { Workload } from "../../kube/workloads.ts";
+import { describeWorkload, stateRef, workloadId } from "../../workload.ts";
 import type { ImageVerdict } from "../model.ts";
-import { describeWorkload, workloadId } from "../model.ts";
-import { stateRef } from "../observe.ts";
 import { baseAttrs, type Failure, failImage, type Patched, postEvent, type Run } from "./state.ts";
 import { patchImages, waitForImages } from "./workload-patch.ts";
 

@@ -2,9 +2,8 @@
 // the images that move together with it (its group). Other groups go on.
 import { ApiError } from "../../kube/errors.ts";
 import type { Workload } from "../../kube/workloads.ts";
+import { describeWorkload, stateRef, workloadId } from "../../workload.ts";
 import type { Rollout } from "../model.ts";
-import { describeWorkload, workloadId } from "../model.ts";
-import { stateRef } from "../observe.ts";
 import { revertGroup } from "./revert.ts";
 import { baseAttrs, type Failure, failImage, type Patched, postEvent, type Run } from "./state.ts";
 import { patchImages, waitForImages } from "./workload-patch.ts";

@@ -5,10 +5,10 @@ import { buildEvent } from "../../kube/events.ts";
 import type { Workload } from "../../kube/workloads.ts";
 import type { Outcome } from "../../outcomes.ts";
 import type { SpanHandle } from "../../telemetry.ts";
+import { stateRef, type WorkloadRef, workloadAttributes } from "../../workload.ts";
 import type { TickContext } from "../context.ts";
-import type { Action, ImageVerdict, Reason, WorkloadRef } from "../model.ts";
+import type { Action, ImageVerdict, Reason } from "../model.ts";
 import type { Observation } from "../observe.ts";
-import { stateRef } from "../observe.ts";
 
 export interface Failure {
   outcome: Outcome;
@@ -57,11 +57,7 @@ export interface Run {
 
 /** Per-image metric attributes; the state object's alone when no image is named. */
 export function baseAttrs(run: { ctx: TickContext }, image?: string): Record<string, string> {
-  const s = run.ctx.config.state;
-  const attrs: Record<string, string> = {
-    "k8s.namespace.name": s.namespace,
-    [`k8s.${s.kind.toLowerCase()}.name`]: s.name,
-  };
+  const attrs = workloadAttributes(run.ctx.config.state);
   if (image === undefined) return attrs;
   const repo = run.ctx.config.images.find((i) => i.key === image)?.repository ?? image;
   return { ...attrs, "image_refresh.image": image, "container.image.name": repo };

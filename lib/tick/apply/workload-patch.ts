@@ -4,8 +4,7 @@
 import { imagePatchOps } from "../../kube/objects.ts";
 import { type RolloutResult, waitForRollout } from "../../kube/rollout.ts";
 import type { Workload } from "../../kube/workloads.ts";
-import { type WorkloadRef, workloadId } from "../model.ts";
-import { stateRef } from "../observe.ts";
+import { stateRef, type WorkloadRef, workloadId } from "../../workload.ts";
 import { type Run, remember } from "./state.ts";
 
 export type ImageSet = ReadonlyArray<{ name: string; image: string; path: string }>;

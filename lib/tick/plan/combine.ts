@@ -7,6 +7,7 @@
 import { annotationKeys, counterValue, migrationWrites, readCounter } from "../../annotations.ts";
 import type { Config, ImageConfig, Target } from "../../config.ts";
 import { holdsSharers, mostSevere } from "../../outcomes.ts";
+import { describeWorkload, workloadId } from "../../workload.ts";
 import type {
   Action,
   Decision,
@@ -17,7 +18,6 @@ import type {
   RolloutContainer,
   StateWrite,
 } from "../model.ts";
-import { describeWorkload, workloadId } from "../model.ts";
 import type { Judgement } from "./verdict.ts";
 
 export function combine(o: Observed, c: Config, judged: Map<string, Judgement>): Decision {

@@ -3,8 +3,8 @@
 // combined (combine.ts); every branch is a row in plan.test.ts, plan.live.test.ts, plan.soak.test.ts or combine.test.ts.
 import { type AnnotationKeys, annotationKeys, quoteForLog, readCounter } from "../../annotations.ts";
 import type { Config } from "../../config.ts";
-import type { Action, Decision, Observed, WorkloadRef } from "../model.ts";
-import { workloadId } from "../model.ts";
+import { describeWorkload, distinctTargets, type WorkloadRef, workloadId } from "../../workload.ts";
+import type { Action, Decision, Observed } from "../model.ts";
 import { combine } from "./combine.ts";
 import { type Judgement, judgeImage } from "./verdict.ts";
 
@@ -61,18 +61,10 @@ function planUnsettled(o: Observed, c: Config, keys: AnnotationKeys): Decision {
 }
 
 function allTargets(c: Config): string[] {
-  const seen = new Set<string>();
-  for (const img of c.images) for (const t of img.targets) seen.add(`${t.kind} ${t.namespace}/${t.name}`);
-  return [...seen];
+  return distinctTargets(c).map(describeWorkload);
 }
 
 /** The workloads to read before deciding (SPEC step 4): every target of every image that is not pinned. */
 export function targetsToRead(_o: Observed, c: Config): WorkloadRef[] {
-  const refs = new Map<string, WorkloadRef>();
-  for (const img of c.images) {
-    if (img.pinned) continue;
-    for (const t of img.targets)
-      refs.set(workloadId(t), { kind: t.kind, namespace: t.namespace, name: t.name });
-  }
-  return [...refs.values()];
+  return distinctTargets(c, "unpinned");
 }

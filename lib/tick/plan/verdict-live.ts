@@ -3,7 +3,7 @@
 // contest when it keeps coming back). Pure; rows in plan.live.test.ts.
 import { annotationKeys, quoteForLog, readCounter } from "../../annotations.ts";
 import type { Config, ImageConfig } from "../../config.ts";
-import { workloadId } from "../model.ts";
+import { workloadId } from "../../workload.ts";
 import { stopUndoingAdvice } from "./advice.ts";
 import { type DueInput, due, type Judgement, say } from "./due.ts";
 import { describeContainer, describeOwner, type LiveContainer, type LiveImage } from "./live.ts";
