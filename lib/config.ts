@@ -5,10 +5,10 @@ import * as z from "zod/mini";
 import { durationPattern, parseDuration } from "./duration.ts";
 import { formatPath, matching, parse, urlWithoutCredentials } from "./issues.ts";
 import { repeatsHost } from "./registry/reference.ts";
+import { WORKLOAD_KINDS, type WorkloadKind } from "./workload.ts";
 import { parseYaml, YamlError } from "./yaml.ts";
 
-export const WORKLOAD_KINDS = ["Deployment", "DaemonSet", "StatefulSet"] as const;
-export type WorkloadKind = (typeof WORKLOAD_KINDS)[number];
+export { WORKLOAD_KINDS, type WorkloadKind } from "./workload.ts";
 
 export class ConfigError extends Error {
   override name = "ConfigError";

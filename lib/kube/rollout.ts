@@ -5,16 +5,10 @@
 // the verdict at the deadline is taken from one fresh GET, not from the last event seen.
 import type { Logger } from "../log.ts";
 import type { Telemetry } from "../telemetry.ts";
+import { workloadAttributes } from "../workload.ts";
 import { ApiError } from "./errors.ts";
 import { abortableSleep } from "./http.ts";
-import {
-  containerImages,
-  describeRef,
-  nameAttribute,
-  type ObjectRef,
-  parseWorkload,
-  type Workload,
-} from "./objects.ts";
+import { containerImages, describeRef, type ObjectRef, parseWorkload, type Workload } from "./objects.ts";
 import { PROGRESS_DEADLINE_EXCEEDED, rolloutStatus } from "./settled.ts";
 import type { KubeClient } from "./workloads.ts";
 
@@ -56,7 +50,7 @@ export function waitForRollout(
   ref: ObjectRef,
   opts: RolloutOptions,
 ): Promise<RolloutResult> {
-  const attributes = { "k8s.namespace.name": ref.namespace, [nameAttribute(ref.kind)]: ref.name };
+  const attributes = workloadAttributes(ref);
   return opts.telemetry.span("rollout.wait", { kind: "internal", attributes }, async (span) => {
     const deadline = AbortSignal.timeout(opts.timeoutMs);
     const waiter = new Waiter(client, ref, { ...opts, signal: AbortSignal.any([opts.signal, deadline]) });

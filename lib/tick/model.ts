@@ -1,10 +1,10 @@
 // What the tick observes and what it decides: the vocabulary shared by observe, plan and apply.
-import type { WorkloadKind } from "../config.ts";
 import type { EventReason } from "../kube/events.ts";
 import type { FieldOwner } from "../kube/managed-fields.ts";
 import type { Outcome } from "../outcomes.ts";
 import type { Book } from "../state/book.ts";
 import type { Change } from "../state/change.ts";
+import type { WorkloadRef } from "../workload.ts";
 
 /** Why an image (or the tick) ended as it did: a closed set, shared by logs, spans, Events and tests. */
 export const REASONS = [
@@ -45,19 +45,8 @@ export const REASONS = [
 ] as const;
 export type Reason = (typeof REASONS)[number];
 
-export interface WorkloadRef {
-  kind: WorkloadKind;
-  namespace: string;
-  name: string;
-}
-
-export function workloadId(w: WorkloadRef): string {
-  return `${w.kind}/${w.namespace}/${w.name}`;
-}
-
-export function describeWorkload(w: WorkloadRef): string {
-  return `${w.kind} ${w.namespace}/${w.name}`;
-}
+export type { WorkloadRef } from "../workload.ts";
+export { describeWorkload, workloadId } from "../workload.ts";
 
 export type ObservedDigest =
   | { ok: true; digest: string }

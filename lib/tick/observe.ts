@@ -12,6 +12,7 @@ import type { Book } from "../state/book.ts";
 import type { Change } from "../state/change.ts";
 import { bookWithLegacy, type LegacyInput, legacyAnnotations, migrationChange } from "../state/legacy.ts";
 import { readStore } from "../state/store.ts";
+import { stateRef } from "../workload.ts";
 import type { TickContext } from "./context.ts";
 import {
   type Observed,
@@ -34,9 +35,7 @@ export interface Observation {
   objects: Map<string, Workload>;
 }
 
-export function stateRef(c: Config): WorkloadRef | undefined {
-  return c.state ? { kind: c.state.kind, namespace: c.state.namespace, name: c.state.name } : undefined;
-}
+export { stateRef } from "../workload.ts";
 
 /**
  * The tick's clock: the API server's `Date` on the store GET, one clock for every node. Missing

@@ -5,8 +5,8 @@
 import type { Config, ImageConfig, Target } from "../../config.ts";
 import { FIELD_MANAGER, type FieldOwner, lastOwner } from "../../kube/managed-fields.ts";
 import { configuredRef, parseImageRef, sameRepository } from "../../registry/image-ref.ts";
+import { describeWorkload, workloadId } from "../../workload.ts";
 import type { Observed } from "../model.ts";
-import { describeWorkload, workloadId } from "../model.ts";
 
 export type ContainerState = "pinned" | "floating" | "other_tag" | "other_repo";
 
