@@ -281,11 +281,11 @@ function crossFieldProblems(doc: Record<string, unknown>): string[] {
   const imgs = parse(images, doc.images);
   const reg = parse(registry, doc.registry);
   const store = (doc.store as { namespace?: unknown } | undefined)?.namespace;
-  const ns = parse(
-    namespace,
-    doc.namespace ?? (doc.state as { namespace?: unknown } | undefined)?.namespace ?? store,
-  );
-  const list = imgs.ok ? normalise(imgs.value, ns.ok ? ns.value : "") : [];
+  const given = doc.namespace ?? (doc.state as { namespace?: unknown } | undefined)?.namespace ?? store;
+  const ns = parse(namespace, given);
+  // A default that is given but invalid was named already; the targets are not said to lack one.
+  const fallback = ns.ok ? ns.value : given === undefined ? undefined : "-";
+  const list = imgs.ok ? normalise(imgs.value, fallback) : [];
   return checksAcross(list, reg.ok ? reg.value : undefined);
 }
 
