@@ -32,6 +32,8 @@ export interface World {
   book(): Record<string, string>;
   /** The store's data named as the legacy annotations were (`<prefix>/<key>`), for tests written so. */
   ours(): Record<string, string>;
+  /** Edits the store's data as a human with `kubectl edit` would (null removes a key). */
+  setBook(data: Record<string, string | null>): void;
   image(
     kind: "Deployment" | "DaemonSet" | "StatefulSet",
     ns: string,
@@ -82,6 +84,14 @@ export async function startWorld(opts: { now?: () => Date } = {}): Promise<World
     },
     book() {
       return api.getConfigMap(...STORE)?.data ?? {};
+    },
+    setBook(data) {
+      const next: Record<string, string> = { ...world.book() };
+      for (const [k, v] of Object.entries(data)) {
+        if (v === null) delete next[k];
+        else next[k] = v;
+      }
+      api.putConfigMap(...STORE, next);
     },
     ours() {
       return Object.fromEntries(Object.entries(world.book()).map(([k, v]) => [`${PREFIX}/${k}`, v]));
