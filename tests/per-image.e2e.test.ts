@@ -111,7 +111,7 @@ describe("isolation", () => {
 describe("legacy keys", () => {
   test("legacy refresh-attempt=3 locks out every image; the next counter write migrates them", async () => {
     await recorded(w);
-    w.api.setAnnotations("Deployment", "apps", "api", {
+    w.setBook({
       [k("refresh-attempt")]: "3",
       [k("refresh-flap-detected")]: "3",
     });
@@ -136,7 +136,7 @@ describe("legacy keys", () => {
 
   test("a legacy count below the maximum becomes every image's own in the first attempt write", async () => {
     await recorded(w);
-    w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt")]: "2" });
+    w.setBook({ [k("refresh-attempt")]: "2" });
     w.registry.push("myorg/api", "stable");
     w.api.clearLog();
     expect((await w.run()).code).toBe(0);

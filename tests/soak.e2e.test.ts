@@ -129,7 +129,7 @@ describe("soak: minimumAge against the API server's clock", () => {
   test("an unreadable candidates value: a WARNING names it, the list is rewritten, the build waits its full age", async () => {
     const world = await soakWorld();
     const build = push(world);
-    world.api.setAnnotations("Deployment", "apps", "api", { [CANDIDATES]: "not-a-list" });
+    world.setBook({ [CANDIDATES]: "not-a-list" });
     const r = await tick(world);
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/WARNING: .*candidates-api has entries that are not/);

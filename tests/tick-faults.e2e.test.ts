@@ -185,7 +185,7 @@ describe("registry faults are per image", () => {
     );
     expect(held.stderr).toContain(`not calling it before ${new Date(at).toISOString()}`);
     // Once the time has passed, the registry is asked again and the stored time removed.
-    w.api.setAnnotations("Deployment", "apps", "api", {
+    w.setBook({
       [k("registry-retry-after")]: new Date(Date.now() - 1000).toISOString(),
     });
     const again = await w.run();
@@ -340,7 +340,7 @@ describe("dry run, bad input, security", () => {
   test("annotationPrefix tracebloc.io reads and writes the shell implementation's keys", async () => {
     w.writeConfig((c) => (c.annotationPrefix = "tracebloc.io"));
     const old = `sha256:${"0".repeat(64)}`;
-    w.api.setAnnotations("Deployment", "apps", "api", {
+    w.setBook({
       "tracebloc.io/last-refreshed-api-digest": old,
       "tracebloc.io/last-refreshed-node-agent-digest": old,
       "tracebloc.io/refresh-attempt": "1",

@@ -32,7 +32,7 @@ export interface World {
   book(): Record<string, string>;
   /** The store's data named as the legacy annotations were (`<prefix>/<key>`), for tests written so. */
   ours(): Record<string, string>;
-  /** Edits the store's data as a human with `kubectl edit` would (null removes a key). */
+  /** Edits the store's data as a human with `kubectl edit` would (null removes a key; a `<prefix>/` is dropped). */
   setBook(data: Record<string, string | null>): void;
   image(
     kind: "Deployment" | "DaemonSet" | "StatefulSet",
@@ -87,7 +87,8 @@ export async function startWorld(opts: { now?: () => Date } = {}): Promise<World
     },
     setBook(data) {
       const next: Record<string, string> = { ...world.book() };
-      for (const [k, v] of Object.entries(data)) {
+      for (const [name, v] of Object.entries(data)) {
+        const k = name.startsWith(`${PREFIX}/`) ? name.slice(PREFIX.length + 1) : name;
         if (v === null) delete next[k];
         else next[k] = v;
       }
