@@ -25,6 +25,7 @@ async function withRetry(run: Run, decide: () => Change): Promise<void> {
       return await writeBook(run, decide());
     } catch (err) {
       if (!(err instanceof StoreConflict) || attempt >= 4) throw err;
+      run.ctx.log.info(`${describeStore(run)} changed concurrently; reading it again and deciding again`);
       await rereadBook(run);
     }
   }
