@@ -1,5 +1,5 @@
 // `status` as text: one block per image, what the operator reads first on top.
-import { readCounter } from "../annotations.ts";
+import { parseValue } from "../state/values.ts";
 import { age } from "../tick/plan/soak.ts";
 import type { CandidateStatus, ImageStatus, StatusReport, TargetStatus } from "./status-report.ts";
 
@@ -8,7 +8,7 @@ import type { CandidateStatus, ImageStatus, StatusReport, TargetStatus } from ".
  * maxRefreshAttempts was raised above the count is stale, and the next refresh goes ahead.
  */
 function lockoutNote(i: ImageStatus): string {
-  const n = readCounter(i.attemptCount ?? undefined);
+  const n = parseValue("counter", i.attemptCount ?? undefined);
   if (n.kind === "trusted" && n.value >= i.maxRefreshAttempts)
     return ` — LOCKED OUT${i.flapDetected !== null ? ` (flap detected at ${i.flapDetected})` : ""}${i.failedDigest ? `; failed build ${i.failedDigest}` : ""}`;
   if (i.flapDetected !== null)

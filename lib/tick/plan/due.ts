@@ -1,12 +1,12 @@
 // The refresh-attempt rules every due image goes through, a new build, a soaked candidate or a
 // re-pin alike (SPEC step 7): an untrusted count holds, a count at the maximum locks out, another
 // tick's claim stands, a target that can start no rollout holds. Pure, like all of verdict.ts.
-import { quoteForLog } from "../../annotations.ts";
+
 import type { Config, ImageConfig } from "../../config.ts";
 import type { EventReason } from "../../kube/events.ts";
 import type { ImageBook } from "../../state/book.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
-import { countOf, trusted } from "../../state/values.ts";
+import { countOf, quoteForLog, trusted } from "../../state/values.ts";
 import type { ImageVerdict, Observed, WorkloadRef } from "../model.ts";
 import type { LiveImage } from "./live.ts";
 

@@ -3,11 +3,11 @@
 // (combine.ts holds it). Its `skip-streak-<key>` counts the ticks in a row; at maxSkipTicks the
 // image is frozen, with one Warning Event about the workload that does not settle. Every other
 // image goes on. Pure.
-import { quoteForLog } from "../../annotations.ts";
+
 import type { Config, ImageConfig } from "../../config.ts";
 import type { ImageBook } from "../../state/book.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
-import { countOf } from "../../state/values.ts";
+import { countOf, quoteForLog } from "../../state/values.ts";
 import type { Observed, WorkloadRef } from "../model.ts";
 import { describeWorkload, workloadId } from "../model.ts";
 import { type Judgement, say } from "./due.ts";

@@ -1,10 +1,11 @@
 // The verdicts the live spec of the targets decides (SPEC step 4 and 6): a target unreadable or
 // running another repository, a human's pin, a tag re-rendered over the pin (a re-pin, or a
 // contest when it keeps coming back). Pure; rows in plan.live.test.ts.
-import { quoteForLog } from "../../annotations.ts";
+
 import type { Config, ImageConfig } from "../../config.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
 import type { Field } from "../../state/values.ts";
+import { quoteForLog } from "../../state/values.ts";
 import { workloadId } from "../model.ts";
 import { stopUndoingAdvice } from "./advice.ts";
 import { type DueInput, due, type Judgement, say } from "./due.ts";

@@ -3,12 +3,12 @@
 // data (store keys, from lib/state's table). The settled guard is settle.ts, the live spec's
 // verdicts verdict-live.ts, the attempt rules due.ts, the soak soak.ts. Combining the verdicts
 // (isolation, which writes travel together) is combine.ts's job.
-import { quoteForLog } from "../../annotations.ts";
+
 import type { Config, ImageConfig } from "../../config.ts";
 import { severity } from "../../outcomes.ts";
 import { type ImageBook, imageBook } from "../../state/book.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
-import { countOf, trusted } from "../../state/values.ts";
+import { countOf, quoteForLog, trusted } from "../../state/values.ts";
 import type { ImageVerdict, Observed } from "../model.ts";
 import { type DueInput, due, type Judgement, say } from "./due.ts";
 import { liveImage } from "./live.ts";
