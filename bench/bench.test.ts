@@ -13,7 +13,7 @@ afterAll(() => w.stop());
 
 const manifests = () => w.images.map((i) => `HEAD /v2/${i.repository}/manifests/stable`);
 
-/** Every distinct target workload but the state object: what a tick reads after it (SPEC step 4). */
+/** Every distinct target workload but the state object: what a tick reads after it. */
 const otherTargets = () => w.workloads.filter((x) => x.path !== STATE_PATH).map((x) => `GET ${x.path}`);
 const containers = () => w.workloads.reduce((n, x) => n + x.containers.length, 0);
 

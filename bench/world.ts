@@ -80,7 +80,7 @@ export interface BenchWorld {
   stop(): Promise<void>;
 }
 
-/** The SPEC's no-op example: 3 images, 4 targets (one of them the state object itself). */
+/** The configuration example's no-op: 3 images, 4 targets (one of them the state object itself). */
 function standardImages(): Image[] {
   return [
     {
