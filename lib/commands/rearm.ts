@@ -7,6 +7,7 @@ import { UsageError } from "../cli.ts";
 import type { Config } from "../config.ts";
 import { ApiError } from "../kube/errors.ts";
 import type { Workload } from "../kube/workloads.ts";
+import { linkStories } from "../story.ts";
 import type { Attributes, SpanHandle } from "../telemetry.ts";
 import { stateRef, workloadAttributes } from "../workload.ts";
 import type { Runtime } from "./runtime.ts";
@@ -103,7 +104,8 @@ export async function updateState(
         rt.log.info(`nothing to clear on ${what}: no attempt counter, flap marker or attempt traceparent`);
         return "nothing_to_clear";
       }
-      linkStories(rt, a);
+      // The rearm ends the stories the stored traceparents began: link them like the ticks do.
+      linkStories(rt.telemetry, rt.config, a);
       const summary = Object.entries(annotations)
         .map(([k, v]) => (v === null ? `-${k} (was ${a[k]})` : `${k}=${v}`))
         .join(" ");
@@ -124,16 +126,6 @@ export async function updateState(
     }
   }
   return "failed";
-}
-
-/** The rearm ends the stories the stored traceparents began: link them like the ticks do. */
-function linkStories(rt: Runtime, a: Record<string, string>): void {
-  const stories = new Set<string>();
-  for (const img of rt.config.images) {
-    const t = imageCounters(a, rt.config.annotationPrefix, img.key).traceparent;
-    if (t !== undefined) stories.add(t);
-  }
-  if (stories.size) rt.telemetry.linkRoot([...stories]);
 }
 
 /** What was cleared, for the span event: the images and their counts where they were numbers. */

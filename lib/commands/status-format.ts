@@ -1,6 +1,6 @@
 // `status` as text: one block per image, what the operator reads first on top.
 import { readCounter } from "../annotations.ts";
-import { age } from "../tick/plan/soak.ts";
+import { formatWait } from "../duration.ts";
 import type { CandidateStatus, ImageStatus, StatusReport, TargetStatus } from "./status-report.ts";
 
 /**
@@ -24,8 +24,8 @@ function candidateLines(list: CandidateStatus[]): string[] {
       const left = Date.parse(x.dueAt) - Date.parse(x.firstSeen) - x.ageSeconds * 1000;
       const when = x.due
         ? "aged: the newest aged candidate rolls out on the next tick"
-        : `due ${x.dueAt} (in ${age(left)})`;
-      return `    ${x.digest} first seen ${x.firstSeen} (${age(x.ageSeconds * 1000)} ago), ${when}`;
+        : `due ${x.dueAt} (in ${formatWait(left)})`;
+      return `    ${x.digest} first seen ${x.firstSeen} (${formatWait(x.ageSeconds * 1000)} ago), ${when}`;
     }),
   ];
 }

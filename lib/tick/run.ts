@@ -4,8 +4,8 @@
 import { imageCounters } from "../annotations.ts";
 import type { Outcome } from "../outcomes.ts";
 import { exitCodeFor, logLevelFor } from "../outcomes.ts";
+import { linkStories } from "../story.ts";
 import type { SpanHandle, Telemetry } from "../telemetry.ts";
-import { parseTraceparent } from "../telemetry.ts";
 import { type Applied, apply } from "./apply/apply.ts";
 import { baseAttrs } from "./apply/state.ts";
 import type { TickContext } from "./context.ts";
@@ -76,7 +76,7 @@ async function decideAndApply(ctx: TickContext, root: SpanHandle): Promise<Round
     }
     const counts = attemptCounts(ctx, obs);
     if (first === undefined) {
-      linkStory(ctx, obs);
+      linkStories(ctx.telemetry, ctx.config, obs.state.metadata.annotations);
       first = counts;
     }
     // An image whose count went up since the first read was claimed by another tick (a manual
@@ -106,17 +106,6 @@ function attemptCounts(ctx: TickContext, obs: Observation): Record<string, numbe
     out[img.key] = c.kind === "trusted" ? c.value : 0;
   }
   return out;
-}
-
-/** Links this tick to the ticks that wrote the images' current attempts, so each story is one chain. */
-function linkStory(ctx: TickContext, obs: Observation): void {
-  const a = obs.state.metadata.annotations;
-  const stories = new Set<string>();
-  for (const img of ctx.config.images) {
-    const stored = imageCounters(a, ctx.config.annotationPrefix, img.key).traceparent;
-    if (stored !== undefined && parseTraceparent(stored)) stories.add(stored);
-  }
-  if (stories.size) ctx.telemetry.linkRoot([...stories]);
 }
 
 function report(ctx: TickContext, root: SpanHandle, r: Round, seconds: number): void {

@@ -1,7 +1,7 @@
 // The state of one apply run and the helpers every apply step shares (apply.ts, record.ts,
 // rollouts.ts, revert.ts, workload-patch.ts import them from here, so none imports another's caller).
 import { ApiError } from "../../kube/errors.ts";
-import { buildEvent } from "../../kube/events.ts";
+import { postEvent as postKubeEvent } from "../../kube/events.ts";
 import type { Workload } from "../../kube/workloads.ts";
 import type { Outcome } from "../../outcomes.ts";
 import type { SpanHandle } from "../../telemetry.ts";
@@ -113,30 +113,25 @@ export function remember(run: Run, updated: Workload): void {
   run.annotations = updated.metadata.annotations;
 }
 
-export async function postEvent(
+/** Posts one of the tick's Events, about the state object unless another object is named. */
+export function postEvent(
   run: Run,
   a: Extract<Action, { type: "event" }>,
   regarding: Pick<Workload, "kind" | "metadata"> = run.obs.state,
 ): Promise<void> {
   const { ctx } = run;
-  if (ctx.dryRun) {
-    ctx.log.info(`dry run: would post a ${a.eventType} Event ${a.reason}`, { note: a.note });
-    return;
-  }
-  try {
-    const event = buildEvent(
-      {
-        regarding,
-        type: a.eventType,
-        reason: a.reason,
-        action: "Refresh",
-        note: a.note,
-        reportingInstance: ctx.instance,
-      },
-      { now: () => new Date(ctx.now()) },
-    );
-    await ctx.kube.createEvent(regarding.metadata.namespace ?? ctx.config.state.namespace, event);
-  } catch (err) {
-    ctx.log.warn(`cannot post the ${a.reason} Event; going on`, { error: (err as Error).message });
-  }
+  const input = {
+    regarding,
+    type: a.eventType,
+    reason: a.reason,
+    action: "Refresh",
+    note: a.note,
+    reportingInstance: ctx.instance,
+  };
+  return postKubeEvent(ctx.kube, input, {
+    namespace: ctx.config.state.namespace,
+    log: ctx.log,
+    dryRun: ctx.dryRun,
+    now: () => new Date(ctx.now()),
+  });
 }

@@ -2,6 +2,7 @@
 // installation has seen it for minimumAge by the tick's clock (the API server's Date); then the
 // newest candidate that has aged rolls out by digest. Pure, like the rest of the verdict.
 import { annotationKeys } from "../../annotations.ts";
+import { formatWait } from "../../duration.ts";
 import {
   addCandidate,
   afterRollout,
@@ -44,7 +45,7 @@ export function soak(j: Judgement, input: DueInput, recorded: string): Judgement
   // The record removes the rejected marker (apply.ts), so a rejected build leaves the list with it.
   d.due.candidates = formatCandidates(afterRollout(list, chosen, [recorded, counters.rejected]));
   j.verdict.digest = chosen.digest;
-  const seen = `first seen ${stamp(chosen.seen)}, minimumAge ${age(c.minimumAgeMs)}`;
+  const seen = `first seen ${stamp(chosen.seen)}, minimumAge ${formatWait(c.minimumAgeMs)}`;
   const newer = chosen.digest === L ? "" : `; the tag now names ${L}, which waits its turn`;
   return say(
     d,
@@ -68,15 +69,6 @@ function pending(j: Judgement, { img, c, o, digest: L, counters }: DueInput, lis
     ? `due ${stamp(dueAt(current, c.minimumAgeMs))}`
     : "not kept: the list holds at most 5";
   const tag = next.digest === L ? "" : `; the tag now names ${L} (${when})`;
-  const msg = `${img.key}: build ${next.digest} waits out minimumAge ${age(c.minimumAgeMs)}: first seen ${stamp(next.seen)}, due ${stamp(at)} (in ${age(at - clock)})${tag}`;
+  const msg = `${img.key}: build ${next.digest} waits out minimumAge ${formatWait(c.minimumAgeMs)}: first seen ${stamp(next.seen)}, due ${stamp(at)} (in ${formatWait(at - clock)})${tag}`;
   return say(j, "pending", "minimum_age", msg);
-}
-
-/** `2h59m`, `40s`: a wait as a human reads it, whole seconds. */
-export function age(ms: number): string {
-  const s = Math.max(0, Math.ceil(ms / 1000));
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  const parts = [h ? `${h}h` : "", m ? `${m}m` : "", s % 60 || s === 0 ? `${s % 60}s` : ""];
-  return parts.join("");
 }
