@@ -7,8 +7,9 @@
 // stood back from, and a GitOps controller's endless revert contested instead of looped.
 // The demo is loaded only by `image-refresh demo` (a chunk of its own), so the simulators it
 // imports cost a tick nothing.
+
+import { settled, waitFor } from "../../sim/apiserver/driver.ts";
 import { type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
-import { settled, waitFor } from "../../sim/apiserver/testing.ts";
 import { type SimRegistry, startRegistry } from "../../sim/registry.ts";
 import { scenarioConfig, seedScenario } from "../../sim/scenario.ts";
 import { generateTls } from "../../sim/tls.ts";

@@ -21,7 +21,7 @@ import {
   shareProxy,
   unsettled,
   write,
-} from "./plan.fixtures.ts";
+} from "../../../tests/support/plan-tables.ts";
 import { plan, targetsToRead } from "./plan.ts";
 
 const cases: Case[] = [
