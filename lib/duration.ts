@@ -1,4 +1,4 @@
-// Durations as SPEC writes them: 500ms, 15s, 10m, 1h, and sums such as 1h30m or 2m30s. Units
+// Durations as the configuration writes them: 500ms, 15s, 10m, 1h, and sums such as 1h30m or 2m30s. Units
 // come largest first and at most once each, so a value reads one way only (no `30m1h`, `1m1m`).
 
 const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 } as const;

@@ -1,7 +1,7 @@
-// SPEC "Outcomes": every outcome's exit code and the severity order, as tables; a CronJob's
+// Outcomes: every outcome's exit code and the severity order, as tables; a CronJob's
 // alerting keys on the exit code, and the tick's outcome is the most severe image verdict.
 import { expect, test } from "bun:test";
-import { SPEC_SEVERITY } from "../tests/support/spec-outcomes.ts";
+import { DOCUMENTED_SEVERITY } from "../tests/support/spec-outcomes.ts";
 import { EXIT_USAGE, exitCodeFor, holdsSharers, logLevelFor, mostSevere, OUTCOMES } from "./outcomes.ts";
 
 const WANT: Record<(typeof OUTCOMES)[number], 0 | 1> = {
@@ -21,7 +21,7 @@ const WANT: Record<(typeof OUTCOMES)[number], 0 | 1> = {
   noop: 0,
 };
 
-test("each outcome exits as SPEC says; usage errors exit 2", () => {
+test("each outcome exits as documented; usage errors exit 2", () => {
   expect(Object.fromEntries(OUTCOMES.map((o) => [o, exitCodeFor(o)]))).toEqual(WANT);
   expect(EXIT_USAGE).toBe(2);
 });
@@ -51,8 +51,8 @@ test("held, locked_out and paused, and only they, hold the images that share a w
   expect(OUTCOMES.filter(holdsSharers)).toEqual(["held", "locked_out", "paused"]);
 });
 
-test("the order of severity is SPEC's table, top to bottom", () => {
-  expect([...OUTCOMES]).toEqual([...SPEC_SEVERITY]);
+test("the order of severity is the documented table, top to bottom", () => {
+  expect([...OUTCOMES]).toEqual([...DOCUMENTED_SEVERITY]);
 });
 
 test.each([

@@ -1,5 +1,5 @@
 // Resolves the current digest of one tag in many repositories of one registry, within the
-// SPEC's request budget: one probe, at most one token request, one HEAD per repository.
+// request budget: one probe, at most one token request, one HEAD per repository.
 // Failures are per image; only a 429 stops the rest, because the registry's quota belongs to the
 // workloads' own pulls and every further request would spend it: the first HEAD goes alone, a
 // 429 aborts the HEADs in flight, and a Retry-After is returned for the tick to keep.

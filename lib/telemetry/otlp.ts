@@ -1,7 +1,7 @@
 // One OTLP/HTTP export: a POST of an already serialized request, retried per the OTLP spec and
 // never past the flush deadline. Written over fetch instead of using the SDK's OTLP exporters:
 // those load node:http, node:zlib and node:stream plus their own copies of the SDK, which cost a
-// telemetry-on tick about 20 ms of its start (SPEC "Performance budget"), and they retry a refused
+// telemetry-on tick about 20 ms of its start, and they retry a refused
 // connection until their timeout, holding a tick whose collector is down for the whole 5 s budget.
 import type { OtlpTarget } from "./env.ts";
 import { type Failure, retryAfterDelayMs, retryDelay } from "./retry.ts";

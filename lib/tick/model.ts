@@ -83,8 +83,8 @@ export interface Observed {
    */
   registry?: { retryAfter?: string; held: boolean };
   /**
-   * The tick's clock in ms (SPEC step 1: the state GET's `Date`, whole seconds), for the times
-   * stored in `candidates-<key>`; set when `minimumAge` is on.
+   * The tick's clock in ms (the state GET's `Date`, whole seconds), for the times
+   * stored in `candidates-<key>`; set on every settled tick (absent when the settled guard stopped it).
    */
   clock?: number;
 }
@@ -118,7 +118,7 @@ export interface ImageVerdict {
   warnings?: string[];
 }
 
-/** The one compare-and-swap write before any workload is touched (SPEC step 7 and the streaks). */
+/** The one compare-and-swap write before any workload is touched (the attempts and the streaks). */
 export interface StateWrite {
   /** Annotations to set (a string) or remove (null), except the attempt keys below. */
   annotations: Record<string, string | null>;

@@ -39,7 +39,7 @@ export async function readState(
 }
 
 /**
- * The tick's clock (SPEC step 1): the API server's `Date` on the state GET, one clock for every
+ * The tick's clock: the API server's `Date` on the state GET, one clock for every
  * node. IMF-fixdate only (RFC 9110 §5.6.7), whole seconds. Missing or unreadable (a proxy in
  * front that drops it): the local clock, said at warn when times are stored by it (`loud`, a
  * minimumAge), at debug otherwise.
@@ -61,7 +61,7 @@ function onlyUnobserved(w: Workload): boolean {
   return w.metadata.generation > (w.status.observedGeneration ?? 0);
 }
 
-/** The state object could not be read: SPEC's `error` with reason state_unreadable. */
+/** The state object could not be read: outcome `error` with reason state_unreadable. */
 export class StateUnreadable extends Error {
   override name = "StateUnreadable";
   constructor(cause: unknown) {
@@ -100,7 +100,7 @@ export async function observe(ctx: TickContext): Promise<Observation> {
 }
 
 /**
- * The registry's stored Retry-After (SPEC step 5), when it is a time still ahead: until then no
+ * The registry's stored Retry-After, when it is a time still ahead: until then no
  * tick calls that registry. An unreadable value is ignored (and replaced by the next 429's).
  */
 export function registryNotBefore(

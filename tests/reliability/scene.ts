@@ -4,7 +4,7 @@
 import { settled } from "../../sim/apiserver/driver.ts";
 import type { Fault } from "../../sim/faults.ts";
 import type { RunResult } from "../support/binary.ts";
-import { SPEC_SEVERITY, specExitCode } from "../support/spec-outcomes.ts";
+import { DOCUMENTED_SEVERITY, specExitCode } from "../support/spec-outcomes.ts";
 import {
   floatTargets,
   PREFIX,
@@ -119,7 +119,7 @@ export function inject(
 }
 
 /** SPEC "Outcomes", most severe first, and its exit codes (tests/support/spec-outcomes.ts). */
-export const SEVERITY = SPEC_SEVERITY;
+export const SEVERITY = DOCUMENTED_SEVERITY;
 export const exitCodeFor = specExitCode;
 
 const OUTCOME_LINE = new RegExp(

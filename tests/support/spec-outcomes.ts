@@ -2,7 +2,7 @@
 // lib/outcomes.ts, so that a change in lib cannot move what the tests expect.
 
 /** Most severe first, in the order of SPEC's table. */
-export const SPEC_SEVERITY = [
+export const DOCUMENTED_SEVERITY = [
   "error",
   "failed",
   "frozen",

@@ -75,7 +75,7 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
   };
   await postEvent(run, event);
   // Also about the workload that failed, where it lives beside the state object: the Role grants
-  // `create events` in the state object's namespace only (SPEC "RBAC"); the state object's Event
+  // `create events` in the state object's namespace only; the state object's Event
   // names the workload either way.
   const state = stateRef(ctx.config);
   if (id !== workloadId(state) && a.workload.namespace === state.namespace)

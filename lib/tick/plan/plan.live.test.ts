@@ -1,4 +1,4 @@
-// plan() against the live spec of the targets (SPEC step 6): a tag re-rendered over the pin, a
+// plan() against the live spec of the targets: a tag re-rendered over the pin, a
 // human's pin, a contested pin, a container that runs another repository. Same base world and
 // table shape as plan.test.ts; one tweak per case, every action compared whole.
 import { describe, expect, test } from "bun:test";

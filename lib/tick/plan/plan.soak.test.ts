@@ -1,4 +1,4 @@
-// plan() with minimumAge (SPEC step 6, `candidates-<key>`): a new build waits until this
+// plan() with minimumAge (`candidates-<key>`): a new build waits until this
 // installation has seen it for minimumAge by the tick's clock (Observed.clock, the API server's
 // Date); the newest aged candidate rolls out by digest; at most 5 kept, always the oldest. Same
 // base world and table shape as plan.test.ts: api recorded on a, the registry now says c.

@@ -64,7 +64,7 @@ function allTargets(c: Config): string[] {
   return distinctTargets(c).map(describeWorkload);
 }
 
-/** The workloads to read before deciding (SPEC step 4): every target of every image that is not pinned. */
+/** The workloads to read before deciding: every target of every image that is not pinned. */
 export function targetsToRead(_o: Observed, c: Config): WorkloadRef[] {
   return distinctTargets(c, "unpinned");
 }
