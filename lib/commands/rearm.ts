@@ -2,7 +2,7 @@
 // named images' counters, flap markers, traceparents and repin streaks in one precondition-guarded
 // PATCH; with no IMAGE, every image's and the legacy keys. It does not care whether the state
 // object is settled: re-arming is exactly what a human does mid-incident.
-import { annotationKeys, counterValue, imageCounters, migrationWrites, readCounter } from "../annotations.ts";
+import { annotationKeys, counterValue, migrationWrites, readCounter } from "../annotations.ts";
 import { UsageError } from "../cli.ts";
 import type { Config } from "../config.ts";
 import { ApiError } from "../kube/errors.ts";

@@ -5,7 +5,7 @@
 // Counters are read with oracle.ts, not lib/annotations.ts.
 // biome-ignore-all lint/suspicious/noExplicitAny: request bodies and API objects are free-form JSON
 import type { RequestLogEntry } from "../../sim/apiserver/index.ts";
-import { SPEC_EXIT_ONE, DOCUMENTED_SEVERITY } from "../support/spec-outcomes.ts";
+import { DOCUMENTED_SEVERITY, SPEC_EXIT_ONE } from "../support/spec-outcomes.ts";
 import {
   IMAGE_KEYS,
   type InProcessWorld,

@@ -18,9 +18,11 @@ import type {
   RolloutContainer,
   StateWrite,
 } from "../model.ts";
-import type { Judgement } from "./verdict.ts";
+import { type Judgement, say } from "./due.ts";
 
-export function combine(o: Observed, c: Config, judged: Map<string, Judgement>): Decision {
+export function combine(o: Observed, c: Config, judgements: ReadonlyMap<string, Judgement>): Decision {
+  // Isolation replaces the judgements it holds; the caller's map is left as it was.
+  const judged = new Map(judgements);
   const pre: Action[] = o.state.annotations[skipKey(c)] !== undefined ? [{ type: "clear-streak" }] : [];
   holdSharers(c, judged);
   const groups = groupsOf(c, judged);
@@ -83,23 +85,6 @@ export function verdictLine(v: ImageVerdict): string {
   return `${v.key}: ${v.outcome}${detail}`;
 }
 
-function hold(
-  j: Judgement,
-  outcome: ImageVerdict["outcome"],
-  reason: ImageVerdict["reason"],
-  message: string,
-) {
-  j.due = undefined;
-  j.blocks = true;
-  Object.assign(j.verdict, {
-    outcome,
-    reason,
-    message,
-    attemptCount: j.verdict.attemptCount,
-    short: undefined,
-  });
-}
-
 /** The workload ids an image has a container in. */
 function workloadsOf(img: ImageConfig): Set<string> {
   return new Set(img.targets.map(workloadId));
@@ -127,8 +112,13 @@ function holdSharers(c: Config, judged: Map<string, Judgement>): void {
       const [outcome, state] = blockerState(bj);
       const shared = by.targets.find((t) => mine.has(workloadId(t))) as Target;
       const message = `refresh of ${img.key} waits with ${by.key} (${state}), which shares ${describeWorkload(shared)}`;
-      hold(j, outcome, "shared_workload", message);
-      j.verdict.short = `(waits with ${by.key})`;
+      const short = `(waits with ${by.key})`;
+      const held = say(
+        j,
+        { outcome, reason: "shared_workload", message },
+        { due: undefined, blocks: true, verdict: { short } },
+      );
+      judged.set(img.key, held);
       changed = true;
     }
   }

@@ -32,17 +32,34 @@ export interface Judgement {
   event?: { reason: EventReason; note: string };
 }
 
+/** What a verdict helper decides beyond the verdict's words: verdict fields and writes are merged, the rest replaced. */
+export type Change = Partial<Omit<Judgement, "verdict" | "writes">> & {
+  verdict?: Partial<ImageVerdict>;
+  writes?: Judgement["writes"];
+};
+
+/** A new judgement with `change` applied; `j` itself is left as it was. */
+export function amend(j: Judgement, change: Change): Judgement {
+  return {
+    ...j,
+    ...change,
+    verdict: { ...j.verdict, ...change.verdict },
+    writes: { ...j.writes, ...change.writes },
+  };
+}
+
+/** The verdict a helper reaches: outcome, reason and sentence, with what else it decided. */
 export function say(
   j: Judgement,
-  outcome: ImageVerdict["outcome"],
-  reason: ImageVerdict["reason"],
-  message: string,
-) {
-  Object.assign(j.verdict, { outcome, reason, message });
-  return j;
+  v: Pick<ImageVerdict, "outcome" | "reason" | "message">,
+  also: Change = {},
+): Judgement {
+  return amend(j, { ...also, verdict: { ...also.verdict, ...v } });
 }
 
 export interface DueInput {
+  /** The judgement so far; the helper returns a new one. */
+  j: Judgement;
   img: ImageConfig;
   counters: ImageCounters;
   c: Config;
@@ -53,44 +70,53 @@ export interface DueInput {
   repin?: { only: string[]; managers: string[]; what: string };
 }
 
-export function due(j: Judgement, { img, counters, c, o, digest, live, repin }: DueInput): Judgement {
+export function due({ j, img, counters, c, o, digest, live, repin }: DueInput): Judgement {
   const max = c.maxRefreshAttempts;
   if (counters.attempt.kind === "untrusted") {
-    const msg = `${counters.attemptFrom} is ${quoteForLog(counters.attempt.raw)}, not a count; no rollout of ${img.key} until a human checks its workloads and runs \`image-refresh rearm ${img.key}\``;
-    return say(j, "held", "attempt_untrusted", msg);
+    const message = `${counters.attemptFrom} is ${quoteForLog(counters.attempt.raw)}, not a count; no rollout of ${img.key} until a human checks its workloads and runs \`image-refresh rearm ${img.key}\``;
+    return say(j, { outcome: "held", reason: "attempt_untrusted", message });
   }
   const count = counters.attempt.kind === "trusted" ? counters.attempt.value : 0;
   if (count >= max) {
-    j.verdict.short = `${count}/${max}`;
-    const msg = `refresh of ${img.key} to ${digest} is held: ${count} failed rollouts in a row (max ${max}); check its workloads, then run \`image-refresh rearm ${img.key}\` to try this build again or \`image-refresh reject ${img.key}\` to wait for the next one`;
-    if (counters.flap === undefined) {
-      j.flap = true;
-      j.writes[annotationKeys(c.annotationPrefix).image(img.key).flap] = String(count);
-      j.event = { reason: "RefreshLockedOut", note: msg };
-    }
-    return say(j, "locked_out", "flap_lockout", msg);
+    const message = `refresh of ${img.key} to ${digest} is held: ${count} failed rollouts in a row (max ${max}); check its workloads, then run \`image-refresh rearm ${img.key}\` to try this build again or \`image-refresh reject ${img.key}\` to wait for the next one`;
+    const announce: Change =
+      counters.flap === undefined
+        ? {
+            flap: true,
+            writes: { [annotationKeys(c.annotationPrefix).image(img.key).flap]: String(count) },
+            event: { reason: "RefreshLockedOut", note: message },
+          }
+        : {};
+    return say(
+      j,
+      { outcome: "locked_out", reason: "flap_lockout", message },
+      { ...announce, verdict: { short: `${count}/${max}` } },
+    );
   }
-  // After the lockout check: a lockout is decided by the count alone,
-  // also when another tick's write is what brought the count to the maximum.
+  // After the lockout check: a lockout is decided by the count alone, also when another tick's
+  // write is what brought the count to the maximum.
   if (o.claimed?.includes(img.key)) {
-    const msg = `another tick wrote refresh attempt ${count} of ${img.key} while this one was deciding; it owns this refresh, so this tick touches none of its workloads`;
-    return say(j, "held", "attempt_claimed", msg);
+    const message = `another tick wrote refresh attempt ${count} of ${img.key} while this one was deciding; it owns this refresh, so this tick touches none of its workloads`;
+    return say(j, { outcome: "held", reason: "attempt_claimed", message });
   }
   // A patch that can start no rollout would only fail the wait and count an attempt.
   if (live && live.blocked.length > 0) {
-    j.blocks = true;
-    const msg = `refresh of ${img.key} is due but cannot start safely: ${live.blocked.join("; ")}`;
-    return say(j, "held", "target_unavailable", msg);
+    const message = `refresh of ${img.key} is due but cannot start safely: ${live.blocked.join("; ")}`;
+    return say(j, { outcome: "held", reason: "target_unavailable", message }, { blocks: true });
   }
-  j.due = { digest, count: count + 1, ...(repin ? { repin: true, only: repin.only } : {}) };
-  j.verdict.short = `attempt ${count + 1}/${max}`;
-  j.verdict.attemptCount = 0;
-  j.verdict.lockedOut = false;
+  const next: Change = {
+    due: { digest, count: count + 1, ...(repin ? { repin: true, only: repin.only } : {}) },
+    verdict: {
+      short: `attempt ${count + 1}/${max}`,
+      attemptCount: 0,
+      lockedOut: false,
+      ...(repin ? { restoredFrom: repin.managers } : {}),
+    },
+  };
   if (repin) {
-    j.verdict.restoredFrom = repin.managers;
-    const msg = `${repin.what}; re-pinning ${img.key} to ${digest} (reconcile: repin; attempt ${count + 1}/${max})`;
-    return say(j, "refreshed", "pin_restored", msg);
+    const message = `${repin.what}; re-pinning ${img.key} to ${digest} (reconcile: repin; attempt ${count + 1}/${max})`;
+    return say(j, { outcome: "refreshed", reason: "pin_restored", message }, next);
   }
-  const msg = `${img.key}: new build ${digest}; refresh attempt ${count + 1}/${max}`;
-  return say(j, "refreshed", "digest_changed", msg);
+  const message = `${img.key}: new build ${digest}; refresh attempt ${count + 1}/${max}`;
+  return say(j, { outcome: "refreshed", reason: "digest_changed", message }, next);
 }

@@ -3,7 +3,7 @@
 // combined (combine.ts); every branch is a row in plan.test.ts, plan.live.test.ts, plan.soak.test.ts or combine.test.ts.
 import { type AnnotationKeys, annotationKeys, quoteForLog, readCounter } from "../../annotations.ts";
 import type { Config } from "../../config.ts";
-import { describeWorkload, distinctTargets, type WorkloadRef, workloadId } from "../../workload.ts";
+import { describeWorkload, distinctTargets, type WorkloadRef } from "../../workload.ts";
 import type { Action, Decision, Observed } from "../model.ts";
 import { combine } from "./combine.ts";
 import { type Judgement, judgeImage } from "./verdict.ts";
