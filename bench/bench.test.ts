@@ -1,7 +1,7 @@
 // Keeps the bench honest: the limit script and the kubectl way make exactly the requests the bench
 // report says they make. No time is asserted here; benchmarks print, tests check behaviour.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { needTools } from "../tests/tools.ts";
+import { needTools } from "../tests/support/tools.ts";
 import { LIMIT_SOURCE, outcomeOf, runKubectlWay, runLimit, runProduct } from "./clients.ts";
 import { type BenchWorld, STATE_PATH, startBenchWorld } from "./world.ts";
 

@@ -1,5 +1,5 @@
 // Regenerates k8s/config.schema.json from the config's zod schema: `bun scripts/gen-schema.ts`.
-// tests/config-schema.test.ts fails while the shipped file differs from what this writes.
+// tests/k8s/config-schema.test.ts fails while the shipped file differs from what this writes.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { configJsonSchemaText } from "../lib/commands/schema.ts";

@@ -5,7 +5,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { World } from "../world.ts";
+import type { World } from "../support/world.ts";
 import { type Expect, expected, FAULT_NAMES, FAULTS, type FaultName, ROWS, type Row } from "./matrix-rows.ts";
 import {
   budgetMs,
