@@ -72,7 +72,7 @@ build_one() {
   for pair in $(binaries "$mod"); do
     name=${pair%%=*}; pkg=${pair#*=}
     echo "building $mod/$name ($pkg)" >&2
-    (cd "$here/$mod" && CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-mod=readonly" \
+    (cd "$here/$mod" && CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" \
       go build -trimpath -tags=selinux,notest -ldflags "$(ldflags "$mod")" -o "$tmp/$name" "$pkg")
   done
   touch "$tmp/.complete"
