@@ -14,7 +14,7 @@ import { ok } from "./kubectl.ts";
 import { daemonSet, deployment, list, namespace, statefulSet } from "./manifests.ts";
 import { needPeers } from "./peers.ts";
 import type { PodLike } from "./pod-status.ts";
-import { run, type TickEnv } from "./tick.ts";
+import { messages, run, type TickEnv } from "./tick.ts";
 
 const missing = needPeers(["kube"], "tests/real/rollouts.real.test.ts");
 const NS = "roll";
@@ -61,6 +61,14 @@ describe.skipIf(missing)("rollouts by the real controllers", () => {
     const pods: PodLike[] = (await c.cp.admin.get(`/api/v1/namespaces/${NS}/pods?labelSelector=app%3D${app}`))
       .items;
     return Object.fromEntries(pods.map((p) => [p.metadata.name, p.spec.containers[0]?.image ?? ""]));
+  };
+
+  /** A healthy build after a failed one: refreshed (1 of maxRefreshAttempts used), pinned. */
+  const expectNextBuildRefreshes = async (repo: string, plural: string) => {
+    const good = reg.push(`${NS}/${repo}`, "stable");
+    const r = await run(t);
+    expect([r.code, r.outcome]).toEqual([0, "refreshed"]);
+    expect(await image(plural, repo)).toBe(pin(repo, good));
   };
 
   beforeAll(async () => {
@@ -121,11 +129,13 @@ describe.skipIf(missing)("rollouts by the real controllers", () => {
     expect([r.code, r.outcome]).toEqual([1, "failed"]);
     // rolloutTimeout is 90 s: only the controller's condition can end the wait this early.
     expect(r.ms).toBeLessThan(45_000);
-    expect(r.stderr).toContain(`deployment "web" exceeded its progress deadline`);
+    expect(messages(r, "info")).toContain(`deployment "web" exceeded its progress deadline`);
     expect(await image("deployments", "web")).toBe(before);
     const v = await verdicts(c, "Deployment", NS, "web");
     expect(v.product).toEqual(v.kubectl);
     expect(v.kubectl.said).toBe(`deployment "web" successfully rolled out`);
+    // The real controller's condition is not left behind: the next build rolls out.
+    await expectNextBuildRefreshes("web", "deployments");
   }, 180_000);
 
   test("a DaemonSet build never Ready fails at rolloutTimeout and is reverted", async () => {
@@ -140,12 +150,17 @@ describe.skipIf(missing)("rollouts by the real controllers", () => {
     const v = await verdicts(c, "DaemonSet", NS, "agent");
     expect(v.product).toEqual(v.kubectl);
     writeConfig({});
+    await expectNextBuildRefreshes("agent", "daemonsets");
   }, 180_000);
 
   test("a StatefulSet refresh above its partition settles; the pods below it keep their image", async () => {
     const next = reg.push(`${NS}/db`, "stable");
     const r = await run(t);
-    expect([r.code, r.outcome]).toEqual([0, "refreshed"]);
+    expect([r.code, r.outcome, r.code === 0 ? "" : messages(r, "info").slice(-3)]).toEqual([
+      0,
+      "refreshed",
+      "",
+    ]);
     expect(await image("statefulsets", "db")).toBe(pin("db", next));
     const images = await podImages("db");
     expect(images).toEqual({ "db-0": tag("db"), "db-1": tag("db"), "db-2": pin("db", next) });
