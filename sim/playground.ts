@@ -5,7 +5,7 @@
 import type { Config, WorkloadKind } from "../lib/config.ts";
 import { pinnedReference } from "../lib/registry/reference.ts";
 import type { SimApiServer } from "./apiserver/index.ts";
-import { rolloutStatus } from "./apiserver/testing.ts";
+import { rolloutStatus } from "./apiserver/driver.ts";
 import type { SimRegistry } from "./registry.ts";
 
 export interface Workload {

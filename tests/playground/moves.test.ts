@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { parseConfig } from "../../lib/config.ts";
 import { type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
-import { settled, waitFor } from "../../sim/apiserver/testing.ts";
+import { settled, waitFor } from "../../sim/apiserver/driver.ts";
 import * as moves from "../../sim/playground.ts";
 import { type SimRegistry, startRegistry } from "../../sim/registry.ts";
 import { generateTls } from "../../sim/tls.ts";

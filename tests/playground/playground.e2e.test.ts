@@ -6,7 +6,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BINARY, runBinary } from "../binary.ts";
+import { BINARY, runBinary } from "../support/binary.ts";
 
 const CONFIG = `tag: stable
 registry:

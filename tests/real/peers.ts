@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { inCi } from "../tools.ts";
+import { inCi } from "../support/tools.ts";
 
 const PEERS = join(import.meta.dir, "..", "..", "peers");
 

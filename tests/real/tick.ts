@@ -1,6 +1,6 @@
 // The compiled binary run against the real cluster as a given user (a kubeconfig holding a
 // ServiceAccount token), with the CronJob's environment and the run's CA, and what it said.
-import { type RunResult, runBinary } from "../binary.ts";
+import { type RunResult, runBinary } from "../support/binary.ts";
 
 export interface Ran extends RunResult {
   outcome?: string;

@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { type K8sObject, parseManifests } from "../../../lib/manifests.ts";
-import { inCi } from "../../tools.ts";
+import { inCi } from "../../support/tools.ts";
 
 export const ROOT = join(import.meta.dir, "..", "..", "..");
 export const CHART = join(ROOT, "charts", "image-refresh");

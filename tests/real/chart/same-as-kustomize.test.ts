@@ -21,8 +21,8 @@ import {
   type K8sObject,
   serviceAccountOf,
 } from "../../../lib/manifests.ts";
-import { render } from "../../k8s-checks.ts";
-import { needTool } from "../../tools.ts";
+import { render } from "../../k8s/checks.ts";
+import { needTool } from "../../support/tools.ts";
 import { eventPermissions, storePermissions } from "./expected.ts";
 import { HELMS, needHelm, rendered } from "./helm.ts";
 
