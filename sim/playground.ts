@@ -4,8 +4,8 @@
 // renders it), and the moves a user wants to try are plain functions over the two simulators.
 import type { Config, WorkloadKind } from "../lib/config.ts";
 import { pinnedReference } from "../lib/registry/reference.ts";
-import type { SimApiServer } from "./apiserver/index.ts";
 import { rolloutStatus } from "./apiserver/driver.ts";
+import type { SimApiServer } from "./apiserver/index.ts";
 import type { SimRegistry } from "./registry.ts";
 
 export interface Workload {

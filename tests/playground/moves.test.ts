@@ -3,8 +3,8 @@
 // playground.e2e.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { parseConfig } from "../../lib/config.ts";
-import { type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
 import { settled, waitFor } from "../../sim/apiserver/driver.ts";
+import { type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
 import * as moves from "../../sim/playground.ts";
 import { type SimRegistry, startRegistry } from "../../sim/registry.ts";
 import { generateTls } from "../../sim/tls.ts";
