@@ -1,5 +1,5 @@
-// The annotation keys are a compatibility contract with the earlier shell job (SPEC "State
-// annotations"), and the counter read is the fail-closed gate of the whole refresh.
+// The annotation keys are a compatibility contract with the earlier shell job, and the counter
+// read is the fail-closed gate of the whole refresh.
 import { describe, expect, test } from "bun:test";
 import {
   annotationKeys,

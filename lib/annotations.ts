@@ -1,4 +1,4 @@
-// The bookkeeping annotations on the state object (SPEC "State annotations"). Counters are per
+// The bookkeeping annotations on the state object. Counters are per
 // image so that one image's trouble never holds back another; with the prefix tracebloc.io the
 // digest and skip-streak keys are exactly those the earlier shell job wrote, and its single
 // counter (the legacy keys) still counts for every image until the first counter write migrates it.
@@ -10,7 +10,7 @@ export interface ImageKeys {
   traceparent: string;
   unresolved: string;
   repin: string;
-  /** Not in SPEC's table: the live image whose pause was announced, so the Event is posted once. */
+  /** Not a counter: the live image whose pause was announced, so the Event is posted once. */
   paused: string;
   rejected: string;
   candidates: string;
@@ -111,7 +111,7 @@ export function imageCounters(
 }
 
 /**
- * The writes that move the legacy counter onto every image's own keys (SPEC: "every image's own
+ * The writes that move the legacy counter onto every image's own keys ("every image's own
  * counter starts at the legacy value and the legacy keys are removed in the same patch"). An
  * image that has its own key keeps it. Empty when there is nothing legacy to migrate.
  */

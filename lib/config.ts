@@ -1,14 +1,13 @@
-// The configuration file, validated as a whole before anything else happens (SPEC
-// "Configuration"). Every bad field is reported by its path; no network call is made first.
+// The configuration file, validated as a whole before anything else happens. Every bad field is reported by its path; no network call is made first.
 
 import * as z from "zod/mini";
 import { durationPattern, parseDuration } from "./duration.ts";
 import { formatPath, matching, parse, urlWithoutCredentials } from "./issues.ts";
 import { repeatsHost } from "./registry/reference.ts";
+import { WORKLOAD_KINDS, type WorkloadKind } from "./workload.ts";
 import { parseYaml, YamlError } from "./yaml.ts";
 
-export const WORKLOAD_KINDS = ["Deployment", "DaemonSet", "StatefulSet"] as const;
-export type WorkloadKind = (typeof WORKLOAD_KINDS)[number];
+export { WORKLOAD_KINDS, type WorkloadKind } from "./workload.ts";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -198,7 +197,7 @@ export function parseConfig(
     raw = parseYaml(text);
   } catch (err) {
     if (!(err instanceof YamlError)) throw err;
-    // A key given twice is a bad field like any other (SPEC "Configuration").
+    // A key given twice is a bad field like any other.
     if (err.problems.length) throw new ConfigError(`Invalid configuration in ${source}`, err.problems);
     throw new ConfigError(`Cannot parse ${source}: ${err.message}`);
   }

@@ -2,14 +2,14 @@
 // named images' counters, flap markers, traceparents and repin streaks in one precondition-guarded
 // PATCH; with no IMAGE, every image's and the legacy keys. It does not care whether the state
 // object is settled: re-arming is exactly what a human does mid-incident.
-import { annotationKeys, counterValue, imageCounters, migrationWrites, readCounter } from "../annotations.ts";
+import { annotationKeys, counterValue, migrationWrites, readCounter } from "../annotations.ts";
 import { UsageError } from "../cli.ts";
 import type { Config } from "../config.ts";
 import { ApiError } from "../kube/errors.ts";
-import { nameAttribute } from "../kube/objects.ts";
 import type { Workload } from "../kube/workloads.ts";
+import { linkStories } from "../story.ts";
 import type { Attributes, SpanHandle } from "../telemetry.ts";
-import { stateRef } from "../tick/observe.ts";
+import { stateRef, workloadAttributes } from "../workload.ts";
 import type { Runtime } from "./runtime.ts";
 
 const MAX_TRIES = 3;
@@ -35,8 +35,7 @@ export async function rearmCommand(
   checkImageKeys(rt.config, named);
   const ref = stateRef(rt.config);
   const attrs: Attributes = {
-    "k8s.namespace.name": ref.namespace,
-    [nameAttribute(ref.kind)]: ref.name,
+    ...workloadAttributes(ref),
     "image_refresh.dry_run": dryRun,
   };
   if (named.length) attrs["image_refresh.images"] = named.join(",");
@@ -105,7 +104,8 @@ export async function updateState(
         rt.log.info(`nothing to clear on ${what}: no attempt counter, flap marker or attempt traceparent`);
         return "nothing_to_clear";
       }
-      linkStories(rt, a);
+      // The rearm ends the stories the stored traceparents began: link them like the ticks do.
+      linkStories(rt.telemetry, rt.config, a);
       const summary = Object.entries(annotations)
         .map(([k, v]) => (v === null ? `-${k} (was ${a[k]})` : `${k}=${v}`))
         .join(" ");
@@ -126,16 +126,6 @@ export async function updateState(
     }
   }
   return "failed";
-}
-
-/** The rearm ends the stories the stored traceparents began: link them like the ticks do. */
-function linkStories(rt: Runtime, a: Record<string, string>): void {
-  const stories = new Set<string>();
-  for (const img of rt.config.images) {
-    const t = imageCounters(a, rt.config.annotationPrefix, img.key).traceparent;
-    if (t !== undefined) stories.add(t);
-  }
-  if (stories.size) rt.telemetry.linkRoot([...stories]);
 }
 
 /** What was cleared, for the span event: the images and their counts where they were numbers. */

@@ -2,9 +2,9 @@
 // stores it as the image's rejected digest and re-arms the image in the same guarded PATCH: that
 // build is never rolled out, and the tag's next build is eligible as usual.
 import { annotationKeys } from "../annotations.ts";
-import { buildEvent } from "../kube/events.ts";
-import { nameAttribute } from "../kube/objects.ts";
+import { type EventInput, postEvent } from "../kube/events.ts";
 import type { Attributes } from "../telemetry.ts";
+import { workloadAttributes } from "../workload.ts";
 import { checkImageKeys, rearmWrites, updateState } from "./rearm.ts";
 import type { Runtime } from "./runtime.ts";
 
@@ -14,8 +14,7 @@ export async function rejectCommand(rt: Runtime, dryRun: boolean, named: readonl
   const img = rt.config.images.find((i) => i.key === key);
   const s = rt.config.state;
   const attrs: Attributes = {
-    "k8s.namespace.name": s.namespace,
-    [nameAttribute(s.kind)]: s.name,
+    ...workloadAttributes(s),
     "image_refresh.dry_run": dryRun,
     "image_refresh.image": key,
   };
@@ -35,7 +34,7 @@ export async function rejectCommand(rt: Runtime, dryRun: boolean, named: readonl
       return 1;
     }
     const rejected = annotationKeys(rt.config.annotationPrefix).image(key).rejected;
-    let state: Parameters<typeof buildEvent>[0]["regarding"] | undefined;
+    let state: EventInput["regarding"] | undefined;
     const result = await updateState(
       rt,
       { dryRun, root, what: "reject", done: "rejected the build on" },
@@ -65,23 +64,19 @@ export async function rejectCommand(rt: Runtime, dryRun: boolean, named: readonl
 }
 
 /** The pause begins here, so its one Warning Event is posted here; failing to post is a WARNING. */
-async function postRejected(
+function postRejected(
   rt: Runtime,
   instance: string,
-  regarding: Parameters<typeof buildEvent>[0]["regarding"],
+  regarding: EventInput["regarding"],
   note: string,
 ): Promise<void> {
-  try {
-    const event = buildEvent({
-      regarding,
-      type: "Warning",
-      reason: "BuildRejected",
-      action: "Reject",
-      note,
-      reportingInstance: instance,
-    });
-    await rt.kube.createEvent(rt.config.state.namespace, event);
-  } catch (err) {
-    rt.log.warn("cannot post the BuildRejected Event; going on", { error: (err as Error).message });
-  }
+  const input = {
+    regarding,
+    type: "Warning" as const,
+    reason: "BuildRejected" as const,
+    action: "Reject",
+    note,
+    reportingInstance: instance,
+  };
+  return postEvent(rt.kube, input, { namespace: rt.config.state.namespace, log: rt.log });
 }

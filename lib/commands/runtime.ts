@@ -14,6 +14,7 @@ import { credentialsFor, loadDockerConfig } from "../registry/credentials.ts";
 import { telemetryConfigured } from "../telemetry/env.ts";
 import { noopTelemetry, type Telemetry } from "../telemetry.ts";
 import type { TickContext } from "../tick/context.ts";
+import { distinctTargets } from "../workload.ts";
 
 export type Env = Record<string, string | undefined>;
 
@@ -128,8 +129,5 @@ async function loadTelemetry(config: Config, env: Env, warn: (message: string) =
  * and writes around them. activeDeadlineSeconds in the CronJob sits above this.
  */
 export function tickBudgetMs(config: Config): number {
-  const workloads = new Set(
-    config.images.flatMap((i) => i.targets.map((t) => `${t.kind}/${t.namespace}/${t.name}`)),
-  );
-  return workloads.size * config.rolloutTimeoutMs + 12 * config.requestTimeoutMs;
+  return distinctTargets(config).length * config.rolloutTimeoutMs + 12 * config.requestTimeoutMs;
 }

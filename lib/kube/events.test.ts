@@ -56,7 +56,7 @@ test("the default name suffix is 16 hex digits and differs between events", () =
       metadata: { name: "a", namespace: "n", generation: 1, resourceVersion: "1", annotations: {} },
     },
     type: "Normal" as const,
-    reason: "r",
+    reason: "Refreshed" as const,
     action: "a",
     note: "n",
     reportingInstance: "",

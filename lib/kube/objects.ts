@@ -5,14 +5,10 @@
 import * as z from "zod/mini";
 import { formatPath, lazy, parse } from "../issues.ts";
 
-export type WorkloadKind = "Deployment" | "DaemonSet" | "StatefulSet";
-export const WORKLOAD_KINDS: readonly WorkloadKind[] = ["Deployment", "DaemonSet", "StatefulSet"];
+import { PLURAL, type WorkloadKind, type WorkloadRef } from "../workload.ts";
 
-export interface ObjectRef {
-  kind: WorkloadKind;
-  namespace: string;
-  name: string;
-}
+export { nameAttribute, WORKLOAD_KINDS, type WorkloadKind } from "../workload.ts";
+export type ObjectRef = WorkloadRef;
 
 const workloadSchema = lazy(() => {
   const count = z.optional(z.int());
@@ -130,12 +126,6 @@ export function imagePatchOps(containers: ReadonlyArray<{ name: string; image: s
   ]);
 }
 
-const PLURAL: Record<WorkloadKind, string> = {
-  Deployment: "deployments",
-  DaemonSet: "daemonsets",
-  StatefulSet: "statefulsets",
-};
-
 /** `/apis/apps/v1/namespaces/<ns>/<plural>`; names are path-escaped even though DNS names need no escaping. */
 export function collectionPath(ref: Pick<ObjectRef, "kind" | "namespace">): string {
   return `/apis/apps/v1/namespaces/${encodeURIComponent(ref.namespace)}/${PLURAL[ref.kind]}`;
@@ -148,9 +138,4 @@ export function objectPath(ref: ObjectRef): string {
 /** `deployment apps/api`: how messages name an object. */
 export function describeRef(ref: ObjectRef): string {
   return `${ref.kind.toLowerCase()} ${ref.namespace}/${ref.name}`;
-}
-
-/** `k8s.deployment.name` etc., the OpenTelemetry attribute carrying the object's name. */
-export function nameAttribute(kind: WorkloadKind): string {
-  return `k8s.${kind.toLowerCase()}.name`;
 }

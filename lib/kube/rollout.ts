@@ -3,18 +3,13 @@
 // it only counts a verdict once the controller has observed *our* patch's generation, and its
 // deadline is absolute: a crash-looping rollout that keeps sending events never extends it, and
 // the verdict at the deadline is taken from one fresh GET, not from the last event seen.
+import { formatDuration } from "../duration.ts";
 import type { Logger } from "../log.ts";
 import type { Telemetry } from "../telemetry.ts";
+import { workloadAttributes } from "../workload.ts";
 import { ApiError } from "./errors.ts";
 import { abortableSleep } from "./http.ts";
-import {
-  containerImages,
-  describeRef,
-  nameAttribute,
-  type ObjectRef,
-  parseWorkload,
-  type Workload,
-} from "./objects.ts";
+import { containerImages, describeRef, type ObjectRef, parseWorkload, type Workload } from "./objects.ts";
 import { PROGRESS_DEADLINE_EXCEEDED, rolloutStatus } from "./settled.ts";
 import type { KubeClient } from "./workloads.ts";
 
@@ -56,7 +51,7 @@ export function waitForRollout(
   ref: ObjectRef,
   opts: RolloutOptions,
 ): Promise<RolloutResult> {
-  const attributes = { "k8s.namespace.name": ref.namespace, [nameAttribute(ref.kind)]: ref.name };
+  const attributes = workloadAttributes(ref);
   return opts.telemetry.span("rollout.wait", { kind: "internal", attributes }, async (span) => {
     const deadline = AbortSignal.timeout(opts.timeoutMs);
     const waiter = new Waiter(client, ref, { ...opts, signal: AbortSignal.any([opts.signal, deadline]) });
@@ -255,7 +250,7 @@ class Waiter {
     return {
       ok: false,
       reason: "timeout",
-      message: `timed out after ${formatMs(this.opts.timeoutMs)} waiting for ${describeRef(this.ref)}${last}${suffix}`,
+      message: `timed out after ${formatDuration(this.opts.timeoutMs)} waiting for ${describeRef(this.ref)}${last}${suffix}`,
     };
   }
 
@@ -285,8 +280,4 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
     signal.addEventListener("abort", onAbort, { once: true });
     p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
   });
-}
-
-function formatMs(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
 }

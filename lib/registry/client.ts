@@ -1,60 +1,20 @@
 // Resolves the current digest of one tag in many repositories of one registry, within the
-// SPEC's request budget: one probe, at most one token request, one HEAD per repository.
+// request budget: one probe, at most one token request, one HEAD per repository.
 // Failures are per image; only a 429 stops the rest, because the registry's quota belongs to the
 // workloads' own pulls and every further request would spend it: the first HEAD goes alone, a
 // 429 aborts the HEADs in flight, and a Retry-After is returned for the tick to keep.
-import type { Logger } from "../log.ts";
 import { basicSecrets } from "../scrub.ts";
-import type { Telemetry } from "../telemetry.ts";
-import { authorize, type TokenEndpoint } from "./auth.ts";
-import type { BasicCredentials } from "./credentials.ts";
-import type { RegistryError, RegistryFailure } from "./errors.ts";
+import { authorize } from "./auth.ts";
+import type { RegistryError } from "./errors.ts";
 import { asRegistryError, blameConfiguredToken, DEFAULT_CONCURRENCY, fail, headAll } from "./heads.ts";
 import type { HttpContext } from "./http.ts";
 import { registryEndpoint, repositoryPath, TAG_RE } from "./reference.ts";
-import { parseRetryAfter, type RetryAfter } from "./retry-after.ts";
+import { type DigestResult, DigestResults, type ResolveOptions } from "./results.ts";
+import { type RetryAfter, retryAfterTime } from "./retry-after.ts";
 
 export type { RegistryFailure } from "./errors.ts";
-export type DigestResult =
-  | { ok: true; digest: string }
-  | { ok: false; reason: RegistryFailure; message: string };
+export { type DigestResult, DigestResults, type ResolveOptions } from "./results.ts";
 export type { RetryAfter } from "./retry-after.ts";
-
-/** Per repository, in the order asked; plus the 429's Retry-After when the registry sent one. */
-export class DigestResults extends Map<string, DigestResult> {
-  /** Set when a 429 carried a readable Retry-After: store it, and call nothing before `at`. */
-  retryAfter?: RetryAfter;
-}
-
-export interface ResolveOptions {
-  host: string;
-  endpoint?: string;
-  insecure?: boolean;
-  credentials?: BasicCredentials;
-  /** Configured token endpoint: no challenge probe. */
-  token?: TokenEndpoint;
-  requestTimeoutMs: number;
-  /** The tick's deadline. */
-  signal: AbortSignal;
-  telemetry: Telemetry;
-  log: Logger;
-  fetch?: typeof fetch;
-  /** HEADs in flight at once; default 8. */
-  concurrency?: number;
-  /**
-   * The registry asked (an earlier 429's Retry-After) not to be called before this time: while
-   * `now` is before it, nothing is sent and every repository is `rate_limited`.
-   */
-  notBefore?: Date;
-  /** Clock for `notBefore` (ms); defaults to Date.now. The tick passes its API-server clock. */
-  now?: () => number;
-  /**
-   * Extra trust anchor (PEM). Processes started with NODE_EXTRA_CA_CERTS need none: Bun reads
-   * that variable at start-up (also in a compiled binary), but not when it is set later, so an
-   * in-process caller with a per-run CA (the demo, tests) passes it here.
-   */
-  ca?: string;
-}
 
 /** Checks options up front; these are configuration errors, thrown before any request. */
 function checkedEndpoint(tag: string, opts: ResolveOptions): URL {
@@ -152,7 +112,7 @@ function held(opts: ResolveOptions, repos: readonly string[]): DigestResults {
 function noteRateLimit(opts: ResolveOptions, err: RegistryError): RetryAfter | undefined {
   if (err.reason !== "rate_limited") return undefined;
   const info = err.rateLimit;
-  const retryAfter = parseRetryAfter(info?.retryAfter, info?.date, Date.now());
+  const retryAfter = retryAfterTime(info?.retryAfter, info?.date, Date.now());
   opts.log.warn(`registry ${opts.host} is rate limiting (429); no further requests to it this tick`, {
     registry: opts.host,
     retry_after: info?.retryAfter,

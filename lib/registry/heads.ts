@@ -2,10 +2,10 @@
 // 401 challenge on it, after an open API root, is answered once); the rest follow a few at a
 // time; a 429 aborts the ones in flight and sends no more.
 import { answerChallenge } from "./auth.ts";
-import type { DigestResult, ResolveOptions } from "./client.ts";
 import { RegistryError, type RegistryFailure } from "./errors.ts";
 import type { HttpContext } from "./http.ts";
 import { headDigest } from "./manifest.ts";
+import type { DigestResult, ResolveOptions } from "./results.ts";
 
 export const DEFAULT_CONCURRENCY = 8;
 

@@ -3,8 +3,8 @@
 // overwrite), and every other failure keeps the server's reason and message.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
+import { recordingTelemetry } from "../../tests/support/recording-telemetry.ts";
 import { ApiError } from "../kube/errors.ts";
-import { recordingTelemetry } from "../kube/recording-telemetry.ts";
 import { createKubeClient } from "../kube/workloads.ts";
 import { memoryLogger } from "../log.ts";
 import { setField } from "./change.ts";

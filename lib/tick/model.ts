@@ -1,7 +1,8 @@
 // What the tick observes and what it decides: the vocabulary shared by observe, plan and apply.
-import type { WorkloadKind } from "../config.ts";
+import type { EventReason } from "../kube/events.ts";
 import type { FieldOwner } from "../kube/managed-fields.ts";
 import type { Outcome } from "../outcomes.ts";
+import type { WorkloadRef } from "../workload.ts";
 
 /** Why an image (or the tick) ended as it did: a closed set, shared by logs, spans, Events and tests. */
 export const REASONS = [
@@ -42,20 +43,6 @@ export const REASONS = [
 ] as const;
 export type Reason = (typeof REASONS)[number];
 
-export interface WorkloadRef {
-  kind: WorkloadKind;
-  namespace: string;
-  name: string;
-}
-
-export function workloadId(w: WorkloadRef): string {
-  return `${w.kind}/${w.namespace}/${w.name}`;
-}
-
-export function describeWorkload(w: WorkloadRef): string {
-  return `${w.kind} ${w.namespace}/${w.name}`;
-}
-
 export type ObservedDigest =
   | { ok: true; digest: string }
   /** `failure` is the registry client's reason (not_found, unauthorized, rate_limited, ...). */
@@ -67,6 +54,8 @@ export type ObservedWorkload =
       images: Record<string, string>;
       /** Who last changed each container's image (managedFields), by container name. */
       owners?: Record<string, FieldOwner[]>;
+      /** Each container's JSON-pointer path in the object, by container name: what a patch addresses. */
+      paths?: Record<string, string>;
       blocked?: string;
     }
   | { found: false; message: string };
@@ -94,8 +83,8 @@ export interface Observed {
    */
   registry?: { retryAfter?: string; held: boolean };
   /**
-   * The tick's clock in ms (SPEC step 1: the state GET's `Date`, whole seconds), for the times
-   * stored in `candidates-<key>`; set when `minimumAge` is on.
+   * The tick's clock in ms (the state GET's `Date`, whole seconds), for the times
+   * stored in `candidates-<key>`; set on every settled tick (absent when the settled guard stopped it).
    */
   clock?: number;
 }
@@ -129,7 +118,7 @@ export interface ImageVerdict {
   warnings?: string[];
 }
 
-/** The one compare-and-swap write before any workload is touched (SPEC step 7 and the streaks). */
+/** The one compare-and-swap write before any workload is touched (the attempts and the streaks). */
 export interface StateWrite {
   /** Annotations to set (a string) or remove (null), except the attempt keys below. */
   annotations: Record<string, string | null>;
@@ -145,9 +134,19 @@ export interface StateWrite {
   firstSeen: string[];
 }
 
+/** One container of a rollout: the image it gets, where it sits, and the image it had (what a revert restores). */
+export interface RolloutContainer {
+  name: string;
+  image: string;
+  /** JSON-pointer path of the container's image in the workload, as observed. */
+  path?: string;
+  /** The image the container named when this tick read the workload. */
+  before?: string;
+}
+
 export interface Rollout {
   workload: WorkloadRef;
-  containers: Array<{ name: string; image: string }>;
+  containers: RolloutContainer[];
   /** Image keys with a container in this patch. */
   images: string[];
   /** The images that move together with this rollout (those sharing workloads with it). */
@@ -165,12 +164,12 @@ export type Action =
   | { type: "record-digests"; digests: Record<string, string>; candidates?: Record<string, string | null> }
   /** Re-pinned images whose rollouts settled: one PinRestored Event naming who had removed the pin. */
   | { type: "pin-restored"; images: string[] }
-  | { type: "event"; eventType: "Normal" | "Warning"; reason: string; note: string; image?: string };
+  | { type: "event"; eventType: "Normal" | "Warning"; reason: EventReason; note: string; image?: string };
 
-/** State-object gauges as the tick leaves it when every action succeeds. */
-export interface After {
-  skipStreak?: number;
-  frozen: boolean;
+/** The skip streak as the tick found it and as it leaves it when every write succeeds (undefined: no honest count). */
+export interface SkipStreak {
+  before?: number;
+  after?: number;
 }
 
 export interface Decision {
@@ -182,5 +181,5 @@ export interface Decision {
   /** Image groups that move together, by Rollout.group. */
   groups: Record<number, string[]>;
   actions: Action[];
-  after: After;
+  skipStreak: SkipStreak;
 }

@@ -7,25 +7,14 @@ import { containerImages } from "../kube/objects.ts";
 import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { KubeClient, Workload } from "../kube/workloads.ts";
 import { DigestResults } from "../registry/client.ts";
+import { stateRef, type WorkloadRef, workloadId } from "../workload.ts";
 import type { TickContext } from "./context.ts";
-import {
-  type Observed,
-  type ObservedDigest,
-  type ObservedWorkload,
-  type WorkloadRef,
-  workloadId,
-} from "./model.ts";
-import { targetsToRead } from "./plan.ts";
+import type { Observed, ObservedDigest, ObservedWorkload } from "./model.ts";
+import { targetsToRead } from "./plan/plan.ts";
 
 export interface Observation {
   observed: Observed;
   state: Workload;
-  /** JSON-pointer paths of each target container, by workloadId then container name. */
-  paths: Record<string, Record<string, string>>;
-}
-
-export function stateRef(c: Config): WorkloadRef {
-  return { kind: c.state.kind, namespace: c.state.namespace, name: c.state.name };
 }
 
 /**
@@ -50,7 +39,7 @@ export async function readState(
 }
 
 /**
- * The tick's clock (SPEC step 1): the API server's `Date` on the state GET, one clock for every
+ * The tick's clock: the API server's `Date` on the state GET, one clock for every
  * node. IMF-fixdate only (RFC 9110 §5.6.7), whole seconds. Missing or unreadable (a proxy in
  * front that drops it): the local clock, said at warn when times are stored by it (`loud`, a
  * minimumAge), at debug otherwise.
@@ -72,7 +61,7 @@ function onlyUnobserved(w: Workload): boolean {
   return w.metadata.generation > (w.status.observedGeneration ?? 0);
 }
 
-/** The state object could not be read: SPEC's `error` with reason state_unreadable. */
+/** The state object could not be read: outcome `error` with reason state_unreadable. */
 export class StateUnreadable extends Error {
   override name = "StateUnreadable";
   constructor(cause: unknown) {
@@ -89,8 +78,7 @@ export async function observe(ctx: TickContext): Promise<Observation> {
   };
   // Only a minimumAge stores times by it; without one a missing Date is nothing to warn about.
   if (status.done) observed.clock = tickClock(date, ctx, ctx.config.minimumAgeMs > 0);
-  const paths: Record<string, Record<string, string>> = {};
-  if (!status.done) return { observed, state, paths };
+  if (!status.done) return { observed, state };
   const resolved = await resolveImages(ctx, state.metadata.annotations);
   observed.digests = resolved.digests;
   observed.registry = resolved.registry;
@@ -104,17 +92,15 @@ export async function observe(ctx: TickContext): Promise<Observation> {
       refs.map((ref) => readTarget(ctx.kube, ref, workloadId(ref) === stateId ? state : undefined)),
     );
     refs.forEach((ref, i) => {
-      const read = reads[i] as Awaited<ReturnType<typeof readTarget>>;
-      workloads[workloadId(ref)] = read.observed;
-      paths[workloadId(ref)] = read.paths;
+      workloads[workloadId(ref)] = reads[i] as ObservedWorkload;
     });
     observed.workloads = workloads;
   }
-  return { observed, state, paths };
+  return { observed, state };
 }
 
 /**
- * The registry's stored Retry-After (SPEC step 5), when it is a time still ahead: until then no
+ * The registry's stored Retry-After, when it is a time still ahead: until then no
  * tick calls that registry. An unreadable value is ignored (and replaced by the next 429's).
  */
 export function registryNotBefore(
@@ -152,16 +138,12 @@ async function resolveImages(
   return { digests: out, registry };
 }
 
-async function readTarget(
-  kube: KubeClient,
-  ref: WorkloadRef,
-  known?: Workload,
-): Promise<{ observed: ObservedWorkload; paths: Record<string, string> }> {
+async function readTarget(kube: KubeClient, ref: WorkloadRef, known?: Workload): Promise<ObservedWorkload> {
   let w: Workload;
   try {
     w = known ?? (await kube.get(ref));
   } catch (err) {
-    return { observed: { found: false, message: (err as Error).message }, paths: {} };
+    return { found: false, message: (err as Error).message };
   }
   return observeWorkload(w);
 }
@@ -184,8 +166,8 @@ export function observeState(
   return Object.keys(digestOwners).length > 0 ? { ...out, digestOwners } : out;
 }
 
-/** A target as the plan sees it: each container's image and who last changed it, and its paths. */
-export function observeWorkload(w: Workload): { observed: ObservedWorkload; paths: Record<string, string> } {
+/** A target as the plan sees it: each container's image, who last changed it, and its path. */
+export function observeWorkload(w: Workload): ObservedWorkload {
   // A patch that can start no rollout would only fail the wait and count an attempt: it holds a
   // due refresh (verdict.ts), but the workload's images are still read.
   const blocked = rolloutBlocked(w);
@@ -199,6 +181,5 @@ export function observeWorkload(w: Workload): { observed: ObservedWorkload; path
     const list = c.path.includes("/initContainers/") ? "initContainers" : "containers";
     owners[name] = managed.image(name, list);
   }
-  const observed: ObservedWorkload = { found: true, images, owners, ...(blocked ? { blocked } : {}) };
-  return { observed, paths };
+  return { found: true, images, owners, paths, ...(blocked ? { blocked } : {}) };
 }

@@ -3,14 +3,15 @@
 
 import { imageCounters } from "../annotations.ts";
 import type { Outcome } from "../outcomes.ts";
-import { exitCodeFor } from "../outcomes.ts";
+import { exitCodeFor, logLevelFor } from "../outcomes.ts";
+import { linkStories } from "../story.ts";
 import type { SpanHandle, Telemetry } from "../telemetry.ts";
-import { parseTraceparent } from "../telemetry.ts";
-import { type Applied, apply, baseAttrs } from "./apply.ts";
+import { type Applied, apply } from "./apply/apply.ts";
+import { baseAttrs } from "./apply/state.ts";
 import type { TickContext } from "./context.ts";
 import type { Decision, ImageVerdict, Reason } from "./model.ts";
 import { type Observation, observe, StateUnreadable } from "./observe.ts";
-import { plan } from "./plan.ts";
+import { plan } from "./plan/plan.ts";
 
 export interface TickResult {
   outcome: Outcome;
@@ -75,7 +76,7 @@ async function decideAndApply(ctx: TickContext, root: SpanHandle): Promise<Round
     }
     const counts = attemptCounts(ctx, obs);
     if (first === undefined) {
-      linkStory(ctx, obs);
+      linkStories(ctx.telemetry, ctx.config, obs.state.metadata.annotations);
       first = counts;
     }
     // An image whose count went up since the first read was claimed by another tick (a manual
@@ -107,17 +108,6 @@ function attemptCounts(ctx: TickContext, obs: Observation): Record<string, numbe
   return out;
 }
 
-/** Links this tick to the ticks that wrote the images' current attempts, so each story is one chain. */
-function linkStory(ctx: TickContext, obs: Observation): void {
-  const a = obs.state.metadata.annotations;
-  const stories = new Set<string>();
-  for (const img of ctx.config.images) {
-    const stored = imageCounters(a, ctx.config.annotationPrefix, img.key).traceparent;
-    if (stored !== undefined && parseTraceparent(stored)) stories.add(stored);
-  }
-  if (stories.size) ctx.telemetry.linkRoot([...stories]);
-}
-
 function report(ctx: TickContext, root: SpanHandle, r: Round, seconds: number): void {
   const { telemetry, log } = ctx;
   const attrs = baseAttrs({ ctx });
@@ -141,14 +131,8 @@ function report(ctx: TickContext, root: SpanHandle, r: Round, seconds: number): 
   });
   const line = `${r.outcome}: ${r.message}`;
   const fields = { outcome: r.outcome, reason: r.reason, dry_run: ctx.dryRun || undefined };
-  if (code !== 0) log.error(line, fields);
-  else if (QUIET.has(r.outcome)) log.info(line, fields);
-  else log.warn(line, fields);
+  log[logLevelFor(r.outcome)](line, fields);
 }
-
-/** Outcomes that need nobody's attention: their lines are info, the rest at least a WARNING. */
-// pending is a soak doing its job: the message says when, nothing for a human to do.
-const QUIET: ReadonlySet<Outcome> = new Set(["noop", "recorded", "refreshed", "skipped", "pending"]);
 
 /** One image's verdict: its log line, its span events and counters, and its gauges. */
 function reportImage(ctx: TickContext, root: SpanHandle, v: ImageVerdict): void {
@@ -182,9 +166,7 @@ function reportImage(ctx: TickContext, root: SpanHandle, v: ImageVerdict): void 
   };
   for (const w of v.warnings ?? []) log.warn(w, fields);
   if (v.reason === "unchanged" || v.reason === "pinned") log.debug(v.message, fields);
-  else if (exitCodeFor(v.outcome) !== 0) log.error(v.message, fields);
-  else if (QUIET.has(v.outcome)) log.info(v.message, fields);
-  else log.warn(v.message, fields);
+  else log[logLevelFor(v.outcome)](v.message, fields);
 }
 
 function memoise(resolve: TickContext["resolve"]): TickContext["resolve"] {

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { parseWorkload } from "../../lib/kube/objects.ts";
 import { rolloutStatus } from "../../lib/kube/settled.ts";
-import { PREFIX, STATE_PATH, startWorld, type World, writes } from "../world.ts";
+import { PREFIX, STATE_PATH, startWorld, type World, writes } from "../support/world.ts";
 
 const k = (name: string) => `${PREFIX}/${name}`;
 const PROXY_PATH = "/apis/apps/v1/namespaces/apps/deployments/api-proxy";

@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { type Config, parseConfig } from "../../lib/config.ts";
 import type { Decision, Observed } from "../../lib/tick/model.ts";
-import { plan } from "../../lib/tick/plan.ts";
+import { plan } from "../../lib/tick/plan/plan.ts";
 import { type Case, caseArb } from "./arbitraries.ts";
 import {
   imageKeys,

@@ -6,7 +6,7 @@ import fc from "fast-check";
 import type { Config } from "../../lib/config.ts";
 import { exitCodeFor, mostSevere, OUTCOMES, severity } from "../../lib/outcomes.ts";
 import { type Observed, REASONS } from "../../lib/tick/model.ts";
-import { plan } from "../../lib/tick/plan.ts";
+import { plan } from "../../lib/tick/plan/plan.ts";
 import { caseArb, PREFIX } from "./arbitraries.ts";
 import {
   of,
@@ -305,7 +305,7 @@ const PROPERTIES: Property[] = [
           .every((t) => t === "event"),
       ).toBe(true);
       expect(d.outcome).toBe(next >= c.maxSkipTicks ? "frozen" : "skipped");
-      expect(d.after.skipStreak).toBe(next);
+      expect(d.skipStreak.after).toBe(next);
       // the Event only on the transition into the freeze
       expect(of(d, "event")).toHaveLength(next === c.maxSkipTicks ? 1 : 0);
     },
@@ -318,7 +318,7 @@ const PROPERTIES: Property[] = [
       expect(types(d).filter((t) => t === "clear-streak")).toHaveLength(has ? 1 : 0);
       if (has) expect(d.actions[0]).toEqual({ type: "clear-streak" });
       expect(types(d)).not.toContain("write-streak");
-      expect(d.after.skipStreak).toBe(0);
+      expect(d.skipStreak.after).toBe(0);
     },
   ],
   [

@@ -7,7 +7,7 @@ import { expect, test } from "bun:test";
 import fc from "fast-check";
 import type { Config } from "../../lib/config.ts";
 import type { Decision, Observed, ObservedWorkload } from "../../lib/tick/model.ts";
-import { plan } from "../../lib/tick/plan.ts";
+import { plan } from "../../lib/tick/plan/plan.ts";
 import { type Case, configArb, observedArb } from "./arbitraries.ts";
 import { of, verdict } from "./decision.ts";
 import type { LiveTruth, Truth } from "./live-images.ts";

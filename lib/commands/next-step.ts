@@ -1,0 +1,67 @@
+// What the on-call does next for an image, by the reason of its verdict: one row per reason, so
+// the compiler flags a reason added without its next step.
+import type { Config } from "../config.ts";
+import type { ImageVerdict, Reason } from "../tick/model.ts";
+import { describeWorkload } from "../workload.ts";
+
+interface Ask {
+  key: string;
+  v: ImageVerdict;
+  c: Config;
+  prefix: string;
+}
+
+const NOTHING = "nothing to do";
+
+const NEXT_STEP: Record<Reason, (a: Ask) => string> = {
+  unchanged: () => NOTHING,
+  pinned: () => NOTHING,
+  first_observation: () => "nothing: the next tick records it",
+  digest_changed: () => "nothing: the next tick rolls it out",
+  not_settled: () => NOTHING,
+  skip_ceiling: () => NOTHING,
+  skip_streak_untrusted: () => NOTHING,
+  flap_lockout: ({ key }) =>
+    `check the workloads, then \`image-refresh rearm ${key}\` to retry this build or \`image-refresh reject ${key}\` to wait for the next`,
+  attempt_untrusted: ({ key }) => `check the workloads, then \`image-refresh rearm ${key}\``,
+  target_unavailable: () => "make the target workload readable and rollable, or fix its entry in the config",
+  target_mismatch: () =>
+    "fix images[].targets[].container (or the repository) in the config: that container runs another image",
+  shared_workload: () => `deal with the image it waits for (\`image-refresh status\`)`,
+  unresolved: () => "check the repository and tag, the registry's CA and the pull secret",
+  unresolved_ceiling: () => "check the repository and tag, the registry's CA and the pull secret",
+  unresolved_streak_untrusted: ({ key, prefix }) =>
+    `remove ${prefix}/unresolved-streak-${key} from the state object`,
+  build_rejected: ({ key, c, prefix }) =>
+    `nothing: the next build of :${c.tag} rolls out (to allow this one again: kubectl annotate ${c.state.kind.toLowerCase()} -n ${c.state.namespace} ${c.state.name} ${prefix}/rejected-${key}-digest-)`,
+  pinned_by_human: ({ v }) =>
+    `when the pin is no longer needed, set the container back to the tag: ${v.resume ?? "kubectl set image"}`,
+  tag_rerendered: () =>
+    "pin the digest in the deploy tool's source, or set `reconcile: repin` to let image-refresh re-pin it",
+  pin_restored: () => "nothing: the next tick re-pins the containers that name the floating tag",
+  pin_contested: ({ key }) =>
+    `make the tool that keeps rendering the tag leave the image field alone (see above), then \`image-refresh rearm ${key}\``,
+  minimum_age: () =>
+    "nothing: the first tick after it is due rolls it out (minimumAge: 0s on a canary cluster takes builds at once)",
+  streak_not_counted: () => NOTHING,
+  attempt_not_persisted: () => NOTHING,
+  attempt_claimed: () => NOTHING,
+  flap_marker_not_written: () => NOTHING,
+  rollout_failed: () => NOTHING,
+  rollout_failed_reverted: () => NOTHING,
+  revert_failed: () => NOTHING,
+  reset_failed: () => NOTHING,
+  record_failed: () => NOTHING,
+  state_unreadable: () => NOTHING,
+  stopped: () => NOTHING,
+  unexpected: () => NOTHING,
+};
+
+export function nextStep(key: string, v: ImageVerdict | undefined, settled: boolean, c: Config): string {
+  if (!settled) return `wait for ${describeWorkload(c.state)} to settle (kubectl rollout status)`;
+  if (!v) return NOTHING;
+  // In sync but locked out: the next build will be held, so say now how to re-arm.
+  if (v.lockedOut && v.reason === "unchanged")
+    return `locked out: check the workloads, then \`image-refresh rearm ${key}\` before the next build arrives`;
+  return NEXT_STEP[v.reason]({ key, v, c, prefix: c.annotationPrefix });
+}

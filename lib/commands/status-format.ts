@@ -1,0 +1,77 @@
+// `status` as text: one block per image, what the operator reads first on top.
+import { readCounter } from "../annotations.ts";
+import { formatWait } from "../duration.ts";
+import type { CandidateStatus, ImageStatus, StatusReport, TargetStatus } from "./status-report.ts";
+
+/**
+ * The lockout is decided by the count alone: a flap marker left behind after
+ * maxRefreshAttempts was raised above the count is stale, and the next refresh goes ahead.
+ */
+function lockoutNote(i: ImageStatus): string {
+  const n = readCounter(i.attemptCount ?? undefined);
+  if (n.kind === "trusted" && n.value >= i.maxRefreshAttempts)
+    return ` — LOCKED OUT${i.flapDetected !== null ? ` (flap detected at ${i.flapDetected})` : ""}`;
+  if (i.flapDetected !== null)
+    return ` — the flap marker (${i.flapDetected}) is stale: the count is below the maximum, so the next refresh goes ahead`;
+  return "";
+}
+
+function candidateLines(list: CandidateStatus[]): string[] {
+  if (list.length === 0) return ["  candidates (minimumAge): none waiting"];
+  return [
+    "  candidates (minimumAge), newest first:",
+    ...list.map((x) => {
+      const left = Date.parse(x.dueAt) - Date.parse(x.firstSeen) - x.ageSeconds * 1000;
+      const when = x.due
+        ? "aged: the newest aged candidate rolls out on the next tick"
+        : `due ${x.dueAt} (in ${formatWait(left)})`;
+      return `    ${x.digest} first seen ${x.firstSeen} (${formatWait(x.ageSeconds * 1000)} ago), ${when}`;
+    }),
+  ];
+}
+
+const CLASSIFIED: Record<NonNullable<TargetStatus["classification"]>, string> = {
+  in_sync: "in sync: pinned to the recorded digest",
+  pinned_elsewhere: "pinned to another digest",
+  floating: "the floating tag, not pinned",
+  other_tag: "another tag of the repository",
+  other_repo: "ANOTHER REPOSITORY than the config names",
+};
+
+export function formatReport(r: StatusReport): string {
+  const lines = [
+    `state object: ${r.state.workload} (${r.state.settled ? "settled" : "not settled"}: ${r.state.message})`,
+    `skip streak: ${r.skipStreak ?? 0}/${r.maxSkipTicks}`,
+  ];
+  const legacy = Object.entries(r.legacy);
+  if (legacy.length)
+    lines.push(
+      `legacy keys (count for every image until the next counter write): ${legacy.map(([k, v]) => `${k}=${v}`).join(" ")}`,
+    );
+  for (const i of r.images) {
+    lines.push("");
+    lines.push(
+      `image ${i.key} (${i.repository})${i.pinned ? " [pinned: never refreshed]" : ""}: ${i.verdict.outcome.toUpperCase()} (${i.verdict.reason})`,
+    );
+    if (i.verdict.message) lines.push(`  ${i.verdict.message}`);
+    lines.push(`  recorded: ${i.recordedDigest ?? "(none yet)"}`);
+    if (!i.pinned)
+      lines.push(`  registry: ${i.registryDigest ?? `(cannot resolve: ${i.registryError ?? "not asked"})`}`);
+    lines.push(`  refresh attempts: ${i.attemptCount ?? 0}/${i.maxRefreshAttempts}${lockoutNote(i)}`);
+    lines.push(`  unresolved streak: ${i.unresolvedStreak ?? 0}/${i.maxUnresolvedTicks}`);
+    if (i.rejectedDigest) lines.push(`  rejected build: ${i.rejectedDigest}`);
+    if (i.candidates) lines.push(...candidateLines(i.candidates));
+    for (const t of i.targets) {
+      const state = t.error ? `ERROR ${t.error}` : CLASSIFIED[t.classification ?? "other_repo"];
+      const by = t.lastChangedBy
+        ? `; image last changed by ${t.lastChangedBy.manager}${t.lastChangedBy.time ? ` at ${t.lastChangedBy.time}` : ""}`
+        : t.error
+          ? ""
+          : "; no field manager on record";
+      const blocked = t.blocked ? `; a refresh is held here: ${t.blocked}` : "";
+      lines.push(`  ${t.workload} container ${t.container}: ${t.image ?? "-"} (${state}${by}${blocked})`);
+    }
+    lines.push(`  next: ${i.next}`);
+  }
+  return `${lines.join("\n")}\n`;
+}

@@ -1,0 +1,48 @@
+// What a registry lookup is asked with and answers: shared by client.ts (the budget, the 429
+// rule) and heads.ts (one HEAD per repository), so neither imports the other for its types.
+import type { Logger } from "../log.ts";
+import type { Telemetry } from "../telemetry.ts";
+import type { TokenEndpoint } from "./auth.ts";
+import type { BasicCredentials } from "./credentials.ts";
+import type { RegistryFailure } from "./errors.ts";
+import type { RetryAfter } from "./retry-after.ts";
+
+export type DigestResult =
+  | { ok: true; digest: string }
+  | { ok: false; reason: RegistryFailure; message: string };
+
+/** Per repository, in the order asked; plus the 429's Retry-After when the registry sent one. */
+export class DigestResults extends Map<string, DigestResult> {
+  /** Set when a 429 carried a readable Retry-After: store it, and call nothing before `at`. */
+  retryAfter?: RetryAfter;
+}
+
+export interface ResolveOptions {
+  host: string;
+  endpoint?: string;
+  insecure?: boolean;
+  credentials?: BasicCredentials;
+  /** Configured token endpoint: no challenge probe. */
+  token?: TokenEndpoint;
+  requestTimeoutMs: number;
+  /** The tick's deadline. */
+  signal: AbortSignal;
+  telemetry: Telemetry;
+  log: Logger;
+  fetch?: typeof fetch;
+  /** HEADs in flight at once; default 8. */
+  concurrency?: number;
+  /**
+   * The registry asked (an earlier 429's Retry-After) not to be called before this time: while
+   * `now` is before it, nothing is sent and every repository is `rate_limited`.
+   */
+  notBefore?: Date;
+  /** Clock for `notBefore` (ms); defaults to Date.now. The tick passes its API-server clock. */
+  now?: () => number;
+  /**
+   * Extra trust anchor (PEM). Processes started with NODE_EXTRA_CA_CERTS need none: Bun reads
+   * that variable at start-up (also in a compiled binary), but not when it is set later, so an
+   * in-process caller with a per-run CA (the demo, tests) passes it here.
+   */
+  ca?: string;
+}

@@ -1,0 +1,258 @@
+// Combines per-image judgements into one tick's plan: isolation, which
+// writes travel together, and the order of rollouts. Pure: every branch is a row in combine.test.ts.
+//
+// Images that share no workload are independent. Images that share a workload move together: a
+// workload that carries a held, locked-out or paused image is patched for none (the lockout exists
+// to stop churning that workload), and a rollout's failure fails every image of its group.
+import { annotationKeys, counterValue, migrationWrites, readCounter } from "../../annotations.ts";
+import type { Config, ImageConfig, Target } from "../../config.ts";
+import { holdsSharers, mostSevere } from "../../outcomes.ts";
+import { describeWorkload, workloadId } from "../../workload.ts";
+import type {
+  Action,
+  Decision,
+  ImageVerdict,
+  Observed,
+  ObservedWorkload,
+  Rollout,
+  RolloutContainer,
+  StateWrite,
+} from "../model.ts";
+import { type Judgement, say } from "./due.ts";
+
+export function combine(o: Observed, c: Config, judgements: ReadonlyMap<string, Judgement>): Decision {
+  // Isolation replaces the judgements it holds; the caller's map is left as it was.
+  const judged = new Map(judgements);
+  const pre: Action[] = o.state.annotations[skipKey(c)] !== undefined ? [{ type: "clear-streak" }] : [];
+  holdSharers(c, judged);
+  const groups = groupsOf(c, judged);
+  const write = stateWrite(o, c, judged);
+  const actions: Action[] = [...pre];
+  if (write) actions.push({ type: "write-state", ...write });
+  for (const j of judged.values())
+    if (j.event) actions.push({ type: "event", eventType: "Warning", ...j.event, image: j.verdict.key });
+  const due = [...judged.values()].filter((j) => j.due);
+  actions.push(...rollouts(o, c, judged, groups).map((r): Action => ({ type: "rollout", ...r })));
+  if (due.length) {
+    const counts = Object.fromEntries(due.map((j) => [j.verdict.key, j.due?.count as number]));
+    actions.push({ type: "reset", counts });
+  }
+  const record: Record<string, string> = {};
+  const candidates: Record<string, string | null> = {};
+  for (const j of judged.values()) {
+    // A re-pin's digest is the recorded one already.
+    if (j.due && !j.due.repin) record[j.verdict.key] = j.due.digest;
+    else if (j.firstSeen && !write) record[j.verdict.key] = j.firstSeen;
+    // The candidates a rollout leaves behind go with its record: both land, or neither.
+    if (j.due?.candidates !== undefined) candidates[j.verdict.key] = j.due.candidates;
+  }
+  if (Object.keys(record).length)
+    actions.push({
+      type: "record-digests",
+      digests: record,
+      ...(Object.keys(candidates).length ? { candidates } : {}),
+    });
+  const repinned = due.filter((j) => j.due?.repin).map((j) => j.verdict.key);
+  if (repinned.length) actions.push({ type: "pin-restored", images: repinned });
+  const images = c.images.map((img) => (judged.get(img.key) as Judgement).verdict);
+  const groupKeys: Record<number, string[]> = {};
+  for (const [key, g] of groups) groupKeys[g] = [...(groupKeys[g] ?? []), key];
+  return {
+    ...summarise(images),
+    images,
+    groups: groupKeys,
+    actions,
+    skipStreak: { before: counterValue(readCounter(o.state.annotations[skipKey(c)])), after: 0 },
+  };
+}
+
+const skipKey = (c: Config) => annotationKeys(c.annotationPrefix).skipStreak;
+
+/** The tick's outcome is its most severe image verdict, and its reason that image's. */
+export function summarise(images: ImageVerdict[]): Pick<Decision, "outcome" | "reason" | "message"> {
+  const outcome = mostSevere(images.map((v) => v.outcome));
+  const worst = images.find((v) => v.outcome === outcome);
+  return {
+    outcome,
+    reason: worst?.reason ?? "unchanged",
+    message: images.map(verdictLine).join("; ") || "no images configured",
+  };
+}
+
+/** `api: refreshed`, `node-agent: locked_out 3/3`, `agent: unresolved 2/8 (unauthorized)`. */
+export function verdictLine(v: ImageVerdict): string {
+  const detail = v.outcome === "refreshed" ? "" : v.short ? ` ${v.short}` : "";
+  return `${v.key}: ${v.outcome}${detail}`;
+}
+
+/** The workload ids an image has a container in. */
+function workloadsOf(img: ImageConfig): Set<string> {
+  return new Set(img.targets.map(workloadId));
+}
+
+/**
+ * A due image that shares a workload with a blocking image waits with it, and so, in turn, does
+ * every due image that shares a workload with that one: images that share a workload move together.
+ */
+function holdSharers(c: Config, judged: Map<string, Judgement>): void {
+  const blockers = (j: Judgement) => j.blocks || holdsSharers(j.verdict.outcome);
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const img of c.images) {
+      const j = judged.get(img.key) as Judgement;
+      if (!j.due) continue;
+      const mine = workloadsOf(img);
+      const by = c.images.find((other) => {
+        if (other.key === img.key) return false;
+        const oj = judged.get(other.key) as Judgement;
+        return blockers(oj) && [...workloadsOf(other)].some((w) => mine.has(w));
+      });
+      if (!by) continue;
+      const bj = judged.get(by.key) as Judgement;
+      const [outcome, state] = blockerState(bj);
+      const shared = by.targets.find((t) => mine.has(workloadId(t))) as Target;
+      const message = `refresh of ${img.key} waits with ${by.key} (${state}), which shares ${describeWorkload(shared)}`;
+      const short = `(waits with ${by.key})`;
+      const held = say(
+        j,
+        { outcome, reason: "shared_workload", message },
+        { due: undefined, blocks: true, verdict: { short } },
+      );
+      judged.set(img.key, held);
+      changed = true;
+    }
+  }
+}
+
+/** What a blocking image is, for the images that wait with it: its own verdict, or its count's state. */
+function blockerState(j: Judgement): [ImageVerdict["outcome"], string] {
+  const v = j.verdict;
+  if (holdsSharers(v.outcome)) return [v.outcome, `${v.outcome} ${v.reason}`];
+  if (v.lockedOut) return ["locked_out", "locked out"];
+  return ["held", "its attempt count is not trusted"];
+}
+
+/** Due images grouped by shared workloads (connected components), numbered in config order. */
+function groupsOf(c: Config, judged: Map<string, Judgement>): Map<string, number> {
+  const due = c.images.filter((img) => judged.get(img.key)?.due);
+  const group = new Map<string, number>();
+  let next = 0;
+  for (const img of due) {
+    if (group.has(img.key)) continue;
+    const g = next++;
+    const stack = [img];
+    group.set(img.key, g);
+    while (stack.length) {
+      const cur = stack.pop() as ImageConfig;
+      const mine = workloadsOf(cur);
+      for (const other of due) {
+        if (group.has(other.key)) continue;
+        if ([...workloadsOf(other)].some((w) => mine.has(w))) {
+          group.set(other.key, g);
+          stack.push(other);
+        }
+      }
+    }
+  }
+  return group;
+}
+
+/** The one compare-and-swap write before any rollout, or undefined when nothing needs writing. */
+function stateWrite(o: Observed, c: Config, judged: Map<string, Judgement>): StateWrite | undefined {
+  const w: StateWrite = { annotations: {}, attempts: {}, repins: [], streaks: [], flaps: [], firstSeen: [] };
+  Object.assign(w.annotations, retryAfterWrite(o, c));
+  for (const j of judged.values()) {
+    Object.assign(w.annotations, j.writes);
+    if (j.countsStreak) w.streaks.push(j.verdict.key);
+    if (j.flap) w.flaps.push(j.verdict.key);
+    if (j.due) w.attempts[j.verdict.key] = j.due.count;
+    if (j.due?.repin) {
+      w.repins.push(j.verdict.key);
+      const repin = annotationKeys(c.annotationPrefix).image(j.verdict.key).repin;
+      if (o.state.annotations[repin] !== "1") w.annotations[repin] = "1";
+    }
+  }
+  const counterWrite = w.flaps.length > 0 || Object.keys(w.attempts).length > 0;
+  if (counterWrite) {
+    const migration = migrationWrites(
+      o.state.annotations,
+      c.annotationPrefix,
+      c.images.map((i) => i.key),
+    );
+    // A due image's count and traceparent are this tick's own (apply writes them), not the legacy copy.
+    for (const key of Object.keys(w.attempts)) {
+      delete migration[annotationKeys(c.annotationPrefix).image(key).attempt];
+      delete migration[annotationKeys(c.annotationPrefix).image(key).traceparent];
+    }
+    Object.assign(w.annotations, migration);
+  }
+  if (Object.keys(w.annotations).length === 0 && !counterWrite) return undefined;
+  // First observations ride with any write before the rollouts: a failed rollout must not lose them.
+  for (const j of judged.values())
+    if (j.firstSeen) {
+      w.annotations[annotationKeys(c.annotationPrefix).digest(j.verdict.key)] = j.firstSeen;
+      w.firstSeen.push(j.verdict.key);
+    }
+  return w;
+}
+
+/**
+ * The registry's Retry-After is stored so that the next ticks do not call it before then (the
+ * quota belongs to the workloads' own pulls); once the registry was called again, a stored one is
+ * removed.
+ */
+function retryAfterWrite(o: Observed, c: Config): Record<string, string | null> {
+  const key = annotationKeys(c.annotationPrefix).retryAfter;
+  if (o.registry?.retryAfter) return { [key]: o.registry.retryAfter };
+  if (o.registry && !o.registry.held && o.state.annotations[key] !== undefined) return { [key]: null };
+  return {};
+}
+
+/** One rollout per workload, in the order workloads first appear in the config, carrying all its due containers. */
+function rollouts(
+  o: Observed,
+  c: Config,
+  judged: Map<string, Judgement>,
+  groups: Map<string, number>,
+): Rollout[] {
+  const rolls = new Map<string, Rollout>();
+  for (const img of c.images) {
+    const due = judged.get(img.key)?.due;
+    for (const t of img.targets) {
+      const id = workloadId(t);
+      if (!rolls.has(id))
+        rolls.set(id, {
+          workload: { kind: t.kind, namespace: t.namespace, name: t.name },
+          containers: [],
+          images: [],
+          group: -1,
+        });
+      // A re-pin patches only the containers that are off the pin.
+      if (!due || (due.only && !due.only.includes(`${id}/${t.container}`))) continue;
+      const roll = rolls.get(id) as Rollout;
+      roll.containers.push(
+        rolloutContainer(
+          o.workloads?.[id],
+          t.container,
+          `${c.registry.host}/${img.repository}@${due.digest}`,
+        ),
+      );
+      if (!roll.images.includes(img.key)) roll.images.push(img.key);
+      roll.group = groups.get(img.key) as number;
+    }
+  }
+  return [...rolls.values()].filter((r) => r.containers.length > 0);
+}
+
+/** A container to re-image, with where it sits and what it ran as observed: apply needs no second look. */
+function rolloutContainer(seen: ObservedWorkload | undefined, name: string, image: string): RolloutContainer {
+  if (!seen?.found) return { name, image };
+  const path = seen.paths?.[name];
+  const before = seen.images[name];
+  return {
+    name,
+    image,
+    ...(path !== undefined ? { path } : {}),
+    ...(before !== undefined ? { before } : {}),
+  };
+}

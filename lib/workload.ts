@@ -1,0 +1,67 @@
+// The workload vocabulary, spelled once: the kinds image-refresh manages, how a workload is
+// referred to (ref), keyed (id), named in a message, addressed in the API (plural) and labelled
+// in telemetry; and the distinct target workloads of a configuration. No imports: config, kube,
+// tick and commands all build on it.
+
+export const WORKLOAD_KINDS = ["Deployment", "DaemonSet", "StatefulSet"] as const;
+export type WorkloadKind = (typeof WORKLOAD_KINDS)[number];
+
+export interface WorkloadRef {
+  kind: WorkloadKind;
+  namespace: string;
+  name: string;
+}
+
+/** `Deployment/apps/api`: the key of a workload in maps and observations. */
+export function workloadId(w: WorkloadRef): string {
+  return `${w.kind}/${w.namespace}/${w.name}`;
+}
+
+/** `Deployment apps/api`: how the tick's messages name a workload. */
+export function describeWorkload(w: WorkloadRef): string {
+  return `${w.kind} ${w.namespace}/${w.name}`;
+}
+
+/** The API resource (apps/v1) of each kind. */
+export const PLURAL: Record<WorkloadKind, string> = {
+  Deployment: "deployments",
+  DaemonSet: "daemonsets",
+  StatefulSet: "statefulsets",
+};
+
+/** `k8s.deployment.name` etc., the OpenTelemetry attribute carrying the object's name. */
+export function nameAttribute(kind: WorkloadKind): string {
+  return `k8s.${kind.toLowerCase()}.name`;
+}
+
+/** The OpenTelemetry attributes that name a workload: its namespace and its kind's name attribute. */
+export function workloadAttributes(w: WorkloadRef): Record<string, string> {
+  return { "k8s.namespace.name": w.namespace, [nameAttribute(w.kind)]: w.name };
+}
+
+/** Just the reference of a workload or target (a target also names a container). */
+export function refOf(w: WorkloadRef): WorkloadRef {
+  return { kind: w.kind, namespace: w.namespace, name: w.name };
+}
+
+/** The state object's reference. */
+export function stateRef(c: { state: WorkloadRef }): WorkloadRef {
+  return refOf(c.state);
+}
+
+interface HasTargets {
+  images: ReadonlyArray<{ pinned?: boolean; targets: ReadonlyArray<WorkloadRef> }>;
+}
+
+/**
+ * Each target workload once, in the order it first appears in the config. `unpinned`: only the
+ * targets of images that are not pinned (the ones a tick reads and may patch).
+ */
+export function distinctTargets(config: HasTargets, which: "all" | "unpinned" = "all"): WorkloadRef[] {
+  const refs = new Map<string, WorkloadRef>();
+  for (const img of config.images) {
+    if (which === "unpinned" && img.pinned) continue;
+    for (const t of img.targets) if (!refs.has(workloadId(t))) refs.set(workloadId(t), refOf(t));
+  }
+  return [...refs.values()];
+}
