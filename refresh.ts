@@ -25,6 +25,8 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   if (args.command === "demo") return (await import("./lib/commands/demo.ts")).demoCommand(args);
+  if (args.command === "playground")
+    return (await import("./lib/commands/playground.ts")).playgroundCommand(args, argv);
   if (args.command === "schema") return (await import("./lib/commands/schema.ts")).schemaCommand();
   if (args.command === "validate")
     return (await import("./lib/commands/validate.ts")).validateCommand(args, process.env);

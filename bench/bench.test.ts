@@ -1,7 +1,7 @@
 // Keeps the bench honest: the limit script and the kubectl way make exactly the requests the bench
 // report says they make. No time is asserted here; benchmarks print, tests check behaviour.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { needTools } from "../tests/tools.ts";
+import { needTools } from "../tests/support/tools.ts";
 import { LIMIT_SOURCE, outcomeOf, runKubectlWay, runLimit, runProduct } from "./clients.ts";
 import { type BenchWorld, STATE_PATH, startBenchWorld } from "./world.ts";
 
@@ -13,7 +13,7 @@ afterAll(() => w.stop());
 
 const manifests = () => w.images.map((i) => `HEAD /v2/${i.repository}/manifests/stable`);
 
-/** Every distinct target workload but the state object: what a tick reads after it (SPEC step 4). */
+/** Every distinct target workload but the state object: what a tick reads after it. */
 const otherTargets = () => w.workloads.filter((x) => x.path !== STATE_PATH).map((x) => `GET ${x.path}`);
 const containers = () => w.workloads.reduce((n, x) => n + x.containers.length, 0);
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The reads of one no-op tick as the earlier shell implementation made them: kubectl rollout
 # status on the state object, one kubectl get per annotation read, and per image a token request
-# and a manifest HEAD with curl; then, as that shell would if it read the live spec (SPEC step 4),
+# and a manifest HEAD with curl; then, as that shell would if it read the live spec,
 # one kubectl get of each distinct target workload, whose target containers must name their
 # image's recorded pin. It writes nothing (a no-op tick writes nothing either) and prints "noop"
 # or "changed <n>". The bench gives it a fresh empty --cache-dir per run, as in a new pod.

@@ -1,5 +1,5 @@
 // The limit: the least a no-op tick can do, written as plainly as possible. One GET of the state
-// object; then, all at once, one GET of every other target workload (SPEC step 4) and one token
+// object; then, all at once, one GET of every other target workload and one token
 // request naming every repository followed by one manifest HEAD per repository (8 in flight, as
 // the product); then compare the registry's digests and every target container's image with the
 // recorded digests. No config validation, no

@@ -124,7 +124,7 @@ export async function noopSection(ctx: BenchContext): Promise<string[]> {
       `- Same requests as the limit: ${verdict(same(t))} with \`registry.token\` set (${span(t.api)} API + ${span(t.registry)} registry, limit ${span(l.api)} + ${span(l.registry)}${extraNote(t, l)}); without it ${same(p) ? "also the same" : `${span(p.api)} + ${span(p.registry)}${extraNote(p, l)}`}.`,
       `- Within 1.5× of the limit: ${verdict(p.ms.median <= 1.5 * l.ms.median && t.ms.median <= 1.5 * l.ms.median)} (wall ${ratio(p.ms.median, l.ms.median)}, CPU ${ratio(p.cpu.median, l.cpu.median)}; with \`registry.token\` wall ${ratio(t.ms.median, l.ms.median)}, CPU ${ratio(t.cpu.median, l.cpu.median)}).`,
       `- The kubectl way's API requests: ${kubectlBreakdown(k.lastRequests)} (this kubectl checks /version on each of its ${kubectlRuns(w)} invocations — rollout status, 4 counters, ${w.images.length} digests, ${w.workloads.length} target workloads — and discovers the API groups once per empty cache).`,
-      `- At most a fifteenth of the kubectl way's time (SPEC): ${verdict(k.ms.median >= 15 * p.ms.median)} (wall ${ratio(k.ms.median, p.ms.median)}, CPU ${ratio(k.cpu.median, p.cpu.median)}).`,
+      `- At most a fifteenth of the kubectl way's time (the budget): ${verdict(k.ms.median >= 15 * p.ms.median)} (wall ${ratio(k.ms.median, p.ms.median)}, CPU ${ratio(k.cpu.median, p.cpu.median)}).`,
       "",
     ];
   } finally {

@@ -24,7 +24,7 @@ import { type BenchWorld, startBenchWorld } from "./world.ts";
 const env = () => ({ PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp" });
 
 /**
- * SPEC: `version`, `--help` and a tick with telemetry off start within 2x of the floor. A command
+ * The budget: `version`, `--help` and a tick with telemetry off start within 2x of the floor. A command
  * that only prints has started when it has exited; a tick has started when it reaches for the
  * cluster: its first TCP connection to the API server, after the config and kubeconfig are read
  * and validated and before the TLS handshake (which the limit script pays alike).
@@ -93,7 +93,7 @@ function startTable(ms: Measured[], n: number): string[] {
     ...table(["command", "start: median (min–max)", "start × floor", "CPU user+sys: median (+ floor)"], rows),
     "",
     "- Start: spawn to exit for a command that only prints; spawn to the first TCP connection the API server accepts for a tick (config and kubeconfig read and validated, before the TLS handshake).",
-    `- Within 2× of the floor (SPEC): \`version\` ${within(version)}, \`--help\` ${within(help)}, tick ${within(tick)}. The floor is ${fl.ms.median.toFixed(1)} ms; the limit script, which validates nothing, connects at ${start(limit).median.toFixed(1)} ms, so the tick's own start-up above it is ${(start(tick).median - start(limit).median).toFixed(1)} ms.`,
+    `- Within 2× of the floor (the budget): \`version\` ${within(version)}, \`--help\` ${within(help)}, tick ${within(tick)}. The floor is ${fl.ms.median.toFixed(1)} ms; the limit script, which validates nothing, connects at ${start(limit).median.toFixed(1)} ms, so the tick's own start-up above it is ${(start(tick).median - start(limit).median).toFixed(1)} ms.`,
     "",
   ];
 }

@@ -1,7 +1,7 @@
 // The simulated installation the bench measures: an API server and a bearer-token registry over
 // HTTPS with one CA made for this run, `targets` workloads following `repos` repositories, and
 // the files the binary, the limit script and the kubectl way read. Built here rather than from
-// tests/world.ts because the bench needs its own shapes (3 images / 4 targets, up to 200 targets).
+// tests/support/world.ts because the bench needs its own shapes (3 images / 4 targets, up to 200 targets).
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -80,7 +80,7 @@ export interface BenchWorld {
   stop(): Promise<void>;
 }
 
-/** The SPEC's no-op example: 3 images, 4 targets (one of them the state object itself). */
+/** The configuration example's no-op: 3 images, 4 targets (one of them the state object itself). */
 function standardImages(): Image[] {
   return [
     {

@@ -1,4 +1,4 @@
-// Command-line parsing by hand: eight commands and eight flags do not earn a dependency.
+// Command-line parsing by hand: nine commands and eight flags do not earn a dependency.
 
 export const COMMANDS = [
   "tick",
@@ -6,6 +6,7 @@ export const COMMANDS = [
   "rearm",
   "reject",
   "demo",
+  "playground",
   "version",
   "schema",
   "validate",
@@ -58,6 +59,7 @@ const TAKES: Record<Command, readonly string[]> = {
   rearm: [...CLUSTER, "--dry-run"],
   reject: [...CLUSTER, "--dry-run"],
   demo: [],
+  playground: ["--config"],
   version: [],
   schema: [],
   validate: ["--config", "--manifests"],
@@ -126,6 +128,7 @@ Usage:
   image-refresh rearm [IMAGE...]   clear a lockout, a failed build and a rejection (every image when none is named)
   image-refresh reject IMAGE [DIGEST]  "not this build": that digest (default: the failed build, else the tag's current one) never rolls out
   image-refresh demo     run a scripted scenario against the built-in simulated cluster and registry
+  image-refresh playground  simulated cluster and registry seeded from --config, for your own ticks and moves
   image-refresh validate check the config offline (with --manifests FILE, also rendered manifests)
   image-refresh schema   print the config's JSON Schema (draft 2020-12)
   image-refresh version  print the version (also --version)

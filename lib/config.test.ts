@@ -23,7 +23,7 @@ function problemsOf(fn: () => unknown): string[] {
 }
 
 describe("parseConfig", () => {
-  test("applies SPEC defaults and derives keys and namespaces", () => {
+  test("applies the documented defaults and derives keys and namespaces", () => {
     const c = parse();
     expect(c).toMatchObject({
       annotationPrefix: "image-refresh.io",

@@ -1,5 +1,4 @@
-// The configuration file, validated as a whole before anything else happens (SPEC
-// "Configuration"). Every bad field is reported by its path; no network call is made first.
+// The configuration file, validated as a whole before anything else happens. Every bad field is reported by its path; no network call is made first.
 
 import * as z from "zod/mini";
 import { durationPattern, parseDuration } from "./duration.ts";
@@ -200,7 +199,7 @@ export function parseConfig(
     raw = parseYaml(text);
   } catch (err) {
     if (!(err instanceof YamlError)) throw err;
-    // A key given twice is a bad field like any other (SPEC "Configuration").
+    // A key given twice is a bad field like any other.
     if (err.problems.length) throw new ConfigError(`Invalid configuration in ${source}`, err.problems);
     throw new ConfigError(`Cannot parse ${source}: ${err.message}`);
   }

@@ -1,4 +1,4 @@
-// Durations as SPEC writes them: 500ms, 15s, 10m, 1h, and sums such as 1h30m or 2m30s. Units
+// Durations as the configuration writes them: 500ms, 15s, 10m, 1h, and sums such as 1h30m or 2m30s. Units
 // come largest first and at most once each, so a value reads one way only (no `30m1h`, `1m1m`).
 
 const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 } as const;
@@ -24,9 +24,19 @@ export function parseDuration(text: string): number | undefined {
   );
 }
 
+/** A duration as config spells it, in its largest whole unit (`10m`, `90s`, `1500ms`): it parses back. */
 export function formatDuration(ms: number): string {
   if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
   if (ms % 60_000 === 0) return `${ms / 60_000}m`;
   if (ms % 1000 === 0) return `${ms / 1000}s`;
   return `${ms}ms`;
+}
+
+/** `2h59m`, `40s`: a wait as a human reads it, whole seconds. */
+export function formatWait(ms: number): string {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const parts = [h ? `${h}h` : "", m ? `${m}m` : "", s % 60 || s === 0 ? `${s % 60}s` : ""];
+  return parts.join("");
 }

@@ -1,4 +1,4 @@
-// SPEC's configuration example as a plain object: the one application (Deployments apps/api and
+// The documented configuration example as a plain object: the one application (Deployments apps/api and
 // apps/api-proxy on myorg/api, DaemonSet agents/node-agent on myorg/node-agent) that the demo,
 // the simulated scenario and the tests all follow; its bookkeeping lives in the store
 // (ConfigMap image-refresh/image-refresh-state). Only the essentials: every other setting is

@@ -1,7 +1,7 @@
 // Credentials out of every text a server sends back. A proxy's error page that lists the request
 // headers, an admission webhook quoting its caller, a registry error body: each may repeat the
 // Authorization header, and what a server says becomes an error message, a log field and a span
-// attribute (SPEC "Security posture": the token and registry credentials never appear there).
+// attribute: the token and the registry credentials must never appear there.
 // Known secrets are replaced wherever they appear; credentials this process did not send (an
 // older token, another client's) are caught by their shape.
 

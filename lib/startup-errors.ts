@@ -1,6 +1,6 @@
 // How a usage or configuration error is told (exit 2), before a logger exists: in the log format
 // the user asked for, so a JSON log pipeline gets JSON, and in text with every line prefixed
-// [image-refresh] (SPEC "Logs"). Imported only on that path: `version` never loads it.
+// [image-refresh]. Imported only on that path: `version` never loads it.
 import { createLogger } from "./log.ts";
 import { writeStderr } from "./output.ts";
 import { noopTelemetry } from "./telemetry.ts";

@@ -1,4 +1,4 @@
-// Duplicate keys and syntax-error positions (SPEC "Configuration"), and the screen that keeps the
+// Duplicate keys and syntax-error positions, and the screen that keeps the
 // full diagnostic parser off a normal tick's path.
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";

@@ -8,7 +8,7 @@
 //   npm run build:release -- --image ghcr.io/acme/image-refresh:0.1.0 --push
 //   npm run build:release -- --image localhost/image-refresh:dev --bud-arg=--pull=never
 //
-// `--bud-arg=X` (repeatable) is passed to `buildah bud` as is; tests/image-dockerfile.test.ts
+// `--bud-arg=X` (repeatable) is passed to `buildah bud` as is; tests/image/dockerfile.test.ts
 // uses it to build against local stand-in bases.
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };

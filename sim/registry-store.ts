@@ -46,7 +46,8 @@ export class ManifestStore {
   /** Points `tag` at a build pushed before (its owner moved the tag back). */
   retag(repository: string, tag: string, digest: string): void {
     const repo = this.#repos.get(repository);
-    if (!repo?.manifests.has(digest)) throw new Error(`Cannot retag ${repository}:${tag}: no ${digest} was pushed`);
+    if (!repo?.manifests.has(digest))
+      throw new Error(`Cannot retag ${repository}:${tag}: no ${digest} was pushed`);
     repo.tags.set(tag, digest);
   }
 

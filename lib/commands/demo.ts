@@ -7,8 +7,9 @@
 // stood back from, and a GitOps controller's endless revert contested instead of looped.
 // The demo is loaded only by `image-refresh demo` (a chunk of its own), so the simulators it
 // imports cost a tick nothing.
+
+import { settled, waitFor } from "../../sim/apiserver/driver.ts";
 import { type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
-import { settled, waitFor } from "../../sim/apiserver/testing.ts";
 import { type SimRegistry, startRegistry } from "../../sim/registry.ts";
 import { scenarioConfig, seedScenario } from "../../sim/scenario.ts";
 import { generateTls } from "../../sim/tls.ts";
@@ -34,7 +35,7 @@ const out = (line: string) => writeStdout(`${line}\n`);
 
 type Tick = (title: string) => Promise<string>;
 
-const LIVE_SPEC_OUTCOMES = [
+const LIVE_IMAGE_OUTCOMES = [
   "refreshed",
   "noop",
   "refreshed",
@@ -46,7 +47,7 @@ const LIVE_SPEC_OUTCOMES = [
 ];
 
 /**
- * The live spec (SPEC step 6): a deploy tool renders the tag over the pin (re-pinned once), a human
+ * The live spec: a deploy tool renders the tag over the pin (re-pinned once), a human
  * rolls a Deployment back by hand (paused until handed back), and a GitOps controller that reverts
  * after every tick (one re-pin, then the pin is contested instead of a restart loop).
  */
@@ -187,7 +188,7 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
     "unresolved",
     "stale",
     "noop",
-    ...LIVE_SPEC_OUTCOMES,
+    ...LIVE_IMAGE_OUTCOMES,
     ...SOAK_OUTCOMES,
   ];
   const ok = want.every((w, i) => outcomes[i] === w);
@@ -202,7 +203,7 @@ const SOAK_OUTCOMES = ["refreshed", "pending", "pending", "refreshed", "refreshe
 const DEMO_SOAK = 3000;
 
 /**
- * A soak (minimumAge, SPEC step 6): this cluster joins the slow ring; a new build waits, the tag
+ * A soak (minimumAge): this cluster joins the slow ring; a new build waits, the tag
  * moves on, the older build still rolls out once it has aged (the ratchet), then the newer one.
  */
 async function soakChapter(d: {

@@ -8,6 +8,7 @@ import type { Config } from "../config.ts";
 import type { Book } from "../state/book.ts";
 import { merge, rearm } from "../state/change.ts";
 import { IMAGE_KEYS } from "../state/keys.ts";
+import { linkStories } from "../story.ts";
 import type { Attributes } from "../telemetry.ts";
 import type { Runtime } from "./runtime.ts";
 import { type Decided, updateStore } from "./store-update.ts";
@@ -54,7 +55,8 @@ export async function rearmCommand(
     const r = await updateStore(rt, { dryRun, what: "re-arm" }, (book) =>
       rearmDecision(rt.config, book, named),
     );
-    if (r.book) linkStories(rt, r.book);
+    // The rearm ends the stories the stored traceparents began: link them like the ticks do.
+    if (r.book) linkStories(rt.telemetry, r.book);
     const result =
       r.result === "written" ? "cleared" : r.result === "nothing" ? "nothing_to_clear" : r.result;
     root.setAttributes({ "image_refresh.rearm.result": result });
@@ -71,14 +73,4 @@ export async function rearmCommand(
     if (r.result === "failed") root.setError("rearm_failed");
     return r.result === "failed" ? 1 : 0;
   });
-}
-
-/** The rearm ends the stories the stored traceparents began: link them like the ticks do. */
-function linkStories(rt: Runtime, book: Book): void {
-  const stories = new Set<string>();
-  for (const img of rt.config.images) {
-    const t = book.images[img.key]?.traceparent;
-    if (t?.kind === "trusted") stories.add(t.value);
-  }
-  if (stories.size) rt.telemetry.linkRoot([...stories]);
 }

@@ -14,7 +14,7 @@ export function configJsonSchema(): Record<string, unknown> {
     $schema,
     title: "image-refresh configuration",
     description:
-      'SPEC "Configuration". Rules across fields (unique keys, one image per container, a key derived from the repository, plain-http endpoints needing insecure) are checked by `image-refresh validate`, not by this schema.',
+      "The image-refresh configuration file (config.yaml). Rules across fields (unique keys, one image per container, a key derived from the repository, plain-http endpoints needing insecure) are checked by `image-refresh validate`, not by this schema.",
     ...rest,
   };
 }

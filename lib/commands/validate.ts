@@ -2,7 +2,7 @@
 // tick would check it; with the rendered manifests (`kubectl kustomize overlay > m.yaml`), also
 // that the Roles bound to the CronJob's service account grant exactly what this config needs and
 // that the Job's deadline covers the rollout waits (lib/manifests.ts). No network; results on
-// stdout; exit 0 when all is well, 2 otherwise (a configuration error, SPEC "Command line").
+// stdout; exit 0 when all is well, 2 otherwise (a configuration error).
 import { readFileSync } from "node:fs";
 import type { CliArgs } from "../cli.ts";
 import { type Config, ConfigError, loadConfig, parseConfig } from "../config.ts";

@@ -103,8 +103,11 @@ export function parseStatusBody(code: number, body: string): { reason: string; m
   return { reason: reasonForCode(code), message: body.trim().slice(0, 300) };
 }
 
-/** Seconds from a Retry-After header; only the integer form (what the apiserver sends). */
-export function parseRetryAfter(value: string | null): number | undefined {
+/**
+ * The apiserver's Retry-After in seconds: only the integer form, which is what it sends (the
+ * registry's, a point in time, is registry/retry-after.ts; the Collector's, a delay, telemetry/retry.ts).
+ */
+export function retryAfterSeconds(value: string | null): number | undefined {
   if (value === null || !/^\s*\d{1,6}\s*$/.test(value)) return undefined;
   return Number(value);
 }

@@ -89,3 +89,34 @@ function randomSuffix(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(8));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
+
+export interface PostOptions extends EventOptions {
+  /** Where the Event is created when the object names no namespace. */
+  namespace: string;
+  log: {
+    info(msg: string, f?: Record<string, unknown>): void;
+    warn(msg: string, f?: Record<string, unknown>): void;
+  };
+  /** A dry run says what it would post and posts nothing. */
+  dryRun?: boolean;
+}
+
+/**
+ * Posts one Event. An Event is a notice, never the record: failing to post it is a WARNING and
+ * the caller goes on.
+ */
+export async function postEvent(
+  kube: { createEvent(namespace: string, event: unknown): Promise<void> },
+  input: EventInput,
+  opts: PostOptions,
+): Promise<void> {
+  if (opts.dryRun) {
+    opts.log.info(`dry run: would post a ${input.type} Event ${input.reason}`, { note: input.note });
+    return;
+  }
+  try {
+    await kube.createEvent(input.regarding.metadata.namespace ?? opts.namespace, buildEvent(input, opts));
+  } catch (err) {
+    opts.log.warn(`cannot post the ${input.reason} Event; going on`, { error: (err as Error).message });
+  }
+}

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateClientCert, generateTls } from "../../sim/tls.ts";
-import { runBinary } from "../../tests/binary.ts";
-import { PREFIX, startWorld, type World } from "../../tests/world.ts";
+import { runBinary } from "../../tests/support/binary.ts";
+import { PREFIX, startWorld, type World } from "../../tests/support/world.ts";
 import { parseExecConfig } from "./exec.ts";
 
 const V1 = "client.authentication.k8s.io/v1";

@@ -1,10 +1,10 @@
 // Timeouts against a real (plain HTTP) server: the request timeout bounds headers and body of a
 // normal request, only the headers of a watch stream; the tick's signal cancels without retry.
 import { afterAll, describe, expect, test } from "bun:test";
+import { recordingTelemetry } from "../../tests/support/recording-telemetry.ts";
 import { memoryLogger } from "../log.ts";
 import { ApiError } from "./errors.ts";
 import { createKubeHttp, type KubeRequest } from "./http.ts";
-import { recordingTelemetry } from "./recording-telemetry.ts";
 
 const GET: KubeRequest = { method: "GET", path: "/", target: "deployment apps/api" };
 

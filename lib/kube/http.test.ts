@@ -1,10 +1,10 @@
 // The HTTP layer with an injected fetch: error mapping, the retry policy, token rotation, spans.
 import { describe, expect, test } from "bun:test";
+import { recordingTelemetry } from "../../tests/support/recording-telemetry.ts";
 import { memoryLogger } from "../log.ts";
 import { ApiError } from "./errors.ts";
 import { createKubeHttp, type KubeRequest } from "./http.ts";
 import type { Connection } from "./kubeconfig.ts";
-import { recordingTelemetry } from "./recording-telemetry.ts";
 
 const TOKEN = "tok-AAAA-secret";
 const conn: Connection = { server: "https://kube.test:6443", insecureSkipTlsVerify: false, token: TOKEN };

@@ -6,7 +6,7 @@ import type { Logger } from "../log.ts";
 import { scrub } from "../scrub.ts";
 import type { SpanHandle, Telemetry } from "../telemetry.ts";
 import { VERSION } from "../version.ts";
-import { ApiError, parseRetryAfter, parseStatusBody } from "./errors.ts";
+import { ApiError, parseStatusBody, retryAfterSeconds } from "./errors.ts";
 import type { ExecCredential } from "./exec.ts";
 import { type ExecAuthenticator, ExecPluginError, execAuthenticator } from "./exec-run.ts";
 import type { Connection } from "./kubeconfig.ts";
@@ -273,7 +273,7 @@ class HttpContext {
   private statusError(a: Attempt, res: Response, body: string): ApiError {
     // A proxy or webhook may quote the request's Authorization header in what it sends back.
     const { reason, message } = parseStatusBody(res.status, scrub(body, [this.conn.token, this.lastToken]));
-    const retryAfter = parseRetryAfter(res.headers.get("retry-after"));
+    const retryAfter = retryAfterSeconds(res.headers.get("retry-after"));
     return this.error(a, { code: res.status, reason, message, retryAfter });
   }
 

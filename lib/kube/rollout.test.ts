@@ -1,9 +1,9 @@
 // The rollout wait against a scripted client: each list() and watch() call takes the next entry.
 import { describe, expect, test } from "bun:test";
+import { recordingTelemetry } from "../../tests/support/recording-telemetry.ts";
 import { memoryLogger } from "../log.ts";
 import { ApiError } from "./errors.ts";
 import type { Workload } from "./objects.ts";
-import { recordingTelemetry } from "./recording-telemetry.ts";
 import { type RolloutResult, waitForRollout } from "./rollout.ts";
 import type { KubeClient, ObjectRef } from "./workloads.ts";
 

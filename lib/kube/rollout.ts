@@ -3,6 +3,7 @@
 // it only counts a verdict once the controller has observed *our* patch's generation, and its
 // deadline is absolute: a crash-looping rollout that keeps sending events never extends it, and
 // the verdict at the deadline is taken from one fresh GET, not from the last event seen.
+import { formatDuration } from "../duration.ts";
 import type { Logger } from "../log.ts";
 import type { Telemetry } from "../telemetry.ts";
 import { workloadAttributes } from "../workload.ts";
@@ -249,7 +250,7 @@ class Waiter {
     return {
       ok: false,
       reason: "timeout",
-      message: `timed out after ${formatMs(this.opts.timeoutMs)} waiting for ${describeRef(this.ref)}${last}${suffix}`,
+      message: `timed out after ${formatDuration(this.opts.timeoutMs)} waiting for ${describeRef(this.ref)}${last}${suffix}`,
     };
   }
 
@@ -279,8 +280,4 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
     signal.addEventListener("abort", onAbort, { once: true });
     p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
   });
-}
-
-function formatMs(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
 }

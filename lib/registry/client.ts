@@ -1,5 +1,5 @@
 // Resolves the current digest of one tag in many repositories of one registry, within the
-// SPEC's request budget: one probe, at most one token request, one HEAD per repository.
+// request budget: one probe, at most one token request, one HEAD per repository.
 // Failures are per image; only a 429 stops the rest, because the registry's quota belongs to the
 // workloads' own pulls and every further request would spend it: the first HEAD goes alone, a
 // 429 aborts the HEADs in flight, and a Retry-After is returned for the tick to keep.
@@ -10,7 +10,7 @@ import { asRegistryError, blameConfiguredToken, DEFAULT_CONCURRENCY, fail, headA
 import type { HttpContext } from "./http.ts";
 import { registryEndpoint, repositoryPath, TAG_RE } from "./reference.ts";
 import { type DigestResult, DigestResults, type ResolveOptions } from "./results.ts";
-import { parseRetryAfter, type RetryAfter } from "./retry-after.ts";
+import { type RetryAfter, retryAfterTime } from "./retry-after.ts";
 
 export type { RegistryFailure } from "./errors.ts";
 export { type DigestResult, DigestResults, type ResolveOptions } from "./results.ts";
@@ -112,7 +112,7 @@ function held(opts: ResolveOptions, repos: readonly string[]): DigestResults {
 function noteRateLimit(opts: ResolveOptions, err: RegistryError): RetryAfter | undefined {
   if (err.reason !== "rate_limited") return undefined;
   const info = err.rateLimit;
-  const retryAfter = parseRetryAfter(info?.retryAfter, info?.date, Date.now());
+  const retryAfter = retryAfterTime(info?.retryAfter, info?.date, Date.now());
   opts.log.warn(`registry ${opts.host} is rate limiting (429); no further requests to it this tick`, {
     registry: opts.host,
     retry_after: info?.retryAfter,

@@ -1,5 +1,5 @@
 // Names as the configuration writes them, and the wire forms a registry needs. The pinned
-// reference keeps the configured host and repository as written (SPEC step 4), so a workload
+// reference keeps the configured host and repository as written, so a workload
 // pinned by an earlier shell implementation compares equal; only the request path is normalised.
 
 /** distribution-spec name grammar, one or more path components. */

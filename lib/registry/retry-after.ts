@@ -24,7 +24,7 @@ function httpDate(value: string): number | undefined {
  * The parsed Retry-After, or undefined when absent or unreadable. `date` is the response's Date
  * header; `now` (this process's clock, ms) stands in for it when it is missing or unreadable.
  */
-export function parseRetryAfter(
+export function retryAfterTime(
   value: string | undefined,
   date: string | undefined,
   now: number,

@@ -3,8 +3,8 @@
 // overwrite), and every other failure keeps the server's reason and message.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
+import { recordingTelemetry } from "../../tests/support/recording-telemetry.ts";
 import { ApiError } from "../kube/errors.ts";
-import { recordingTelemetry } from "../kube/recording-telemetry.ts";
 import { createKubeClient } from "../kube/workloads.ts";
 import { memoryLogger } from "../log.ts";
 import { setField } from "./change.ts";
@@ -41,7 +41,7 @@ describe("the store client", () => {
     const r = await readStore(api(), fresh(), KEYS);
     expect(r.book.resourceVersion).toBeUndefined();
     expect(r.book.images.api?.attempt).toEqual({ kind: "absent" });
-    expect(r.clock).toBe(NOW.getTime());
+    expect(r.date).toBe(NOW.toUTCString());
   });
 
   test("the first write creates; a second creator from the same empty book gets a conflict", async () => {

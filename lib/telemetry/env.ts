@@ -1,6 +1,6 @@
 // Reads the standard OTEL_* variables into one plain value. This file imports no OpenTelemetry
 // package: the entry point calls `telemetryConfigured` on every start, and loading the SDK costs
-// about 20 ms that a tick with telemetry off must not pay (SPEC "Performance budget").
+// about 20 ms that a tick with telemetry off must not pay.
 //
 // We read the variables ourselves instead of letting the SDK read process.env because sdk-node,
 // the package that normally honours OTEL_SDK_DISABLED and OTEL_*_EXPORTER, is not used (it
@@ -70,7 +70,7 @@ export function readTelemetryEnv(env: Env): TelemetryEnv {
 
 function readSignal(env: Env, signal: "TRACES" | "METRICS", warnings: string[]): SignalConfig {
   // The spec's default exporter is otlp; left unset, without an endpoint we export nothing
-  // rather than probe localhost:4318 on every tick (SPEC: "with no exporter configured nothing
+  // rather than probe localhost:4318 on every tick ("with no exporter configured nothing
   // is exported"). Named explicitly, otlp is configured, and its endpoint takes the spec's
   // default (a Collector as a native sidecar in the Job's pod listens there).
   const explicit = get(env, `OTEL_${signal}_EXPORTER`);

@@ -1,10 +1,10 @@
 // One OTLP/HTTP export: a POST of an already serialized request, retried per the OTLP spec and
 // never past the flush deadline. Written over fetch instead of using the SDK's OTLP exporters:
 // those load node:http, node:zlib and node:stream plus their own copies of the SDK, which cost a
-// telemetry-on tick about 20 ms of its start (SPEC "Performance budget"), and they retry a refused
+// telemetry-on tick about 20 ms of its start, and they retry a refused
 // connection until their timeout, holding a tick whose collector is down for the whole 5 s budget.
 import type { OtlpTarget } from "./env.ts";
-import { type Failure, parseRetryAfter, retryDelay } from "./retry.ts";
+import { type Failure, retryAfterDelayMs, retryDelay } from "./retry.ts";
 
 export interface PostOptions {
   /** Epoch ms by which every attempt and wait must be over (the flush budget's end). */
@@ -79,7 +79,7 @@ async function attemptOnce(
     const res = await doFetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
     const body = new Uint8Array(await res.arrayBuffer());
     if (res.ok) return { ok: true, body };
-    const retryAfterMs = parseRetryAfter(res.headers.get("retry-after"), now());
+    const retryAfterMs = retryAfterDelayMs(res.headers.get("retry-after"), now());
     return {
       ok: false,
       failure: { kind: "status", status: res.status, retryAfterMs },

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { type Failure, parseRetryAfter, retryDelay } from "./retry.ts";
+import { type Failure, retryAfterDelayMs, retryDelay } from "./retry.ts";
 
 const unavailable: Failure = { kind: "status", status: 503 };
 const roomy = { remainingMs: 5000, random: 0 };
@@ -66,7 +66,7 @@ describe("retryDelay", () => {
   });
 });
 
-describe("parseRetryAfter", () => {
+describe("retryAfterDelayMs", () => {
   const now = Date.parse("2025-01-01T00:00:00Z");
   const cases: Array<[string | null | undefined, number | undefined]> = [
     [null, undefined],
@@ -81,6 +81,6 @@ describe("parseRetryAfter", () => {
     ["soon", undefined],
   ];
   test.each(cases)("%p", (value, expected) => {
-    expect(parseRetryAfter(value, now)).toBe(expected);
+    expect(retryAfterDelayMs(value, now)).toBe(expected);
   });
 });

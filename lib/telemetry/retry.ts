@@ -42,8 +42,8 @@ export function retryDelay(
   return delay + MIN_REQUEST_MS <= opts.remainingMs ? Math.round(delay) : undefined;
 }
 
-/** Retry-After as delay-seconds or an HTTP-date (RFC 9110), in ms from `now`; undefined when absent or malformed. */
-export function parseRetryAfter(value: string | null | undefined, now: number): number | undefined {
+/** An OTLP receiver's Retry-After as a delay: delay-seconds or an HTTP-date (RFC 9110), in ms from `now`; undefined when absent or malformed. */
+export function retryAfterDelayMs(value: string | null | undefined, now: number): number | undefined {
   const v = value?.trim();
   if (!v) return undefined;
   if (/^\d+$/.test(v)) return Number(v) * 1000;

@@ -12,7 +12,7 @@ export interface TickContext {
   store: ConfigMapRef;
   kube: KubeClient;
   /**
-   * Resolves digests for repositories; called once per tick (observe memoises it). With
+   * Resolves digests for repositories; called once per tick (run.ts memoises it across the rounds of one tick). With
    * `notBefore` (the registry's stored Retry-After) nothing is sent before that time.
    */
   resolve: (repositories: readonly string[], opts?: { notBefore?: Date }) => Promise<DigestResults>;

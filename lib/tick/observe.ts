@@ -38,16 +38,22 @@ export interface Observation {
 export { stateRef } from "../workload.ts";
 
 /**
- * The tick's clock: the API server's `Date` on the store GET, one clock for every node. Missing
- * or unreadable (a proxy in front that drops it): the local clock, said at warn.
+ * The tick's clock: the API server's `Date` on the store GET, one clock for every node.
+ * IMF-fixdate only (RFC 9110 §5.6.7), whole seconds. Missing or unreadable (a proxy in front that
+ * drops it): the local clock, said at warn when times are stored by it (`loud`), at debug otherwise.
  */
-export function tickClock(clock: number | undefined, ctx: Pick<TickContext, "now" | "log">): number {
-  if (clock !== undefined) return clock;
-  ctx.log.warn(
-    "the API server's answer has no readable Date header; using this node's clock for stored times",
-  );
-  return Math.floor(ctx.now() / 1000) * 1000;
+export function tickClock(date: string | null, ctx: Pick<TickContext, "now" | "log">, loud: boolean): number {
+  const at = date !== null && IMF_FIXDATE.test(date.trim()) ? Date.parse(date) : Number.NaN;
+  if (Number.isFinite(at)) return at;
+  const local = Math.floor(ctx.now() / 1000) * 1000;
+  const why = date === null ? "has no Date header" : `has an unreadable Date header ${JSON.stringify(date)}`;
+  const line = `the API server's answer ${why}; using this node's clock for stored times`;
+  ctx.log[loud ? "warn" : "debug"](line, { date: date ?? undefined });
+  return local;
 }
+
+const IMF_FIXDATE =
+  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
 
 /** The store could not be read: `error` with reason store_unreadable; nothing is written. */
 export class StoreUnreadable extends Error {
@@ -81,7 +87,9 @@ export async function observe(ctx: TickContext): Promise<Observation> {
   });
   const legacy = legacyOf(c, legacyRef, objects);
   const book = legacy ? bookWithLegacy(store.book, legacy.input) : store.book;
-  const clock = tickClock(store.clock, ctx);
+  // Stored times (candidates, the registry's Retry-After) are by this clock: a missing Date is said loudly
+  // when a minimumAge stores times by it.
+  const clock = tickClock(store.date, ctx, ctx.config.minimumAgeMs > 0);
   const observed: Observed = { book, workloads, clock };
   const resolved = await resolveImages(ctx, book, clock);
   observed.digests = resolved.digests;

@@ -3,8 +3,8 @@
 
 import type { Outcome } from "../outcomes.ts";
 import { exitCodeFor, logLevelFor } from "../outcomes.ts";
+import { linkStories } from "../story.ts";
 import type { SpanHandle, Telemetry } from "../telemetry.ts";
-import { parseTraceparent } from "../telemetry.ts";
 import { type Applied, apply } from "./apply/apply.ts";
 import { baseAttrs } from "./apply/state.ts";
 import type { TickContext } from "./context.ts";
@@ -112,12 +112,7 @@ function attemptCounts(ctx: TickContext, obs: Observation): Record<string, numbe
 
 /** Links this tick to the ticks that wrote the images' current attempts, so each story is one chain. */
 function linkStory(ctx: TickContext, obs: Observation): void {
-  const stories = new Set<string>();
-  for (const img of ctx.config.images) {
-    const stored = obs.observed.book.images[img.key]?.traceparent;
-    if (stored?.kind === "trusted" && parseTraceparent(stored.value)) stories.add(stored.value);
-  }
-  if (stories.size) ctx.telemetry.linkRoot([...stories]);
+  linkStories(ctx.telemetry, obs.observed.book);
 }
 
 function report(ctx: TickContext, root: SpanHandle, r: Round, seconds: number): void {

@@ -2,8 +2,8 @@
 // AlreadyExists and a failed resourceVersion precondition, unconditional patches, and RBAC by
 // resourceNames (which cannot limit `create`: a create's URL names no object).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { call, patch } from "./driver.ts";
 import { type SimApiServer, startApiServer } from "./index.ts";
-import { call, patch } from "./testing.ts";
 
 let sim: SimApiServer;
 beforeAll(async () => {

@@ -5,7 +5,7 @@
 // Counters are read with oracle.ts, not lib/annotations.ts.
 // biome-ignore-all lint/suspicious/noExplicitAny: request bodies and API objects are free-form JSON
 import type { RequestLogEntry } from "../../sim/apiserver/index.ts";
-import { SPEC_EXIT_ONE, SPEC_SEVERITY } from "../spec-outcomes.ts";
+import { DOCUMENTED_SEVERITY, SPEC_EXIT_ONE } from "../support/spec-outcomes.ts";
 import {
   IMAGE_KEYS,
   type InProcessWorld,
@@ -53,8 +53,8 @@ export interface Faults {
   unresolved: boolean;
 }
 
-/** SPEC "Outcomes", in its order of severity, with the exit codes of its table (tests/spec-outcomes.ts). */
-const ORDER: readonly string[] = SPEC_SEVERITY;
+/** SPEC "Outcomes", in its order of severity, with the exit codes of its table (tests/support/spec-outcomes.ts). */
+const ORDER: readonly string[] = DOCUMENTED_SEVERITY;
 const EXIT_ONE = SPEC_EXIT_ONE;
 const rank = (o: string) => ORDER.indexOf(o);
 

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { parseWorkload } from "../../lib/kube/objects.ts";
 import { rolloutStatus } from "../../lib/kube/settled.ts";
-import { PREFIX, STATE_PATH, startWorld, type World, writes } from "../world.ts";
+import { PREFIX, STATE_PATH, startWorld, type World, writes } from "../support/world.ts";
 
 const k = (name: string) => `${PREFIX}/${name}`;
 const PROXY_PATH = "/apis/apps/v1/namespaces/apps/deployments/api-proxy";
@@ -70,8 +70,7 @@ const cases: Case[] = [
   {
     // the push of the case above is still due: it was held. The legacy counter counts for every image.
     name: "a huge (legacy) attempt counter while a refresh is due",
-    setup: (w) =>
-      w.setBook({ [k("refresh-attempt")]: "9".repeat(HUGE) }),
+    setup: (w) => w.setBook({ [k("refresh-attempt")]: "9".repeat(HUGE) }),
     undo: (w) => w.setBook({ [k("refresh-attempt")]: null }),
     code: 1,
     says: [/refresh-attempt is .*not a count.*rearm api/, /held: api: held; node-agent: noop/],

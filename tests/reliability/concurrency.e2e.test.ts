@@ -3,8 +3,8 @@
 // attempt write is the compare-and-swap that must let exactly one of them roll out; race() makes
 // the two ticks collide on it every time.
 import { afterEach, describe, expect, test } from "bun:test";
-import type { RunResult } from "../binary.ts";
-import type { World } from "../world.ts";
+import type { RunResult } from "../support/binary.ts";
+import type { World } from "../support/world.ts";
 import { k, makeScene, outcomeOf, STATE_PATH } from "./scene.ts";
 import { run } from "./spawn.ts";
 

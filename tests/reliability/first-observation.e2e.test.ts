@@ -2,7 +2,7 @@
 // when the same tick's refresh of another image fails or is held. Otherwise the image's next build
 // would itself pass for a first observation, and its workloads would never be re-imaged.
 import { afterEach, describe, expect, test } from "bun:test";
-import { pinTargets, type World } from "../world.ts";
+import { pinTargets, type World } from "../support/world.ts";
 import { k, makeScene, OLD, outcomeOf } from "./scene.ts";
 
 let world: World | undefined;

@@ -5,7 +5,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { World } from "../world.ts";
+import type { World } from "../support/world.ts";
 import { type Expect, expected, FAULT_NAMES, FAULTS, type FaultName, ROWS, type Row } from "./matrix-rows.ts";
 import {
   budgetMs,
@@ -123,7 +123,7 @@ afterAll(() => {
   );
   const table = [head, rule, ...lines].join("\n");
   const legend =
-    "Each cell: exit code, outcome, ✓ when every image's verdict and counters are as SPEC says and " +
+    "Each cell: exit code, outcome, ✓ when every image's verdict and counters are as the rules say and " +
     "every invariant held, per image (no workload patched for an image before that image's count + 1 " +
     "is persisted; an unresolved image's streak counted or the tick failed; a changed digest recorded " +
     "only after that image's targets settled; its reset before and independent of its digest write; the " +

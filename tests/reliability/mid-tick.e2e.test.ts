@@ -2,8 +2,8 @@
 // compiled tick is mid-flight (spawn.ts start()), and the tick must keep SPEC's promises: no
 // digest recorded for a rollout that is not ours, no count lost, no failure without a rollout.
 import { afterEach, expect, test } from "bun:test";
-import { patch } from "../../sim/apiserver/testing.ts";
-import type { World } from "../world.ts";
+import { patch } from "../../sim/apiserver/driver.ts";
+import type { World } from "../support/world.ts";
 import { AGENT_PATH, k, makeScene, outcomeOf, PROXY_PATH, STATE_PATH, verdictsOf } from "./scene.ts";
 import { run, start, until } from "./spawn.ts";
 

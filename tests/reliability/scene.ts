@@ -1,10 +1,10 @@
 // Scenes for the reliability tests: a fresh world put into one of the situations a tick can
 // meet, set up directly in the simulators so no earlier tick (and no earlier write) is needed.
 
-import { settled } from "../../sim/apiserver/testing.ts";
+import { settled } from "../../sim/apiserver/driver.ts";
 import type { Fault } from "../../sim/faults.ts";
-import type { RunResult } from "../binary.ts";
-import { SPEC_SEVERITY, specExitCode } from "../spec-outcomes.ts";
+import type { RunResult } from "../support/binary.ts";
+import { DOCUMENTED_SEVERITY, specExitCode } from "../support/spec-outcomes.ts";
 import {
   floatTargets,
   PREFIX,
@@ -13,7 +13,7 @@ import {
   STATE_PATH,
   startWorld,
   type World,
-} from "../world.ts";
+} from "../support/world.ts";
 
 export const k = (name: string) => `${PREFIX}/${name}`;
 export const OLD = `sha256:${"0".repeat(64)}`;
@@ -118,8 +118,8 @@ export function inject(
   faults.add({ method: t.method, path: t.path, times: t.times, fault });
 }
 
-/** SPEC "Outcomes", most severe first, and its exit codes (tests/spec-outcomes.ts). */
-export const SEVERITY = SPEC_SEVERITY;
+/** SPEC "Outcomes", most severe first, and its exit codes (tests/support/spec-outcomes.ts). */
+export const SEVERITY = DOCUMENTED_SEVERITY;
 export const exitCodeFor = specExitCode;
 
 const OUTCOME_LINE = new RegExp(

@@ -8,8 +8,8 @@ import { join } from "node:path";
 import { startCollector } from "../../sim/collector.ts";
 import { type SimRegistry, startRegistry } from "../../sim/registry.ts";
 import { generateTls } from "../../sim/tls.ts";
-import type { RunResult } from "../binary.ts";
-import { floatTargets, SCENARIO_TARGETS, startWorld, type World } from "../world.ts";
+import type { RunResult } from "../support/binary.ts";
+import { floatTargets, SCENARIO_TARGETS, startWorld, type World } from "../support/world.ts";
 import { k, outcomeOf, STATE_PATH } from "./scene.ts";
 import { BIN, run, start } from "./spawn.ts";
 

@@ -3,7 +3,7 @@
 // signal, and its telemetry flushed so the failed tick is still visible.
 import { afterEach, describe, expect, test } from "bun:test";
 import { rootSpans, startCollector } from "../../sim/collector.ts";
-import type { World } from "../world.ts";
+import type { World } from "../support/world.ts";
 import { AGENT_PATH, k, makeScene, outcomeOf, STATE_PATH } from "./scene.ts";
 import { start, until } from "./spawn.ts";
 

@@ -2,8 +2,8 @@
 // (signals, /proc) and lets IMAGE_REFRESH_BINARY point at another build: that is how these tests
 // were run against deliberately broken binaries to see them fail.
 import type { Subprocess } from "bun";
-import { BINARY, type RunResult } from "../binary.ts";
-import type { World } from "../world.ts";
+import { BINARY, type RunResult } from "../support/binary.ts";
+import type { World } from "../support/world.ts";
 
 export const BIN = process.env.IMAGE_REFRESH_BINARY ?? BINARY;
 

@@ -1,5 +1,5 @@
-// Apply: carries out a plan's actions in order. Each action has its own failure policy, taken
-// from SPEC: an uncounted streak or an unpersisted attempt stops the tick before any rollout; a
+// Apply: carries out a plan's actions in order. Each action has its own failure policy, as
+// follows: an uncounted streak or an unpersisted attempt stops the tick before any rollout; a
 // failed streak clear or Event is only a warning; a failed rollout fails its group of images and
 // the others go on; the reset never depends on the digest write.
 import type { Outcome } from "../../outcomes.ts";

@@ -1,4 +1,4 @@
-// onFailure: revert (SPEC step 7). When a group's rollout fails, every workload this tick patched
+// onFailure: revert. When a group's rollout fails, every workload this tick patched
 // for that group is patched back to exactly the images it had before the tick (from what the
 // tick read), newest patch first, each waited for before the next. The counter stays
 // incremented, so after maxRefreshAttempts reverted failures the image is locked out with its

@@ -1,4 +1,4 @@
-// `candidates-<key>` (SPEC step 6, minimumAge): the builds of a tag waiting out their age, as
+// `candidates-<key>` (minimumAge): the builds of a tag waiting out their age, as
 // `<digest>=<RFC 3339 first seen>`, comma-separated, newest first. Pure: the clock comes in.
 //
 // At most MAX are kept, and always the oldest: a tag pushed faster than minimumAge keeps its

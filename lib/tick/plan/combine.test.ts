@@ -2,9 +2,6 @@
 // holds the due images that share a workload with it), which images move together (groups), and
 // which writes travel together, each a row; the decision's verdicts, groups and actions compared whole.
 import { describe, expect, test } from "bun:test";
-import type { Action, ImageVerdict, Observed } from "../model.ts";
-import { combine } from "./combine.ts";
-import type { Judgement } from "./due.ts";
 import {
   AGENT_E,
   API_C,
@@ -16,7 +13,10 @@ import {
   shareProxy,
   withBefore,
   write,
-} from "./plan.fixtures.ts";
+} from "../../../tests/support/plan-tables.ts";
+import type { Action, ImageVerdict, Observed } from "../model.ts";
+import { combine } from "./combine.ts";
+import type { Judgement } from "./due.ts";
 
 const verdict = (key: string, v: Partial<ImageVerdict> = {}): ImageVerdict => ({
   key,

@@ -1,5 +1,5 @@
 // What each target container of an image actually runs, classified against the configured image
-// (SPEC step 6): pinned to a digest, the floating tag re-rendered, another tag, or another
+//: pinned to a digest, the floating tag re-rendered, another tag, or another
 // repository altogether. References are compared after normalisation (image-ref.ts), so
 // `myorg/api:stable` and `index.docker.io/myorg/api@sha256:…` are the same repository. Pure.
 import type { Config, ImageConfig, Target } from "../../config.ts";

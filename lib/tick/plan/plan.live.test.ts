@@ -1,9 +1,7 @@
-// plan() against the live spec of the targets (SPEC step 6): a tag re-rendered over the pin, a
+// plan() against the live spec of the targets: a tag re-rendered over the pin, a
 // human's pin, a contested pin, a container that runs another repository. Same base world and
 // table shape as plan.test.ts; one tweak per case, every action compared whole.
 import { describe, expect, test } from "bun:test";
-import type { FieldOwner } from "../../kube/managed-fields.ts";
-import type { Observed } from "../model.ts";
 import {
   API_C,
   ann,
@@ -20,7 +18,9 @@ import {
   roll,
   runCases,
   write,
-} from "./plan.fixtures.ts";
+} from "../../../tests/support/plan-tables.ts";
+import type { FieldOwner } from "../../kube/managed-fields.ts";
+import type { Observed } from "../model.ts";
 import { plan } from "./plan.ts";
 
 const API_A = `docker.io/myorg/api@${D("a")}`;

@@ -1,11 +1,9 @@
-// plan() with minimumAge (SPEC step 6, `candidates-<key>`): a new build waits until this
+// plan() with minimumAge (`candidates-<key>`): a new build waits until this
 // installation has seen it for minimumAge by the tick's clock (Observed.clock, the API server's
 // Date); the newest aged candidate rolls out by digest; at most 5 kept, always the oldest. Same
 // base world and table shape as plan.test.ts: api recorded on a, the registry now says c.
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import type { Observed } from "../model.ts";
-import { parseCandidates } from "./candidates.ts";
 import {
   ann,
   both,
@@ -19,7 +17,9 @@ import {
   roll,
   runCases,
   write,
-} from "./plan.fixtures.ts";
+} from "../../../tests/support/plan-tables.ts";
+import type { Observed } from "../model.ts";
+import { parseCandidates } from "./candidates.ts";
 import { plan } from "./plan.ts";
 
 const T = Date.parse("2026-12-01T12:00:00Z");

@@ -1,4 +1,4 @@
-// plan(): whole decisions, one table. A base world (SPEC's example: api on two Deployments,
+// plan(): whole decisions, one table. A base world (the documented example: api on two Deployments,
 // node-agent on a DaemonSet, both recorded and in sync), one tweak per case, the outcome, every
 // image's verdict and every action compared whole.
 import { describe, expect, test } from "bun:test";
@@ -21,7 +21,7 @@ import {
   shareProxy,
   unsettled,
   write,
-} from "./plan.fixtures.ts";
+} from "../../../tests/support/plan-tables.ts";
 import { plan, targetsToRead } from "./plan.ts";
 
 const cases: Case[] = [

@@ -1,0 +1,99 @@
+// The compiled binary against the simulated API server, with its registry settings pointing at
+// a real registry: one Deployment per image (container "app" on <host>/<repo>:stable), the
+// first of them the state object.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type SimApiServer, startApiServer } from "../../../sim/apiserver/index.ts";
+import { type RunResult, runBinary } from "../../support/binary.ts";
+
+export const TAG = "stable";
+export const PREFIX = "image-refresh.io";
+
+export interface RealImage {
+  key: string;
+  repository: string;
+}
+
+export interface RegistrySettings {
+  host: string;
+  endpoint: string;
+  /** CAs the binary trusts besides the API server's; absent = only the API server's. */
+  trustPem?: string;
+  /** Basic credentials, written to a dockerconfigjson keyed by `credentialsHost` (default host). */
+  creds?: { user: string; password: string };
+  credentialsHost?: string;
+  token?: { realm: string; service?: string };
+}
+
+export interface RealWorld {
+  api: SimApiServer;
+  run(): Promise<RunResult>;
+  /** The digest recorded for image `key`, if any. */
+  recorded(key: string): string | undefined;
+  /** The live image of image `key`'s Deployment. */
+  image(key: string): string;
+  stop(): Promise<void>;
+}
+
+function configFor(images: RealImage[], reg: RegistrySettings, dockerConfig?: string) {
+  return {
+    tag: TAG,
+    registry: {
+      host: reg.host,
+      endpoint: reg.endpoint,
+      insecure: reg.endpoint.startsWith("http:"),
+      ...(dockerConfig ? { dockerConfigJson: dockerConfig } : {}),
+      ...(reg.token ? { token: reg.token } : {}),
+    },
+    state: { kind: "Deployment", namespace: "apps", name: images[0]?.key },
+    maxRefreshAttempts: 3,
+    maxSkipTicks: 3,
+    rolloutTimeout: "5s",
+    requestTimeout: "3s",
+    images: images.map((i) => ({
+      repository: i.repository,
+      key: i.key,
+      targets: [{ kind: "Deployment", name: i.key, container: "app" }],
+    })),
+  };
+}
+
+export async function startRealWorld(images: RealImage[], reg: RegistrySettings): Promise<RealWorld> {
+  const api = await startApiServer({ stepMs: 5 });
+  for (const i of images) {
+    api.addWorkload({
+      kind: "Deployment",
+      namespace: "apps",
+      name: i.key,
+      replicas: 1,
+      containers: [{ name: "app", image: `${reg.host}/${i.repository}:${TAG}` }],
+    });
+  }
+  const dir = mkdtempSync(join(tmpdir(), "ir-real-world-"));
+  const caPath = join(dir, "ca.pem");
+  writeFileSync(caPath, `${api.caPem}\n${reg.trustPem ?? ""}`);
+  writeFileSync(join(dir, "kubeconfig"), api.kubeconfig());
+  let dockerConfig: string | undefined;
+  if (reg.creds) {
+    dockerConfig = join(dir, "dockerconfig.json");
+    const auth = Buffer.from(`${reg.creds.user}:${reg.creds.password}`).toString("base64");
+    writeFileSync(dockerConfig, JSON.stringify({ auths: { [reg.credentialsHost ?? reg.host]: { auth } } }));
+  }
+  writeFileSync(join(dir, "config.json"), JSON.stringify(configFor(images, reg, dockerConfig)));
+  const state = () => api.getObject("Deployment", "apps", images[0]?.key ?? "").metadata.annotations ?? {};
+  return {
+    api,
+    run: () =>
+      runBinary(["tick", "--config", join(dir, "config.json"), "--kubeconfig", join(dir, "kubeconfig")], {
+        env: { NODE_EXTRA_CA_CERTS: caPath },
+        timeoutMs: 60_000,
+      }),
+    recorded: (key) => state()[`${PREFIX}/last-refreshed-${key}-digest`],
+    image: (key) => api.getObject("Deployment", "apps", key).spec.template.spec.containers[0].image,
+    async stop() {
+      await api.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
