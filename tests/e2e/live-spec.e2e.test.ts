@@ -119,7 +119,12 @@ describe("a deploy tool renders the floating tag over the pin", () => {
     }
     expect(codes).toEqual([0, 1, 1, 1, 1, 1]);
     expect(workloadPatches()).toEqual(["api-proxy"]);
-    expect(events().map((e) => e.reason)).toEqual(["PinRestored", "PinRestored", "PinContested", "PinContested"]);
+    expect(events().map((e) => e.reason)).toEqual([
+      "PinRestored",
+      "PinRestored",
+      "PinContested",
+      "PinContested",
+    ]);
     const contested = stderr[1] as string;
     expect(contested).toContain("held: api: held (argocd-controller); node-agent: noop");
     expect(contested).toContain("argocd-controller");
