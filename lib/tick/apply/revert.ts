@@ -52,8 +52,12 @@ export async function revertGroup(
     reason: settled ? ("RolloutReverted" as const) : ("RevertFailed" as const),
     note,
   };
-  // About the workload that failed, or else every workload the revert put back.
-  await postEvent(run, event, failedOn ? [failedOn] : todo.map((p) => p.workload));
+  // About every workload the revert concerns: each one it put back (the one that failed among them).
+  await postEvent(
+    run,
+    event,
+    todo.map((p) => p.workload),
+  );
 }
 
 /** One workload back on its old images: the same guarded patch as forward, then the same wait. */
