@@ -392,7 +392,7 @@ describe.each(PROTOCOLS)("one tick over %s", (protocol) => {
     for (const x of [...e.spans, ...e.metrics])
       expect(x.resource).toMatchObject({
         "service.name": "image-refresh",
-        "service.instance.id": "apps/api",
+        "service.instance.id": "image-refresh/image-refresh-state",
       });
     const leaked = secrets(w);
     // The registry answered with bearer tokens, so the leak check has real values to look for.

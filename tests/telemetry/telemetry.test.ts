@@ -117,7 +117,7 @@ describe.each(["http/protobuf", "http/json"])("createTelemetry over %s", (protoc
     const expected = {
       "service.name": "image-refresh",
       "service.version": "9.9.9",
-      "service.instance.id": "apps/api",
+      "service.instance.id": "image-refresh/image-refresh-state",
       "k8s.namespace.name": "apps",
       "k8s.deployment.name": "api",
     };
