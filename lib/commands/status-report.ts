@@ -70,6 +70,8 @@ export interface StatusReport {
   /** Legacy single-counter keys still present (they count for every image). */
   legacy: Record<string, string>;
   images: ImageStatus[];
+  /** Set when the registry was asked anonymously although the config names a pull secret. */
+  anonymousRegistry?: string;
 }
 
 export async function buildReport(rt: Runtime, named: readonly string[] = []): Promise<StatusReport> {
