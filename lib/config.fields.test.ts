@@ -79,6 +79,16 @@ const ROWS: Row[] = [
     set("images.0.repository", "myorg/api_"),
     "images[0].repository: must be",
   ],
+  [
+    "repository with a tag",
+    set("images.0.repository", "myorg/web:stable"),
+    'images[0].repository: must be a repository path such as myorg/api, without a tag: drop ":stable" (the tag followed is the top-level tag)',
+  ],
+  [
+    "repository with a digest",
+    set("images.0.repository", `myorg/web@sha256:${"a".repeat(64)}`),
+    `images[0].repository: must be a repository path such as myorg/api, without a digest: drop "@sha256:${"a".repeat(64)}"`,
+  ],
   ["repository with '..'", set("images.0.repository", "myorg/a..b"), "images[0].repository: must be"],
   [
     "repository component ending in '.'",

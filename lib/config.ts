@@ -79,11 +79,21 @@ const target = z.strictObject({
   container: label,
 });
 const image = z.strictObject({
-  repository: matching(REPOSITORY, "must be a repository path such as myorg/api"),
+  repository: z.string().check(z.regex(REPOSITORY, { error: (iss) => repositoryProblem(iss.input) })),
   key: z.optional(matching(IMAGE_KEY, KEY_RULE)),
   pinned: flag,
   targets: z.array(target).check(z.minLength(1)),
 });
+
+/** `myorg/web:stable` is the commonest mistake here: say what to drop rather than only the rule. */
+function repositoryProblem(input: unknown): string {
+  const rule = "must be a repository path such as myorg/api";
+  const text = typeof input === "string" ? input : "";
+  const at = text.search(/[:@][^/]*$/);
+  if (at <= 0 || !REPOSITORY.test(text.slice(0, at))) return rule;
+  const what = text[at] === "@" ? "a digest" : "a tag";
+  return `${rule}, without ${what}: drop "${text.slice(at)}" (the tag followed is the top-level tag)`;
+}
 
 const CREDENTIALS_HINT = "put them in dockerConfigJson";
 const url = urlWithoutCredentials(CREDENTIALS_HINT);
