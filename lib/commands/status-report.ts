@@ -7,7 +7,7 @@ import type { Config } from "../config.ts";
 import type { ImageVerdict, Observed, ObservedDigest, ObservedWorkload } from "../tick/model.ts";
 import { observe, observeWorkload, registryNotBefore } from "../tick/observe.ts";
 import { dueAt, parseCandidates, stamp } from "../tick/plan/candidates.ts";
-import { type LiveContainer, liveImage } from "../tick/plan/live.ts";
+import { type LiveContainer, liveImage, noSuchContainer } from "../tick/plan/live.ts";
 import { plan } from "../tick/plan/plan.ts";
 import { describeWorkload, distinctTargets, stateRef, workloadId } from "../workload.ts";
 import { nextStep } from "./next-step.ts";
@@ -215,7 +215,7 @@ function targetStatus(
   if (!w.found) return { workload, container, matchesRecorded: false, error: w.message };
   const image = w.images[container];
   if (image === undefined)
-    return { workload, container, matchesRecorded: false, error: `no container named "${container}"` };
+    return { workload, container, matchesRecorded: false, error: noSuchContainer(container, w.images) };
   const pinnedDigest = /@(sha256:[0-9a-f]{64})$/.exec(image)?.[1];
   return {
     workload,
