@@ -139,3 +139,15 @@ describe("a pull secret with no entry for the registry host", () => {
     expect(r.stderr).not.toContain("WARNING");
   });
 });
+
+describe("a registry whose CA this process does not trust", () => {
+  test("the failure names NODE_EXTRA_CA_CERTS, the setting that fixes it", async () => {
+    // The API server's CA comes from the kubeconfig; the registry's only from NODE_EXTRA_CA_CERTS.
+    const r = await w.run(["status", "--json"], { NODE_EXTRA_CA_CERTS: "" });
+    const errors = JSON.parse(r.stdout).images.map((i: { registryError?: string }) => i.registryError);
+    expect(errors[0]).toMatch(
+      /(UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_GET_ISSUER_CERT)/,
+    );
+    expect(errors[0]).toContain("set NODE_EXTRA_CA_CERTS to a PEM file holding the registry's CA");
+  });
+});
