@@ -151,3 +151,26 @@ describe("a registry whose CA this process does not trust", () => {
     expect(errors[0]).toContain("set NODE_EXTRA_CA_CERTS to a PEM file holding the registry's CA");
   });
 });
+
+describe("dry-run lines say what would be done, not what was done", () => {
+  test("a first observation: would record", async () => {
+    const digestKey = `${PREFIX}/last-refreshed-node-agent-digest`;
+    const kept = w.ours()[digestKey];
+    w.api.setAnnotations("Deployment", "apps", "api", { [digestKey]: null });
+    const r = await w.run(["tick", "--dry-run"]);
+    w.api.setAnnotations("Deployment", "apps", "api", { [digestKey]: kept ?? null });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/\] would record node-agent=sha256:[0-9a-f]{64}/);
+    expect(r.stderr).not.toMatch(/\] recorded node-agent=/);
+    expect(writes(w.api)).toEqual([]);
+  });
+  test("reject --dry-run: would reject", async () => {
+    const r = await w.run(["reject", "node-agent", "--dry-run"]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(
+      /\] would reject myorg\/node-agent@sha256:[0-9a-f]{64}: node-agent would not roll out/,
+    );
+    expect(r.stderr).not.toMatch(/\] rejected /);
+    expect(writes(w.api)).toEqual([]);
+  });
+});

@@ -265,7 +265,8 @@ test("JSON logs carry image, outcome, reason, digest and attempt as fields", asy
     return m ? [[l.msg, l.attempt, Number(m[1])]] : [];
   });
   expect(named.length).toBeGreaterThanOrEqual(2);
-  for (const [msg, field, inMessage] of named) expect({ msg, attempt: field }).toEqual({ msg, attempt: inMessage });
+  for (const [msg, field, inMessage] of named)
+    expect({ msg, attempt: field }).toEqual({ msg, attempt: inMessage });
   expect(lines.at(-1)).toMatchObject({
     outcome: "refreshed",
     msg: "refreshed: api: refreshed; node-agent: noop",
