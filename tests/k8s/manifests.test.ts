@@ -200,7 +200,7 @@ describe("the image each kustomization runs", () => {
     });
   }
   // The shipped examples' own comment lists the namespaces to create first (README, install step
-  // 3): that sentence must stay true. It is documentation of ours, not a rule for a user's overlay.
+  // 4): that sentence must stay true. It is documentation of ours, not a rule for a user's overlay.
   for (const dir of overlays.filter((d) => d.startsWith("examples/")))
     test(`k8s/${dir} names every namespace it needs but does not create`, () => {
       const objects = render(dir);
