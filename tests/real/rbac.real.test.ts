@@ -13,6 +13,7 @@ import type { K8sObject } from "../../lib/manifests.ts";
 import { type SimRegistry, startRegistry } from "../../sim/registry.ts";
 import { generateTls } from "../../sim/tls.ts";
 import { type AuditEntry, type Cluster, startCluster } from "./cluster.ts";
+import { productEvents } from "./events.ts";
 import { ok } from "./kubectl.ts";
 import { list } from "./manifests.ts";
 import { applyWorkloads, deleteWorkloads, type Overlay, renderOverlay, writeTickConfig } from "./overlay.ts";
@@ -22,15 +23,6 @@ import { run, type TickEnv } from "./tick.ts";
 
 const DIR = "examples/two-deployments-and-daemonset";
 const missing = needPeers(["kube"], "tests/real/rbac.real.test.ts");
-
-interface EventLike {
-  metadata: { name: string; namespace: string };
-  type: string;
-  reason: string;
-  reportingController?: string;
-  regarding?: { kind: string; name: string };
-  involvedObject?: { kind: string; name: string };
-}
 
 interface Step {
   step: string;
@@ -232,15 +224,7 @@ describe.skipIf(missing)(`k8s/${DIR} on the real API server, as the CronJob's Se
     expect(asked.filter((e) => e.resource === "events" && e.code !== 201)).toEqual([]);
     expect(asked.filter((e) => e.code >= 400 && e.code !== 409)).toEqual([]);
     // The Events the real server holds from the product are what `kubectl events` shows.
-    const held = await c.cp.admin.get("/apis/events.k8s.io/v1/events");
-    const ours = (held.items as EventLike[]).filter((e) =>
-      e.reportingController?.startsWith("image-refresh"),
-    );
-    const shown = JSON.parse(await ok(c.kubectl(["events", "-A", "-o", "json"]), "kubectl events"))
-      .items as EventLike[];
-    const describe = (e: EventLike) =>
-      `${e.metadata.namespace} ${e.type} ${e.reason} ${e.regarding?.kind ?? e.involvedObject?.kind}/${e.regarding?.name ?? e.involvedObject?.name}`;
-    // Every transition of the story left its Event (all about the state object, in its namespace).
+    const ours = await productEvents(c);
     expect(new Set(ours.map((e) => `${e.type} ${e.reason}`))).toEqual(
       new Set([
         "Normal Refreshed",
@@ -251,9 +235,11 @@ describe.skipIf(missing)(`k8s/${DIR} on the real API server, as the CronJob's Se
         "Warning BuildRejected",
       ]),
     );
-    expect(
-      new Set(shown.filter((e) => ours.some((x) => x.metadata.name === e.metadata.name)).map(describe)),
-    ).toEqual(new Set(ours.map(describe)));
+    // Every transition of the story left its Event, all about the state object, in its namespace.
+    const { namespace, name } = o.config.state;
+    expect(new Set(ours.map((e) => e.about))).toEqual(
+      new Set([`${namespace} ${o.config.state.kind}/${name}`]),
+    );
     // The cluster holds every target pinned to the build it settled on, rolled out: the newest
     // for the Deployments' image, the re-armed one (not the rejected one) for the DaemonSet's.
     await expectPinned();
