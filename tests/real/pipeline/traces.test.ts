@@ -91,7 +91,10 @@ describe.skipIf(!peers)("traces through the real Collector", () => {
     await p?.stop();
   });
 
-  const ref = (s: SinkSpan | undefined) => ({ traceId: s?.traceId, spanId: s?.spanId });
+  const ref = (s: SinkSpan | undefined) => ({
+    traceId: s?.traceId ?? "missing",
+    spanId: s?.spanId ?? "missing",
+  });
 
   test.each(PROTOCOLS)(
     "%s: every process's spans arrive, one trace per process, HTTP spans under each root",
