@@ -28,7 +28,7 @@ const fired = new Map<Expectation, number>();
 const resolved = new Map<Expectation, number>();
 const failures: string[] = [];
 const phaseA = { from: 0, to: 0 };
-const lost = { at: 0, fired: 0, back: 0, ticked: 0, resolved: 0 };
+const lost = { at: 0, fired: 0, back: 0, ticked: 0, resolved: 0, quiet: 0, raised: [] as string[] };
 
 const labelsOf = (e: Expectation) => ({
   ...installationLabels(e.installation),
@@ -72,7 +72,7 @@ function report() {
     );
   }
   console.log(
-    `ImageRefreshNoTelemetry: fired ${m(lost.fired - lost.at)} after the Collector stopped, resolved ${m(lost.resolved - lost.ticked)} after the first tick to reach it`,
+    `ImageRefreshNoTelemetry: fired ${m(lost.fired - lost.at)} after the Collector stopped, resolved ${m(lost.resolved - lost.ticked)} after the first tick to reach it; all quiet ${m(lost.quiet - lost.back)} after it was back; raised meanwhile: ${lost.raised.join(" ")}`,
   );
 }
 
@@ -128,6 +128,9 @@ describe.skipIf(!peers)(`alerts on the real pipeline (time compressed ${FACTOR}x
       // The cause is gone with the first tick exported to the Collector that is back.
       const after = [...inst.values()].flatMap((i) => i.runs).filter((r) => r.start >= lost.back);
       lost.ticked = Math.min(...after.map((r) => r.end));
+      // Every installation ticks again: whatever the outage raised must end with it.
+      lost.quiet = await mon.waitGone("every alert to resolve", () => true, minutes(15), lost.back);
+      lost.raised = firedBetween(mon.seen, lost.at, lost.quiet);
     } catch (err) {
       failures.push(`telemetry lost: ${(err as Error).message}`);
     }
@@ -207,6 +210,10 @@ describe.skipIf(!peers)(`alerts on the real pipeline (time compressed ${FACTOR}x
     expect(lost.fired - lost.at).toBeGreaterThanOrEqual(minutes(30) - SLACK);
     expect(lost.fired - lost.at).toBeLessThanOrEqual(minutes(30) + SLACK);
     expect(lost.resolved - lost.ticked).toBeLessThanOrEqual(SLACK);
+    // NoTicks says "or its telemetry stopped arriving": it joins for every installation, and only it.
+    const names = new Set(lost.raised.map((a) => a.replace(/\{.*/, "")));
+    expect([...names].sort()).toEqual(["ImageRefreshNoTelemetry", "ImageRefreshNoTicks"]);
+    expect(lost.quiet - lost.back).toBeLessThanOrEqual(minutes(5) + SLACK);
   });
 
   test("every dashboard panel's query returns data from this Prometheus", () => {
