@@ -20,6 +20,13 @@ export function collectorPath(env = process.env): string {
   return join(cache, `otelcol-${key}`, "otelcol");
 }
 
+/** Debian's Prometheus on PATH, or another build named by IMAGE_REFRESH_PROMETHEUS (e.g. a 3.x). */
+function prometheusPath(env = process.env): string | undefined {
+  const own = env.IMAGE_REFRESH_PROMETHEUS;
+  if (own) return existsSync(own) ? own : undefined;
+  return findTool("prometheus");
+}
+
 export interface Peers {
   otelcol: string;
   prometheus: string;
@@ -32,7 +39,7 @@ function missing(): Array<{ what: string; how: string }> {
       what: "the OpenTelemetry Collector",
       how: findTool("go") ? "run peers/otel/build.sh" : "install Go, then run peers/otel/build.sh",
     });
-  if (!findTool("prometheus")) out.push({ what: "prometheus", how: "apt-get install prometheus" });
+  if (!prometheusPath()) out.push({ what: "prometheus", how: "apt-get install prometheus" });
   if (!existsSync(BINARY)) out.push({ what: "dist/image-refresh", how: "npm run build" });
   return out;
 }
@@ -52,5 +59,5 @@ export function needPeers(file: string): Peers | undefined {
       });
   }
   if (gaps.length > 0) return undefined;
-  return { otelcol: collectorPath(), prometheus: findTool("prometheus") as string };
+  return { otelcol: collectorPath(), prometheus: prometheusPath() as string };
 }
