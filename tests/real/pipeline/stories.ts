@@ -140,6 +140,51 @@ export const STORIES: Story[] = [
     ],
   },
   {
+    // A human pins api-proxy to a build of their own before tick 2: api is paused (and not in
+    // sync, and no longer verified). The test hands it back with the tag once all three fired.
+    installation: "paused",
+    before: (n, i) => {
+      const w = i.world;
+      const proxy = ["Deployment", "apps", "api-proxy", "proxy"] as const;
+      if (n === 2) {
+        markLastTick(i, "last verified");
+        const own = w.registry.push("myorg/api", "custom");
+        w.api.setImage(...proxy, `${w.registry.host}/myorg/api@${own}`, { manager: "kubectl-set" });
+      }
+      if (n === 3) markLastTick(i, "paused");
+      if (i.marks["hand back"] && i.marks.handing === undefined) {
+        w.api.setImage(...proxy, `${w.registry.host}/myorg/api:stable`, { manager: "kubectl-set" });
+        i.marks.handing = n;
+      } else if (i.marks.handing !== undefined && n === i.marks.handing + 1) markLastTick(i, "handed back");
+    },
+    expect: [
+      {
+        alert: "ImageRefreshImagePaused",
+        installation: "paused",
+        image: "api",
+        from: "paused",
+        gone: "handed back",
+        promise: minutes(60),
+      },
+      {
+        alert: "ImageRefreshNotInSync",
+        installation: "paused",
+        image: "api",
+        from: "paused",
+        gone: "handed back",
+        promise: minutes(120),
+      },
+      {
+        alert: "ImageRefreshNotVerified",
+        installation: "paused",
+        image: "api",
+        from: "last verified",
+        gone: "handed back",
+        promise: minutes(360),
+      },
+    ],
+  },
+  {
     // Every tick fails from the first (the API refuses its state object: RBAC not yet granted);
     // the test grants it once NoRecentSuccess has fired.
     installation: "never",
