@@ -20,7 +20,7 @@ export interface Relayed {
   path: string;
   query: string;
   status: number;
-  /** The answer's text, kept for answers the hook asked to keep (a watch's stream is not). */
+  /** The answer's text as far as it was read, for answers the hook asked to keep. */
   text?: string;
 }
 
@@ -71,9 +71,17 @@ export function startRelay(c: Cluster): Relay {
       const out = new Headers(up.headers);
       out.delete("content-encoding");
       out.delete("content-length");
-      if (!plan.keep) return new Response(up.body, { status: up.status, headers: out });
-      entry.text = await up.text();
-      return new Response(entry.text, { status: up.status, headers: out });
+      if (!plan.keep || !up.body) return new Response(up.body, { status: up.status, headers: out });
+      // Kept as it streams: a watch the server answers with an ERROR event may stay open after it.
+      entry.text = "";
+      const decoder = new TextDecoder();
+      const copy = new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, ctl) {
+          entry.text += decoder.decode(chunk, { stream: true });
+          ctl.enqueue(chunk);
+        },
+      });
+      return new Response(up.body.pipeThrough(copy), { status: up.status, headers: out });
     },
   });
   relay.url = `https://127.0.0.1:${server.port}`;

@@ -51,8 +51,12 @@ export function storyConfig(
   };
 }
 
-export async function startStory(ns: string, workloads: (s: Story) => Obj[]): Promise<Story> {
-  const c = await startCluster();
+export async function startStory(
+  ns: string,
+  workloads: (s: Story) => Obj[],
+  opts?: Parameters<typeof startCluster>[0],
+): Promise<Story> {
+  const c = await startCluster(opts);
   const reg = await startRegistry({
     tls: generateTls({ ca: { certPem: c.cp.caPem, keyPem: c.cp.caKeyPem } }),
   });
