@@ -11,18 +11,12 @@ import { ok } from "./kubectl.ts";
 import { deployment } from "./manifests.ts";
 import { needPeers } from "./peers.ts";
 import { productClient } from "./product-client.ts";
-import { type Story, startStory, storyConfig } from "./story.ts";
-import { messages, type Ran } from "./tick.ts";
+import { type Story, startStory, storyConfig, verdictOf } from "./story.ts";
+import { messages } from "./tick.ts";
 
 const missing = needPeers(["kube"], "tests/real/events.real.test.ts");
 const NS = "ev";
 const REPOS = ["web", "api", "db"];
-
-/** An image's verdict from the tick's last line, e.g. "paused (kubectl-set)". */
-function verdictOf(r: Ran, key: string): string {
-  const last = String(r.lines.findLast((l) => l.outcome !== undefined)?.msg ?? "");
-  return last.match(new RegExp(`(?:: |; )${key}: ([^;]+)`))?.[1] ?? `no verdict for ${key} in ${last}`;
-}
 
 interface RealEvent {
   reason: string;

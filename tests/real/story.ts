@@ -106,3 +106,9 @@ export async function startStory(
 export function logged(r: Ran, text: string): Array<Record<string, unknown>> {
   return r.lines.filter((l) => String(l.msg).includes(text));
 }
+
+/** An image's verdict from the tick's last line, e.g. "paused (kubectl-set)". */
+export function verdictOf(r: Ran, key: string): string {
+  const last = String(r.lines.findLast((l) => l.outcome !== undefined)?.msg ?? "");
+  return last.match(new RegExp(`(?:: |; )${key}: ([^;]+)`))?.[1] ?? `no verdict for ${key} in ${last}`;
+}
