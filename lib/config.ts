@@ -116,11 +116,20 @@ const annotationPrefix = z._default(
   "image-refresh.io",
 );
 const images = z.array(image).check(z.minLength(1));
+export const DEFAULT_STORE_NAME = "image-refresh-state";
+// The namespace is left to the runtime when unset: the pod's own (its service-account namespace
+// file), so the CronJob needs no copy of it, while a laptop's copy of the config names it.
+const store = z._default(
+  z.strictObject({ namespace: z.optional(namespace), name: z._default(name, DEFAULT_STORE_NAME) }),
+  { name: DEFAULT_STORE_NAME },
+);
 
 /** The configuration file's schema; `image-refresh schema` prints it as JSON Schema. */
 export const configSchema = z.strictObject({
   tag: matching(TAG, "must be a valid image tag"),
   registry,
+  namespace: z.optional(namespace),
+  store,
   state: z.strictObject({ kind, namespace, name }),
   annotationPrefix,
   maxRefreshAttempts: count(3),
@@ -156,6 +165,10 @@ export interface Config {
     /** Where to ask for a Bearer token without probing the registry first. */
     token?: { realm: string; service?: string };
   };
+  /** The targets' default namespace, when the file sets one. */
+  namespace?: string;
+  /** image-refresh's own ConfigMap; `namespace` undefined means the pod's (see storeRef). */
+  store: { namespace?: string; name: string };
   state: { kind: WorkloadKind; namespace: string; name: string };
   annotationPrefix: string;
   maxRefreshAttempts: number;
@@ -249,6 +262,8 @@ function finish(c: z.output<typeof configSchema>): Config {
   return {
     tag: c.tag,
     registry: c.registry,
+    ...(c.namespace !== undefined ? { namespace: c.namespace } : {}),
+    store: c.store,
     state: c.state,
     annotationPrefix: c.annotationPrefix,
     maxRefreshAttempts: c.maxRefreshAttempts,
@@ -259,7 +274,7 @@ function finish(c: z.output<typeof configSchema>): Config {
     onFailure: c.onFailure,
     reconcile: c.reconcile,
     minimumAgeMs: ms(c.minimumAge),
-    images: normalise(c.images, c.state.namespace),
+    images: normalise(c.images, c.namespace ?? c.state.namespace),
   };
 }
 
@@ -275,7 +290,7 @@ function checksAcross(list: ImageConfig[], reg: Config["registry"] | undefined):
 function crossFieldProblems(doc: Record<string, unknown>): string[] {
   const imgs = parse(images, doc.images);
   const reg = parse(registry, doc.registry);
-  const ns = parse(namespace, (doc.state as { namespace?: unknown } | undefined)?.namespace);
+  const ns = parse(namespace, doc.namespace ?? (doc.state as { namespace?: unknown } | undefined)?.namespace);
   const list = imgs.ok ? normalise(imgs.value, ns.ok ? ns.value : "") : [];
   return checksAcross(list, reg.ok ? reg.value : undefined);
 }
@@ -324,6 +339,30 @@ function registryChecks(r: Config["registry"], images: ImageConfig[]): string[] 
 }
 
 export const DEFAULT_CONFIG_PATH = "/etc/image-refresh/config.yaml";
+export const POD_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+/**
+ * The store's namespace and name: the configured namespace, else the pod's (read from its
+ * service-account namespace file). Outside a pod with no namespace configured there is no
+ * telling where the CronJob keeps its book, and guessing could write a second one: an error.
+ */
+export function storeRef(
+  config: Config,
+  readFile: (path: string) => string,
+): { namespace: string; name: string } {
+  if (config.store.namespace) return { namespace: config.store.namespace, name: config.store.name };
+  let pod = "";
+  try {
+    pod = readFile(POD_NAMESPACE_FILE).trim();
+  } catch {
+    // not in a pod
+  }
+  if (!DNS_LABEL.test(pod))
+    throw new ConfigError(
+      `Invalid configuration: store.namespace is not set and this is not a pod (no ${POD_NAMESPACE_FILE}); set store.namespace to the namespace the CronJob runs in`,
+    );
+  return { namespace: pod, name: config.store.name };
+}
 
 /** Reads the configuration named by --config, $IMAGE_REFRESH_CONFIG or the default path. */
 export function loadConfig(

@@ -109,6 +109,32 @@ describe("validate --manifests on broken overlays", () => {
       "RBAC does not grant create on events.events.k8s.io in namespace apps",
     ],
     [
+      "no Events where the DaemonSet is",
+      (o) => role(o, "agents").rules.pop(),
+      "RBAC does not grant create on events.events.k8s.io in namespace agents",
+    ],
+    [
+      "no create of the store",
+      (o) => role(o, "image-refresh").rules.shift(),
+      "RBAC does not grant create on configmaps in namespace image-refresh",
+    ],
+    [
+      // Real RBAC never matches a create by resourceNames: its URL names no object.
+      "the store's create limited by name",
+      (o) => (role(o, "image-refresh").rules[0].resourceNames = ["image-refresh-state"]),
+      "RBAC does not grant create on configmaps in namespace image-refresh",
+    ],
+    [
+      "the store under another name",
+      (o) => (role(o, "image-refresh").rules[1].resourceNames = ["other"]),
+      "RBAC does not grant get, patch on configmaps/image-refresh-state in namespace image-refresh",
+    ],
+    [
+      "every configmap readable",
+      (o) => delete role(o, "image-refresh").rules[1].resourceNames,
+      "RBAC grants more than this config needs: get, patch on configmaps in namespace image-refresh",
+    ],
+    [
       "an extra name",
       (o) => role(o, "apps").rules[0].resourceNames.push("db"),
       "RBAC grants more than this config needs: get, list, patch, watch on deployments.apps/db in namespace apps",

@@ -161,6 +161,27 @@ describe("the checks themselves catch mistakes", () => {
     );
   });
 
+  test("the store's Role: create on configmaps and get/patch on its name, nothing else", () => {
+    const expected = expectedPermissions(config);
+    expect([...expected].filter((p) => p.includes("configmaps")).sort()).toEqual([
+      "image-refresh||configmaps|*|create",
+      "image-refresh||configmaps|image-refresh-state|get",
+      "image-refresh||configmaps|image-refresh-state|patch",
+    ]);
+    // Events go where the workloads are, so agents needs them too.
+    expect(expected.has("agents|events.k8s.io|events|*|create")).toBe(true);
+    const renamed: Config = { ...config, store: { namespace: "image-refresh", name: "other" } };
+    const granted = grantedPermissions(objects, serviceAccountOf(objects));
+    expect([...expectedPermissions(renamed)].filter((p) => !granted.has(p))).toEqual([
+      "image-refresh||configmaps|other|get",
+      "image-refresh||configmaps|other|patch",
+    ]);
+    // Unset, the store namespace is the pod's: the caller must say which.
+    const podDefault: Config = { ...config, store: { name: "image-refresh-state" } };
+    expect(() => expectedPermissions(podDefault)).toThrow(/store's namespace is unknown/);
+    expect(expectedPermissions(podDefault, "image-refresh")).toEqual(expected);
+  });
+
   test("list/watch on the state object alone is more than it needs", () => {
     const stateOnly: Config = { ...config, images: [] };
     expect(expectedPermissions(stateOnly).has("apps|apps|deployments|api|watch")).toBe(false);
