@@ -31,7 +31,7 @@ export const IMAGE_KEY = /^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$/;
 export const KEY_RULE =
   "must be at most 32 characters of a-z, 0-9 and '-', starting and ending with a letter or digit";
 
-const DURATION_HINT = "durations are strings such as 10m, 90s or 1h30m";
+const DURATION_HINT = "durations are strings such as 10m, 90s, 1h30m or 2d";
 
 /**
  * A duration, as text; `zero` allows 0s (minimumAge only). finish() reads it as milliseconds:
@@ -52,7 +52,10 @@ function durationText(zero: boolean) {
   // A pattern rather than a refinement, so that the JSON Schema carries the same rule.
   return text.check(
     z.regex(durationPattern(!zero), {
-      error: (iss) => `not a duration: ${JSON.stringify(iss.input)} (use e.g. 500ms, 15s, 10m, 1h)`,
+      error: (iss) =>
+        parseDuration(String(iss.input)) === 0
+          ? `must be a positive duration: ${JSON.stringify(iss.input)} is zero`
+          : `not a duration: ${JSON.stringify(iss.input)} (use e.g. 500ms, 15s, 10m, 1h, 2d)`,
     }),
   );
 }
@@ -76,11 +79,21 @@ const target = z.strictObject({
   container: label,
 });
 const image = z.strictObject({
-  repository: matching(REPOSITORY, "must be a repository path such as myorg/api"),
+  repository: z.string().check(z.regex(REPOSITORY, { error: (iss) => repositoryProblem(iss.input) })),
   key: z.optional(matching(IMAGE_KEY, KEY_RULE)),
   pinned: flag,
   targets: z.array(target).check(z.minLength(1)),
 });
+
+/** `myorg/web:stable` is the commonest mistake here: say what to drop rather than only the rule. */
+function repositoryProblem(input: unknown): string {
+  const rule = "must be a repository path such as myorg/api";
+  const text = typeof input === "string" ? input : "";
+  const at = text.search(/[:@][^/]*$/);
+  if (at <= 0 || !REPOSITORY.test(text.slice(0, at))) return rule;
+  const what = text[at] === "@" ? "a digest" : "a tag";
+  return `${rule}, without ${what}: drop "${text.slice(at)}" (the tag followed is the top-level tag)`;
+}
 
 const CREDENTIALS_HINT = "put them in dockerConfigJson";
 const url = urlWithoutCredentials(CREDENTIALS_HINT);

@@ -34,6 +34,8 @@ const BindingSchema = z.object({
   roleRef: z.object({ kind: z.enum(["Role", "ClusterRole"]), name: z.string() }),
 });
 const Container = z.object({
+  name: z.optional(z.string()),
+  image: z.optional(z.string()),
   env: z.optional(z.array(z.object({ name: z.string(), value: z.optional(z.string()) }))),
 });
 const CronJobSchema = z.object({
@@ -196,6 +198,20 @@ function byObject(permissions: Iterable<string>): string[] {
     });
 }
 
+/** The tag the kustomize base and the chart ship so that a forgotten image fails loudly; no registry serves it. */
+export const PLACEHOLDER_TAG = "set-me";
+
+/** An overlay that never set its own image would fail at pull time on every tick: say so now. */
+function placeholderImages(job: CronJob): string[] {
+  return job.spec.jobTemplate.spec.template.spec.containers.flatMap((c) =>
+    c.image?.endsWith(`:${PLACEHOLDER_TAG}`)
+      ? [
+          `CronJob ${job.metadata.name}: container ${c.name ?? "(unnamed)"} still runs the placeholder image ${c.image}; set your own build in the overlay's images: (newName, newTag or digest)`,
+        ]
+      : [],
+  );
+}
+
 /** Every way the manifests fail the config; empty when they fit it exactly. */
 export function manifestProblems(config: Config, objects: readonly K8sObject[]): string[] {
   const job = cronJobOf(objects);
@@ -208,6 +224,7 @@ export function manifestProblems(config: Config, objects: readonly K8sObject[]):
     problems.push(`RBAC does not grant ${line}`);
   for (const line of byObject([...granted].filter((p) => !expected.has(p))))
     problems.push(`RBAC grants more than this config needs: ${line}`);
+  problems.push(...placeholderImages(job));
   const deadline = job.spec.jobTemplate.spec.activeDeadlineSeconds;
   const needed = minimumDeadlineSeconds(config);
   if (deadline === undefined || deadline < needed)

@@ -60,9 +60,9 @@ export async function rejectCommand(
       root.setError("reject_failed");
       return 1;
     }
-    const note = `${img.repository}@${chosen} rejected by a human: ${key} will not roll out this build; the next build of :${rt.config.tag} rolls out as usual`;
-    rt.log.info(note, { image: key, digest: chosen });
-    if (r.result === "written") await announce(rt, tick, note, img);
+    const note = `${img.repository}@${chosen} ${dryRun ? "would be rejected" : "rejected"} by a human: ${key} ${dryRun ? "would" : "will"} not roll out this build; the next build of :${rt.config.tag} rolls out as usual`;
+    rt.log.info(dryRun ? `would reject ${img.repository}@${chosen}: ${key} would not roll out this build; the next build of :${rt.config.tag} rolls out as usual` : note, { image: key, digest: chosen });
+    if (r.result === "written" && !dryRun) await announce(rt, tick, note, img);
     return 0;
   });
 }

@@ -8,7 +8,7 @@ import { rawOf } from "../state/values.ts";
 import type { Observed, ObservedWorkload } from "../tick/model.ts";
 import { observe, observeWorkload } from "../tick/observe.ts";
 import { dueAt, parseCandidates, stamp } from "../tick/plan/candidates.ts";
-import { type LiveContainer, liveImage } from "../tick/plan/live.ts";
+import { type LiveContainer, liveImage, noSuchContainer } from "../tick/plan/live.ts";
 import { plan } from "../tick/plan/plan.ts";
 import { describeWorkload, distinctTargets, workloadId } from "../workload.ts";
 import { nextStep } from "./next-step.ts";
@@ -74,6 +74,8 @@ export interface StatusReport {
   /** Legacy annotations the next write carries into the store. */
   legacy: Record<string, string>;
   images: ImageStatus[];
+  /** Set when the registry was asked anonymously although the config names a pull secret. */
+  anonymousRegistry?: string;
 }
 
 const raw = <T>(f: Field<T> | undefined): string | null => (f ? (rawOf(f) ?? null) : null);
@@ -181,7 +183,7 @@ function targetStatus(
   if (!w.found) return { workload, container, matchesRecorded: false, error: w.message };
   const image = w.images[container];
   if (image === undefined)
-    return { workload, container, matchesRecorded: false, error: `no container named "${container}"` };
+    return { workload, container, matchesRecorded: false, error: noSuchContainer(container, w.images) };
   const pinnedDigest = /@(sha256:[0-9a-f]{64})$/.exec(image)?.[1];
   return {
     workload,

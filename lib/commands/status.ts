@@ -20,6 +20,7 @@ export async function statusCommand(
     let report: StatusReport;
     try {
       report = await buildReport(rt, named);
+      if (rt.anonymousBecause) report.anonymousRegistry = rt.anonymousBecause;
     } catch (err) {
       rt.log.error(`cannot read the store: ${(err as Error).message}`);
       root.setError("store_unreadable");
@@ -29,7 +30,12 @@ export async function statusCommand(
       "image_refresh.status.verdicts": report.images.map((i) => `${i.key}=${i.verdict.outcome}`).join(","),
     });
     writeStdout(json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
-    // Like `kubectl rollout status`: 1 when the next tick's verdict for a printed image would exit 1.
-    return Math.max(0, ...report.images.map((i) => exitCodeFor(i.verdict.outcome as Outcome)));
+    return statusExit(report);
   });
+}
+
+/** Like `kubectl rollout status`, usable as a check: 1 when the next tick's verdict for a printed image exits 1. */
+export function statusExit(report: StatusReport): 0 | 1 {
+  const exits = report.images.map((i) => exitCodeFor(i.verdict.outcome as Outcome));
+  return exits.includes(1) ? 1 : 0;
 }

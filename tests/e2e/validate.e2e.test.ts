@@ -63,7 +63,8 @@ describe("validate, config only", () => {
 describe("validate --manifests on every shipped overlay", () => {
   const all = overlays();
   test("there are overlays to check", () => expect(all).toContain("examples/two-deployments-and-daemonset"));
-  for (const overlay of all)
+  // The base is not an installation: it renders the placeholder image on purpose.
+  for (const overlay of all.filter((o) => o !== "base"))
     withKubectl(`k8s/${overlay}: exit 0`, async () => {
       const path = write(`${overlay.replaceAll("/", "-")}.yaml`, renderText(overlay));
       const r = await runBinary(["validate", "--manifests", path]);
@@ -72,6 +73,14 @@ describe("validate --manifests on every shipped overlay", () => {
         stdout: expect.stringContaining("the Roles grant exactly what the config needs"),
       });
     });
+});
+
+withKubectl("k8s/base itself: exit 2, its CronJob still runs the placeholder image", async () => {
+  const r = await runBinary(["validate", "--manifests", write("base.yaml", renderText("base"))]);
+  expect(r.code).toBe(2);
+  expect(r.stdout).toContain(
+    "CronJob image-refresh: container image-refresh still runs the placeholder image image-refresh:set-me",
+  );
 });
 
 type Obj = Record<string, any>;
@@ -186,6 +195,11 @@ describe("validate --manifests on broken overlays", () => {
           value: "15m",
         }),
       "activeDeadlineSeconds 3900 does not cover 3 workloads × 2 waits (onFailure: revert) × rolloutTimeout 900s + 120s = 5520s",
+    ],
+    [
+      "the placeholder image left in",
+      (o) => (job(o).spec.jobTemplate.spec.template.spec.containers[0].image = "image-refresh:set-me"),
+      "still runs the placeholder image image-refresh:set-me; set your own build in the overlay's images:",
     ],
     [
       "a binding to a missing Role",

@@ -80,6 +80,7 @@ export function due(j: Judgement, { img, b, c, o, digest, live, repin }: DueInpu
   }
   j.due = { digest, count: count + 1, ...(repin ? { repin: true, only: repin.only } : {}) };
   j.verdict.short = `attempt ${count + 1}/${max}`;
+  j.verdict.attempt = count + 1;
   j.verdict.attemptCount = 0;
   j.verdict.lockedOut = false;
   if (repin) {
