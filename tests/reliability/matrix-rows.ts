@@ -3,7 +3,15 @@
 // retries must not hide a server that stays broken); writes get it once, since they are never
 // retried and a later request on the same path is another step of the story.
 import type { Fault } from "../../sim/faults.ts";
-import { AGENT_PATH, EVENTS_PATH, PROXY_PATH, type Scenario, STATE_PATH } from "./scene.ts";
+import {
+  AGENT_PATH,
+  API_PATH,
+  EVENTS_PATH,
+  PROXY_PATH,
+  type Scenario,
+  STORE_CREATE_PATH,
+  STORE_PATH,
+} from "./scene.ts";
 
 export const FAULTS = {
   "500": { type: "status", code: 500 },
@@ -25,10 +33,12 @@ export interface Expect {
   verdicts?: Record<string, string>;
   /** refresh-attempt-<key> after the tick; null = absent; a key left out is not checked. */
   attempts?: Record<string, string | null>;
+  /** skip-streak-<key> after the tick; null = absent; a key left out is not checked. */
+  skips?: Record<string, string | null>;
   /** unresolved-streak-<key> after the tick; null = absent; a key left out is not checked. */
   streaks?: Record<string, string | null>;
-  /** The legacy single counter `refresh-attempt` after the tick; undefined = not checked. */
-  legacy?: string | null;
+  /** refresh-flap-detected-<key> after the tick: true = set, false = absent; a key left out is not checked. */
+  markers?: Record<string, boolean>;
   /** Workloads whose image patch was answered 2xx, in order; undefined = not checked. */
   patched?: string[];
   /** No write at all reached the API server. */
@@ -70,7 +80,7 @@ export interface Row {
 
 const ALL = ["api", "api-proxy", "node-agent"];
 const NO_409: FaultName[] = ["409"];
-const BOTH = (v: string | null) => ({ api: v, "node-agent": v });
+const BOTH = <T>(v: T) => ({ api: v, "node-agent": v });
 const refreshed: Expect = {
   outcome: "refreshed",
   verdicts: { api: "refreshed", "node-agent": "refreshed" },
@@ -98,9 +108,9 @@ const proxyWatch = /deployments\?(?=.*watch=1)(?=.*fieldSelector=metadata\.name%
 
 export const ROWS: Row[] = [
   {
-    name: "state GET",
+    name: "store GET",
     scenario: "unchanged",
-    target: { server: "api", method: "GET", path: STATE_PATH, read: true },
+    target: { server: "api", method: "GET", path: STORE_PATH, read: true },
     fault: { outcome: "error", noWrites: true },
     healthy: { outcome: "noop", verdicts: { api: "noop", "node-agent": "noop" }, noWrites: true },
     na: NO_409,
@@ -108,17 +118,36 @@ export const ROWS: Row[] = [
   {
     name: "streak write",
     scenario: "unsettled",
-    target: { server: "api", method: "PATCH", path: STATE_PATH },
+    target: { server: "api", method: "PATCH", path: STORE_PATH },
     fault: { outcome: "error" },
     healthy: { outcome: "skipped" },
     recovers: ["409"],
   },
   {
     name: "streak clear",
+    scenario: "settling",
+    target: { server: "api", method: "PATCH", path: STORE_PATH },
+    // Nothing due: the removal is the tick's only write, and its failure only a WARNING.
+    fault: { outcome: "noop", verdicts: BOTH("noop"), skips: BOTH("2"), patched: [] },
+    healthy: { outcome: "noop", verdicts: BOTH("noop"), skips: BOTH(null), patched: [] },
+    recovers: ["409"],
+    lost: { outcome: "noop", verdicts: BOTH("noop"), skips: BOTH(null), patched: [] },
+  },
+  {
+    name: "attempt write (with the streak clear)",
     scenario: "streak",
-    target: { server: "api", method: "PATCH", path: STATE_PATH },
-    fault: refreshed,
-    healthy: refreshed,
+    target: { server: "api", method: "PATCH", path: STORE_PATH },
+    // The removal rides with the counts: unwritten, nothing is counted, so nothing is patched.
+    fault: {
+      outcome: "held",
+      verdicts: { api: "held", "node-agent": "held" },
+      attempts: BOTH(null),
+      skips: BOTH("2"),
+      patched: [],
+    },
+    healthy: { ...refreshed, skips: BOTH(null) },
+    recovers: ["409"],
+    lost: { outcome: "held", attempts: BOTH("1"), skips: BOTH(null), patched: [] },
   },
   {
     name: "registry probe",
@@ -164,7 +193,7 @@ export const ROWS: Row[] = [
   {
     name: "unresolved streak write",
     scenario: "unresolved",
-    target: { server: "api", method: "PATCH", path: STATE_PATH },
+    target: { server: "api", method: "PATCH", path: STORE_PATH },
     // An uncounted streak is how an image goes blind quietly: the tick fails.
     fault: { outcome: "error", streaks: { api: null }, patched: [] },
     healthy: {
@@ -209,6 +238,19 @@ export const ROWS: Row[] = [
     na: NO_409,
   },
   {
+    name: "target GET (api)",
+    scenario: "changed",
+    target: { server: "api", method: "GET", path: API_PATH, read: true },
+    fault: {
+      outcome: "held",
+      verdicts: { api: "held", "node-agent": "refreshed" },
+      attempts: BOTH(null),
+      patched: ["node-agent"],
+    },
+    healthy: refreshed,
+    na: NO_409,
+  },
+  {
     name: "target GET (node-agent), nothing due",
     scenario: "unchanged",
     target: { server: "api", method: "GET", path: AGENT_PATH, read: true },
@@ -226,23 +268,23 @@ export const ROWS: Row[] = [
   {
     name: "flap marker",
     scenario: "lockout",
-    target: { server: "api", method: "PATCH", path: STATE_PATH },
-    fault: { outcome: "error", legacy: "3", attempts: BOTH(null), patched: [] },
-    // The marker write migrates the legacy counter onto each image, in the same patch.
+    target: { server: "api", method: "PATCH", path: STORE_PATH },
+    // Both images' markers go in one store write: unwritten, the tick fails and nothing moves.
+    fault: { outcome: "error", markers: BOTH(false), attempts: BOTH("3"), patched: [] },
     healthy: {
       outcome: "locked_out",
       verdicts: { api: "locked_out", "node-agent": "locked_out" },
-      legacy: null,
+      markers: BOTH(true),
       attempts: BOTH("3"),
       patched: [],
     },
     recovers: ["409"],
-    lost: { outcome: "error", legacy: null, attempts: BOTH("3"), patched: [] },
+    lost: { outcome: "error", markers: BOTH(true), attempts: BOTH("3"), patched: [] },
   },
   {
     name: "attempt write",
     scenario: "changed",
-    target: { server: "api", method: "PATCH", path: STATE_PATH },
+    target: { server: "api", method: "PATCH", path: STORE_PATH },
     fault: {
       outcome: "held",
       verdicts: { api: "held", "node-agent": "held" },
@@ -255,9 +297,9 @@ export const ROWS: Row[] = [
     lost: { outcome: "held", attempts: BOTH("1"), patched: [] },
   },
   {
-    name: "patch api (the state object)",
+    name: "patch api",
     scenario: "changed",
-    target: { server: "api", method: "PATCH", path: STATE_PATH, skip: 1 },
+    target: { server: "api", method: "PATCH", path: API_PATH },
     fault: apiFailed(["node-agent"]),
     healthy: refreshed,
     na: NO_409,
@@ -311,7 +353,7 @@ export const ROWS: Row[] = [
   {
     name: "reset",
     scenario: "changed",
-    target: { server: "api", method: "PATCH", path: STATE_PATH, skip: 2 },
+    target: { server: "api", method: "PATCH", path: STORE_PATH, skip: 1 },
     // One reset carries both images' counts: both stay counted, neither digest is recorded.
     fault: {
       outcome: "failed",
@@ -327,7 +369,7 @@ export const ROWS: Row[] = [
   {
     name: "digest record",
     scenario: "changed",
-    target: { server: "api", method: "PATCH", path: STATE_PATH, skip: 3 },
+    target: { server: "api", method: "PATCH", path: STORE_PATH, skip: 2 },
     // The reset has already landed: a failed record never strands a count.
     fault: {
       outcome: "failed",
@@ -339,9 +381,9 @@ export const ROWS: Row[] = [
     na: NO_409,
   },
   {
-    name: "digest record (first observation)",
+    name: "store create (first observation)",
     scenario: "first",
-    target: { server: "api", method: "PATCH", path: STATE_PATH },
+    target: { server: "api", method: "POST", path: STORE_CREATE_PATH },
     fault: { outcome: "error", patched: [] },
     healthy: { outcome: "recorded", verdicts: { api: "recorded", "node-agent": "recorded" }, patched: [] },
     na: NO_409,

@@ -71,15 +71,18 @@ function fired(w: World, row: Row): boolean {
   return hits.length > skip;
 }
 
-/** The per-image counters a cell expects after the tick, each named when it differs. */
-function annotationProblems(want: Expect, after: Record<string, string>): string[] {
+/** The per-image store keys a cell expects after the tick, each named when it differs. */
+function bookProblems(want: Expect, after: Record<string, string>): string[] {
   const problems: string[] = [];
   const check = (name: string, v: string | null) => {
     if ((after[name] ?? null) !== v) problems.push(`${name} = ${after[name] ?? null}, want ${v}`);
   };
   for (const [key, v] of Object.entries(want.attempts ?? {})) check(k(`refresh-attempt-${key}`), v);
   for (const [key, v] of Object.entries(want.streaks ?? {})) check(k(`unresolved-streak-${key}`), v);
-  if (want.legacy !== undefined) check(k("refresh-attempt"), want.legacy);
+  for (const [key, v] of Object.entries(want.skips ?? {})) check(k(`skip-streak-${key}`), v);
+  for (const [key, set] of Object.entries(want.markers ?? {}))
+    if ((after[k(`refresh-flap-detected-${key}`)] !== undefined) !== set)
+      problems.push(`refresh-flap-detected-${key} ${set ? "absent" : "set"}, want ${set ? "set" : "absent"}`);
   return problems;
 }
 
@@ -100,7 +103,7 @@ describe("fault matrix", () => {
             if (!c.hit) problems.push("the fault never fired");
             if (c.outcome !== want.outcome) problems.push(`outcome ${c.outcome}, want ${want.outcome}`);
             if (c.r.code !== exitCodeFor(want.outcome)) problems.push(`exit ${c.r.code}`);
-            problems.push(...annotationProblems(want, c.after));
+            problems.push(...bookProblems(want, c.after));
             for (const [key, v] of Object.entries(want.verdicts ?? {}))
               if (c.verdicts[key] !== v) problems.push(`${key}: ${c.verdicts[key]}, want ${v}`);
             if (want.patched !== undefined && c.patched.join() !== want.patched.join())
