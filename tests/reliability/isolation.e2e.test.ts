@@ -24,7 +24,7 @@ import { run } from "./spawn.ts";
 type Key = "api" | "node-agent";
 const OTHER: Record<Key, Key> = { api: "node-agent", "node-agent": "api" };
 const REPO: Record<Key, string> = { api: "myorg/api", "node-agent": "myorg/node-agent" };
-/** The workload of each image whose patch or rollout is broken: not the state object. */
+/** The workload of each image whose patch or rollout is broken. */
 const VICTIM: Record<Key, { kind: "Deployment" | "DaemonSet"; ns: string; name: string; path: string }> = {
   api: { kind: "Deployment", ns: "apps", name: "api-proxy", path: PROXY_PATH },
   "node-agent": { kind: "DaemonSet", ns: "agents", name: "node-agent", path: AGENT_PATH },

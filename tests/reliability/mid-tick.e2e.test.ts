@@ -4,7 +4,16 @@
 import { afterEach, expect, test } from "bun:test";
 import { patch } from "../../sim/apiserver/driver.ts";
 import type { World } from "../support/world.ts";
-import { AGENT_PATH, k, makeScene, outcomeOf, PROXY_PATH, STATE_PATH, verdictsOf } from "./scene.ts";
+import {
+  AGENT_PATH,
+  API_PATH,
+  k,
+  makeScene,
+  outcomeOf,
+  PROXY_PATH,
+  STORE_PATH,
+  verdictsOf,
+} from "./scene.ts";
 import { run, start, until } from "./spawn.ts";
 
 let world: World | undefined;
@@ -65,7 +74,7 @@ test("a tick's reset does not wipe the count of another tick whose rollout then 
   const detail = `${ra.stderr}\n---\n${rb.stderr}`;
   expect([outcomeOf(ra), outcomeOf(rb)], detail).toEqual(["refreshed", "failed"]);
   // B persisted api's attempt 2 and its rollout failed: SPEC leaves that count in place. A's
-  // reset, whose JSON-patch test on "1" failed, must not re-read and remove B's count instead.
+  // reset, whose resourceVersion precondition failed, must not re-read and remove B's count instead.
   expect(w.ours()[k("refresh-attempt-api")], detail).toBe("2");
 }, 60_000);
 
@@ -77,7 +86,7 @@ test("a container renamed before the first patch: no workload touched, so held, 
   world = s.w;
   const w = s.w;
   // The attempt write is held 800 ms; the container is renamed meanwhile (after observe).
-  w.api.faults.add({ method: "PATCH", path: STATE_PATH, times: 1, fault: { type: "delay", ms: 800 } });
+  w.api.faults.add({ method: "PATCH", path: STORE_PATH, times: 1, fault: { type: "delay", ms: 800 } });
   const t = start(w);
   await Bun.sleep(450);
   const h = await patch(w.api, PROXY_PATH, "application/json-patch+json", [
@@ -85,13 +94,13 @@ test("a container renamed before the first patch: no workload touched, so held, 
   ]);
   expect(h.status).toBe(200);
   const r = await t.done;
-  // api's workloads (the state object and api-proxy) take no re-image; node-agent shares none of
+  // api's workloads (api and api-proxy) take no re-image; node-agent shares none of
   // them and is refreshed as usual.
   const accepted = (path: string) =>
     w.api.log.filter(
       (e) => e.method === "PATCH" && e.path === path && e.status < 300 && e.body?.includes('/image"'),
     );
-  expect([...accepted(STATE_PATH), ...accepted(PROXY_PATH)], r.stderr).toEqual([]);
+  expect([...accepted(API_PATH), ...accepted(PROXY_PATH)], r.stderr).toEqual([]);
   expect(accepted(AGENT_PATH), r.stderr).toHaveLength(1);
   // SPEC: `failed` is "a rollout was started and did not settle"; `held` is "could not safely
   // start; no workload was touched".

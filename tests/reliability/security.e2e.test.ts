@@ -10,7 +10,7 @@ import { type SimRegistry, startRegistry } from "../../sim/registry.ts";
 import { generateTls } from "../../sim/tls.ts";
 import type { RunResult } from "../support/binary.ts";
 import { floatTargets, SCENARIO_TARGETS, startWorld, type World } from "../support/world.ts";
-import { k, outcomeOf, STATE_PATH } from "./scene.ts";
+import { k, outcomeOf, STORE_PATH } from "./scene.ts";
 import { BIN, run, start } from "./spawn.ts";
 
 const USER = "robot";
@@ -112,7 +112,7 @@ describe("secrets never leak", () => {
 
   test("not in the process arguments: the binary is given files, never secrets", async () => {
     const { w, reg, env } = await privateRegistryWorld();
-    w.api.faults.add({ method: "GET", path: STATE_PATH, fault: { type: "hang" } });
+    w.api.faults.add({ method: "GET", path: STORE_PATH, fault: { type: "hang" } });
     const { proc, done } = start(w, ["tick"], env);
     while (w.api.log.length === 0) await Bun.sleep(10);
     const argv = readFileSync(`/proc/${proc.pid}/cmdline`, "utf8").split("\0").filter(Boolean);

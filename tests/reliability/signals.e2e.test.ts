@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { rootSpans, startCollector } from "../../sim/collector.ts";
 import type { World } from "../support/world.ts";
-import { AGENT_PATH, k, makeScene, outcomeOf, STATE_PATH } from "./scene.ts";
+import { AGENT_PATH, k, makeScene, outcomeOf, STORE_PATH } from "./scene.ts";
 import { start, until } from "./spawn.ts";
 
 let world: World | undefined;
@@ -57,10 +57,10 @@ describe("SIGTERM", () => {
     expect(w.api.log.filter((e) => e.start >= signalled && e.method !== "GET")).toEqual([]);
   }, 20_000);
 
-  test("while the state GET hangs: exit 1 within 2 s, nothing written", async () => {
+  test("while the store GET hangs: exit 1 within 2 s, nothing written", async () => {
     const s = await makeScene("changed", (c) => (c.requestTimeout = "30s"));
     world = s.w;
-    s.w.api.faults.add({ method: "GET", path: STATE_PATH, fault: { type: "hang" } });
+    s.w.api.faults.add({ method: "GET", path: STORE_PATH, fault: { type: "hang" } });
     const { r, exitMs } = await terminate(s.w, () => s.w.api.log.length > 0);
     expect(exitMs).toBeLessThan(2000);
     expect(r.code).toBe(1);
