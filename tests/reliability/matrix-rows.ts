@@ -386,7 +386,9 @@ export const ROWS: Row[] = [
     target: { server: "api", method: "POST", path: STORE_CREATE_PATH },
     fault: { outcome: "error", patched: [] },
     healthy: { outcome: "recorded", verdicts: { api: "recorded", "node-agent": "recorded" }, patched: [] },
-    na: NO_409,
+    // A create is its own precondition: a 409 means another tick created the store, so the tick
+    // re-reads it (still absent here) and decides again.
+    recovers: ["409"],
   },
   {
     name: "event post (Refreshed)",
