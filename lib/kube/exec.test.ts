@@ -5,7 +5,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "n
 import { join } from "node:path";
 import { generateClientCert, generateTls } from "../../sim/tls.ts";
 import { runBinary } from "../../tests/support/binary.ts";
-import { PREFIX, startWorld, type World } from "../../tests/support/world.ts";
+import { startWorld, type World } from "../../tests/support/world.ts";
 import { parseExecConfig } from "./exec.ts";
 
 const V1 = "client.authentication.k8s.io/v1";
