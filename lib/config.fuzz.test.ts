@@ -10,6 +10,8 @@ const RUNS = Number(process.env.FUZZ_RUNS ?? 400);
 const VALID = {
   tag: "stable",
   registry: { host: "docker.io" },
+  store: { namespace: "image-refresh", name: "image-refresh-state" },
+  // Legacy, still parsed: the workload bookkeeping is migrated from.
   state: { kind: "Deployment", namespace: "apps", name: "api" },
   images: [{ repository: "myorg/api", targets: [{ kind: "Deployment", name: "api", container: "api" }] }],
 };
@@ -34,6 +36,9 @@ const TYPED: ReadonlyArray<readonly [readonly (string | number)[], JsonType]> = 
   [["registry", "host"], "string"],
   [["registry", "endpoint"], "string"],
   [["registry", "insecure"], "boolean"],
+  [["store"], "object"],
+  [["store", "namespace"], "string"],
+  [["store", "name"], "string"],
   [["state"], "object"],
   [["state", "kind"], "string"],
   [["state", "namespace"], "string"],
@@ -151,7 +156,8 @@ describe("parseConfig fuzz", () => {
       }),
       { numRuns: 10 },
     );
-  });
+    // Ten documents per path of up to 300k characters: seconds of parsing, more on a busy machine.
+  }, 30_000);
 
   test("environment overrides with any text only ever throw ConfigError", () => {
     const env = fc.dictionary(

@@ -5,7 +5,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "n
 import { join } from "node:path";
 import { generateClientCert, generateTls } from "../../sim/tls.ts";
 import { runBinary } from "../../tests/support/binary.ts";
-import { PREFIX, startWorld, type World } from "../../tests/support/world.ts";
+import { startWorld, type World } from "../../tests/support/world.ts";
 import { parseExecConfig } from "./exec.ts";
 
 const V1 = "client.authentication.k8s.io/v1";
@@ -128,12 +128,17 @@ describe("a token from an exec plugin", () => {
     const d = scratch();
     const cmd = plugin(d, credential({ token: w.api.token, expirationTimestamp: "2000-01-01T00:00:00Z" }));
     const kc = kubeconfig(d, { apiVersion: V1, command: cmd, interactiveMode: "Never" });
+    w.setBook({ "refresh-attempt-api": "3" });
     w.api.clearLog();
-    const r = await w.run(["status", "--kubeconfig", kc]);
+    const r = await w.run(["rearm", "api", "--kubeconfig", kc]);
     expect(r.code).toBe(0);
-    // status reads the state object, then its targets concurrently: requests in flight together
-    // may share one run, but no request after a run reuses its expired credential.
-    expect(w.api.log.length).toBe(3);
+    expect(w.book()["refresh-attempt-api"]).toBeUndefined();
+    // rearm reads the store (with whatever it reads beside it, concurrently), then writes it:
+    // requests in flight together may share one run, but the write after that run does not
+    // reuse its expired credential.
+    const methods = w.api.log.map((e) => e.method);
+    expect(methods.at(-1)).toBe("PATCH");
+    expect(methods.slice(0, -1).every((m) => m === "GET")).toBe(true);
     expect(runs(d)).toBe(2);
   });
 

@@ -72,6 +72,8 @@ interface Attempt {
   resend: number;
   signal: AbortSignal;
   timeout: AbortSignal;
+  /** The plugin credential this request last sent, so a 401 invalidates that one and no other. */
+  used?: { cred?: ExecCredential };
 }
 
 class HttpContext {
@@ -79,7 +81,6 @@ class HttpContext {
   private readonly fetch: typeof fetch;
   private readonly tls: BunFetchRequestInitTLS;
   private readonly exec: ExecAuthenticator | undefined;
-  private lastExec: ExecCredential | undefined;
 
   constructor(
     private readonly conn: Connection,
@@ -108,9 +109,10 @@ class HttpContext {
     let authRetried = false;
     let retries = 0;
     const started = performance.now();
+    const used: { cred?: ExecCredential } = {};
     for (let resend = 0; ; resend++) {
       try {
-        return await this.withTimeout(req, resend, (a, span) => this.complete(a, span));
+        return await this.withTimeout(req, resend, (a, span) => this.complete({ ...a, used }, span));
       } catch (e) {
         if (!(e instanceof ApiError)) throw e;
         // A 401 was rejected before anything happened, so even a write may be re-sent once,
@@ -118,7 +120,9 @@ class HttpContext {
         // An exec plugin is run again for the resend (client-go re-runs it on a 401 too).
         if (e.code === 401 && (this.conn.tokenFile || this.exec) && !authRetried) {
           authRetried = true;
-          if (this.lastExec) this.exec?.invalidate(this.lastExec);
+          // Only the credential this request sent: a concurrent request's 401 with an older one
+          // must not throw away the credential another request's re-run just fetched.
+          if (used.cred) this.exec?.invalidate(used.cred);
           continue;
         }
         if (!e.transient || retries >= maxRetries) throw gaveUp(e, resend + 1, performance.now() - started);
@@ -239,11 +243,12 @@ class HttpContext {
   private async execCredential(a: Attempt): Promise<ExecCredential | undefined> {
     if (!this.exec) return undefined;
     try {
-      this.lastExec = await this.exec.credential({
+      const cred = await this.exec.credential({
         timeoutMs: this.opts.requestTimeoutMs,
         signal: this.opts.signal,
       });
-      return this.lastExec;
+      if (a.used) a.used.cred = cred;
+      return cred;
     } catch (e) {
       if (!(e instanceof ExecPluginError)) throw e;
       throw this.error(a, { code: 0, reason: "ExecPluginError", message: e.message });

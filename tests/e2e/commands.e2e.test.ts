@@ -87,7 +87,7 @@ describe("status", () => {
 
   test("the exit code counts the printed images only: api held exits 1, status node-agent 0", async () => {
     w.registry.push("myorg/api", "stable");
-    w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt-api")]: "x" });
+    w.setBook({ [k("refresh-attempt-api")]: "x" });
     const all = await w.run(["status"]);
     expect(all.stdout).toContain("image api (myorg/api): HELD (attempt_untrusted)");
     expect(all.code).toBe(1);

@@ -81,10 +81,7 @@ describe("a copied config whose pull secret is not on this machine", () => {
   });
 
   test("rearm needs no registry: no request, no word about the pull secret", async () => {
-    w.api.setAnnotations("Deployment", "apps", "api", {
-      [`${PREFIX}/refresh-attempt-api`]: "3",
-      [`${PREFIX}/refresh-flap-detected-api`]: "3",
-    });
+    w.setBook({ "refresh-attempt-api": "3", "refresh-flap-detected-api": "3" });
     const r = await w.run(["rearm", "api"]);
     expect(r.code).toBe(0);
     expect(r.stderr).not.toContain("dockerConfigJson");
@@ -154,11 +151,11 @@ describe("a registry whose CA this process does not trust", () => {
 
 describe("dry-run lines say what would be done, not what was done", () => {
   test("a first observation: would record", async () => {
-    const digestKey = `${PREFIX}/last-refreshed-node-agent-digest`;
-    const kept = w.ours()[digestKey];
-    w.api.setAnnotations("Deployment", "apps", "api", { [digestKey]: null });
+    const digestKey = "last-refreshed-node-agent-digest";
+    const kept = w.book()[digestKey];
+    w.setBook({ [digestKey]: null });
     const r = await w.run(["tick", "--dry-run"]);
-    w.api.setAnnotations("Deployment", "apps", "api", { [digestKey]: kept ?? null });
+    w.setBook({ [digestKey]: kept ?? null });
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/\] would record node-agent=sha256:[0-9a-f]{64}/);
     expect(r.stderr).not.toMatch(/\] recorded node-agent=/);

@@ -243,6 +243,8 @@ describe("a human's pin", () => {
       expect(workloadPatches()).toEqual([]);
       const back = await kubectl("-n", "apps", "set", "image", "deployment/api-proxy", `proxy=${tag()}`);
       expect(back.code, back.err).toBe(0);
+      // The guard is per image: the hand-back rolls out before the tick re-pins it.
+      await waitFor(w.api, "Deployment", "apps", "api-proxy", settled);
       const repin = await w.run();
       expect(repin.code).toBe(0);
       expect(repin.stderr).toContain("refreshed: api: refreshed");

@@ -68,7 +68,8 @@ describe("isolation", () => {
     ]);
     expect(w.ours()[k("last-refreshed-api-digest")]).toBe(api2);
     expect(w.ours()[k("refresh-flap-detected-node-agent")]).toBe("3");
-  });
+    // Each failed attempt waits out rolloutTimeout and reverts: several seconds of ticks.
+  }, 30_000);
 
   test("images that share a workload move together: one patch, one verdict, one failure for both", async () => {
     w.api.deleteObject("Deployment", "apps", "api-proxy");

@@ -133,7 +133,8 @@ describe("lockout advice, reject and rearm", () => {
     expect(w.image("DaemonSet", "agents", "node-agent", "agent")).toBe(
       `${w.registry.host}/myorg/node-agent@${newer}`,
     );
-  });
+    // Each failed attempt waits out rolloutTimeout and reverts: several seconds of ticks.
+  }, 30_000);
 
   test("rearm after reject clears the rejection; rearm says what it removed", async () => {
     w = await startWorld();
@@ -144,7 +145,8 @@ describe("lockout advice, reject and rearm", () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toContain(`removed rejected-node-agent-digest (was ${failed})`);
     expect(w.book()["rejected-node-agent-digest"]).toBeUndefined();
-  });
+    // The lockout takes three failed attempts, each waiting out rolloutTimeout.
+  }, 30_000);
 
   test("reject IMAGE DIGEST of a soaking candidate: that build never rolls out", async () => {
     let now = Date.parse("2026-12-01T10:00:00Z");

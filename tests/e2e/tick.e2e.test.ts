@@ -220,7 +220,8 @@ describe("flapping workload", () => {
     const again = await w.run();
     expect(again.code).toBe(0);
     expect(again.stderr).toContain("refreshed:");
-  });
+    // Each failed attempt waits out rolloutTimeout and reverts: several seconds of ticks.
+  }, 30_000);
 
   test("success after earlier failures resets the counter", async () => {
     await recorded(w);

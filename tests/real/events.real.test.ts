@@ -17,6 +17,8 @@ import { messages } from "./tick.ts";
 const missing = needPeers(["kube"], "tests/real/events.real.test.ts");
 const NS = "ev";
 const REPOS = ["web", "api", "db"];
+/** The store's name (a ConfigMap in the story's namespace). */
+const STORE = "image-refresh-state";
 
 interface RealEvent {
   reason: string;
@@ -42,16 +44,14 @@ describe.skipIf(missing)("Events on the real API server", () => {
     s = await startStory(NS, (x) => {
       for (const r of [...REPOS, "slow"]) x.reg.push(`${NS}/${r}`, "stable");
       return [
-        deployment(NS, "keeper", { image: "example.test/keeper:1" }),
-        deployment(NS, "keeper2", { image: "example.test/keeper:1" }),
         deployment(NS, "web", { image: x.tag("web") }),
         deployment(NS, "api", { image: x.tag("api") }),
         deployment(NS, "db", { image: x.tag("db") }),
         deployment(NS, "ghost", { image: x.tag("ghost") }),
       ];
     });
-    for (const w of ["keeper", "keeper2", ...REPOS, "ghost"]) await s.rolledOut(w);
-    s.config(storyConfig(s, "keeper", REPOS, { maxRefreshAttempts: 1 }));
+    for (const w of [...REPOS, "ghost"]) await s.rolledOut(w);
+    s.config(storyConfig(s, STORE, REPOS, { maxRefreshAttempts: 1 }));
   }, 240_000);
   afterAll(async () => {
     await s?.stop();
@@ -75,6 +75,8 @@ describe.skipIf(missing)("Events on the real API server", () => {
       "pin api",
     );
     await ok(s.c.kubectl(["set", "image", "deployment/db", "-n", NS, `db=${s.tag("db")}`]), "re-render db");
+    // The guard is per image: each image waits until its own targets settled, so both roll out first.
+    for (const w of ["api", "db"]) await s.rolledOut(w);
     s.reg.push(`${NS}/web`, "stable");
     const third = await s.tick();
     expect(third.outcome).toBe("held");
@@ -87,7 +89,7 @@ describe.skipIf(missing)("Events on the real API server", () => {
     // Never Ready, failed at rolloutTimeout (the Deployment has the default progress deadline).
     const bad = s.reg.push(`${NS}/web`, "stable");
     s.c.kubelet.build(bad, "never");
-    s.config(storyConfig(s, "keeper", REPOS, { maxRefreshAttempts: 1, rolloutTimeout: "8s" }));
+    s.config(storyConfig(s, STORE, REPOS, { maxRefreshAttempts: 1, rolloutTimeout: "8s" }));
     const failed = await s.tick();
     expect(verdictOf(failed, "web")).toBe("failed (reverted)");
     posted(failed);
@@ -134,29 +136,35 @@ describe.skipIf(missing)("Events on the real API server", () => {
       ]),
       "slow unavailable",
     );
-    // In this product the settled guard is the state object's: a state object that does not
-    // settle freezes the tick; an image the registry does not have goes stale.
+    // The settled guard is per image: an image whose target does not settle is skipped, and
+    // frozen at maxSkipTicks; an image the registry does not have goes stale. Each on a fresh
+    // store, so no streak from the first test counts.
     const limits = { maxSkipTicks: 1, maxUnresolvedTicks: 1 };
-    s.config(storyConfig(s, "slow", ["ghost"], limits));
+    s.config(storyConfig(s, "frozen-book", ["slow"], limits));
     const frozen = await s.tick();
     expect([frozen.code, frozen.outcome]).toEqual([1, "frozen"]);
     posted(frozen);
-    s.config(storyConfig(s, "keeper2", ["ghost"], limits));
+    s.config(storyConfig(s, "stale-book", ["ghost"], limits));
     const stale = await s.tick();
     expect([stale.code, stale.outcome]).toEqual([1, "stale"]);
     posted(stale);
-    const reasons = new Set((await events()).map((e) => e.reason));
+    const all = await events();
+    const reasons = new Set(all.map((e) => e.reason));
     for (const x of ["RefreshFrozen", "ImageStale"]) {
       expect(reasons).toContain(x);
       seen.add(x);
     }
+    // The freeze is about the workload that did not settle; the staleness about the image's target.
+    const about = (r: string) => new Set(all.filter((e) => e.reason === r).map((e) => e.regarding.name));
+    expect(about("RefreshFrozen")).toEqual(new Set(["slow"]));
+    expect(about("ImageStale")).toEqual(new Set(["ghost"]));
   }, 180_000);
 
   test("a failed revert's Event, from the product's builder and client", async () => {
-    const keeper = await s.c.cp.admin.get(`/apis/apps/v1/namespaces/${NS}/deployments/keeper`);
+    const web = await s.c.cp.admin.get(`/apis/apps/v1/namespaces/${NS}/deployments/web`);
     const kube = productClient(s.c);
     const body = buildEvent({
-      regarding: { kind: "Deployment", metadata: keeper.metadata },
+      regarding: { kind: "Deployment", metadata: web.metadata },
       type: "Warning",
       reason: "RevertFailed",
       action: "Refresh",
@@ -175,7 +183,10 @@ describe.skipIf(missing)("Events on the real API server", () => {
     }
     // Each Event shows in `kubectl events --for` its object; the web Events where the book says.
     const bySubject = Map.groupBy(all, (e) => `${e.regarding.kind.toLowerCase()}/${e.regarding.name}`);
-    expect(bySubject.has(eventSubject(s, "keeper", "web"))).toBe(true);
+    expect(bySubject.has(eventSubject(s, STORE, "web"))).toBe(true);
+    // Every Event is about a workload the stories configured (a target), none about the store.
+    for (const subject of bySubject.keys())
+      expect(["web", "api", "db", "slow", "ghost"].map((n) => `deployment/${n}`)).toContain(subject);
     for (const [subject, evs] of bySubject) {
       const out = await ok(s.c.kubectl(["events", "-n", NS, "--for", subject]), "kubectl events");
       for (const e of evs) expect(out).toContain(e.reason);
@@ -191,9 +202,9 @@ describe.skipIf(missing)("Events on the real API server", () => {
   }, 60_000);
 
   test("the same Event without reportingController (or eventTime) is the real 422", async () => {
-    const keeper = await s.c.cp.admin.get(`/apis/apps/v1/namespaces/${NS}/deployments/keeper`);
+    const web = await s.c.cp.admin.get(`/apis/apps/v1/namespaces/${NS}/deployments/web`);
     const body = buildEvent({
-      regarding: { kind: "Deployment", metadata: keeper.metadata },
+      regarding: { kind: "Deployment", metadata: web.metadata },
       type: "Warning",
       reason: "RefreshLockedOut",
       action: "Refresh",

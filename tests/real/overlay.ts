@@ -61,7 +61,7 @@ export function writeTickConfig(
 
 type Kind = "Deployment" | "DaemonSet" | "StatefulSet";
 
-/** Every workload the config names (targets and the state object), its containers on the tag. */
+/** Every workload the config names (its targets), its containers on the tag. */
 export function seedWorkloads(o: Overlay, host: string): Array<Record<string, unknown>> {
   const wanted = new Map<
     string,
@@ -78,8 +78,6 @@ export function seedWorkloads(o: Overlay, host: string): Array<Record<string, un
         name: t.container,
         image: `${host}/${image.repository}:${o.config.tag}`,
       });
-  const st = at(o.config.state.kind, o.config.state.namespace, o.config.state.name);
-  if (st.containers.length === 0) st.containers.push({ name: "main", image: "example.test/state:1" });
   return [...wanted.values()].map((w) => {
     const make = { Deployment: deployment, DaemonSet: daemonSet, StatefulSet: statefulSet }[w.kind];
     return make(w.ns, w.name, { containers: w.containers });
@@ -88,11 +86,7 @@ export function seedWorkloads(o: Overlay, host: string): Array<Record<string, un
 
 /** The namespaces the workloads live in, which the overlay expects to exist before it is applied. */
 export function workloadNamespaces(o: Overlay): string[] {
-  const all = [
-    o.config.state.namespace,
-    ...o.config.images.flatMap((i) => i.targets.map((t) => t.namespace)),
-  ];
-  return [...new Set(all)];
+  return [...new Set(o.config.images.flatMap((i) => i.targets.map((t) => t.namespace)))];
 }
 
 /** Creates the workload namespaces and the seeded workloads (kubectl apply, as a user would). */
@@ -104,7 +98,7 @@ export async function applyWorkloads(c: Cluster, o: Overlay, host: string): Prom
 
 /**
  * Deletes the seeded workloads (and their pods) and every ConfigMap in the CronJob's namespace
- * that the rendering did not make (the product's own store, once it keeps one there), so the
+ * that the rendering did not make (the product's own store among them), so the
  * next story starts from a fresh install.
  */
 export async function deleteWorkloads(c: Cluster, o: Overlay, host: string): Promise<void> {

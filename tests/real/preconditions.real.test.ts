@@ -1,8 +1,8 @@
 // Preconditions on the real API server, with the compiled binary talking through a relay that
-// acts between two of its requests: a concurrent write to the state object lands between the
-// product's read and its resourceVersion-guarded write, so the real server answers 409 and the
-// product re-reads and decides again (the refresh still happens, once, and the other writer's
-// change survives); a container renamed between the product's read and its image patch makes
+// acts between two of its requests: a concurrent write to the store (the product's ConfigMap)
+// lands between the product's read and its resourceVersion-guarded write, so the real server
+// answers 409 and the product re-reads and decides again (the refresh still happens, once, and
+// the other writer's change survives); a container renamed between the product's read and its image patch makes
 // the JSON-patch `test` guard fail with the real 422, and nothing is patched.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readBook } from "./book.ts";
@@ -13,7 +13,8 @@ import { type Story, startStory, storyConfig } from "./story.ts";
 
 const missing = needPeers(["kube"], "tests/real/preconditions.real.test.ts");
 const NS = "pc";
-const KEEPER = `/apis/apps/v1/namespaces/${NS}/deployments/keeper`;
+const STORE_NAME = "image-refresh-state";
+const STORE = `/api/v1/namespaces/${NS}/configmaps/${STORE_NAME}`;
 const WEB = `/apis/apps/v1/namespaces/${NS}/deployments/web`;
 
 /** A hook that runs `act` once, before the first request `when` matches is forwarded. */
@@ -38,13 +39,10 @@ describe.skipIf(missing)("preconditions on the real API server", () => {
   beforeAll(async () => {
     s = await startStory(NS, (x) => {
       x.reg.push(`${NS}/web`, "stable");
-      return [
-        deployment(NS, "keeper", { image: "example.test/keeper:1" }),
-        deployment(NS, "web", { image: x.tag("web") }),
-      ];
+      return [deployment(NS, "web", { image: x.tag("web") })];
     });
-    for (const w of ["keeper", "web"]) await s.rolledOut(w);
-    s.config(storyConfig(s, "keeper", ["web"]));
+    await s.rolledOut("web");
+    s.config(storyConfig(s, STORE_NAME, ["web"]));
     expect((await s.tick()).outcome).toBe("recorded");
     expect((await s.tick()).outcome).toBe("refreshed");
     relay = startRelay(s.c);
@@ -58,9 +56,9 @@ describe.skipIf(missing)("preconditions on the real API server", () => {
     const next = s.reg.push(`${NS}/web`, "stable");
     relay.log.length = 0;
     relay.hook = once(
-      (r) => r.method === "PATCH" && r.url.pathname === KEEPER && r.body.includes('"resourceVersion"'),
+      (r) => r.method === "PATCH" && r.url.pathname === STORE && r.body.includes('"resourceVersion"'),
       async () => {
-        const w = await s.c.cp.admin.request("PATCH", KEEPER, {
+        const w = await s.c.cp.admin.request("PATCH", STORE, {
           body: { metadata: { annotations: { "other.example/touched": "yes" } } },
           contentType: "application/merge-patch+json",
         });
@@ -70,24 +68,24 @@ describe.skipIf(missing)("preconditions on the real API server", () => {
     const r = await s.tick(undefined, relay.kubeconfig);
     relay.hook = undefined;
     expect([r.code, r.outcome]).toEqual([0, "refreshed"]);
-    const keeper = statuses(KEEPER);
-    // The first guarded write lost the race; the state object was read again before the next.
-    const lost = keeper.indexOf("PATCH 409");
+    const store = statuses(STORE);
+    // The first guarded write lost the race; the store was read again before the next.
+    const lost = store.indexOf("PATCH 409");
     expect(lost).toBeGreaterThanOrEqual(0);
     const conflict = JSON.parse(relay.log.find((e) => e.status === 409)?.text ?? "{}");
     expect([conflict.reason, conflict.code]).toEqual(["Conflict", 409]);
-    expect(keeper.slice(lost + 1)).toContain("GET 200");
-    expect(keeper.indexOf("GET 200", lost)).toBeLessThan(keeper.indexOf("PATCH 200", lost));
+    expect(store.slice(lost + 1)).toContain("GET 200");
+    expect(store.indexOf("GET 200", lost)).toBeLessThan(store.indexOf("PATCH 200", lost));
     // One rollout of web, to the new build; the other writer's annotation is still there.
     expect(relay.log.filter((e) => e.method === "PATCH" && e.path === WEB).map((e) => e.status)).toEqual([
       200,
     ]);
     expect(await s.image("web")).toBe(s.pin("web", next));
-    const book = await readBook(s, "keeper");
+    const book = await readBook(s, STORE_NAME);
     expect(book["last-refreshed-web-digest"]).toBe(next);
     expect(book["refresh-attempt-web"]).toBeUndefined();
-    const keeperObj = await s.c.cp.admin.get(KEEPER);
-    expect(keeperObj.metadata.annotations["other.example/touched"]).toBe("yes");
+    const storeObj = await s.c.cp.admin.get(STORE);
+    expect(storeObj.metadata.annotations["other.example/touched"]).toBe("yes");
   }, 180_000);
 
   test("a container renamed between the read and the patch: the `test` guard is a real 422 and nothing is patched", async () => {
@@ -128,7 +126,9 @@ describe.skipIf(missing)("preconditions on the real API server", () => {
     ).toEqual([["renamed", oldImage]]);
     // Only the rename moved the generation: the product's patch changed nothing.
     expect(after.metadata.generation).toBe(before.metadata.generation + 1);
-    // The next tick finds the configured container gone and holds the image without a patch.
+    // Once the rename has rolled out (until then the image waits, its target unsettled), the next
+    // tick finds the configured container gone and holds the image without a patch.
+    await s.rolledOut("web");
     relay.log.length = 0;
     const next = await s.tick(undefined, relay.kubeconfig);
     expect([next.code, next.outcome, next.reason]).toEqual([1, "held", "target_unavailable"]);

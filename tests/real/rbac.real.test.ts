@@ -150,12 +150,7 @@ describe.skipIf(missing)(`k8s/${DIR} on the real API server, as the CronJob's Se
     c.requests(user, since).filter((e) => e.code === 403 || e.code === 401);
 
   test("the real schema accepts every rendered object (server-side dry run), and the overlay applies", async () => {
-    const namespaces = [
-      ...new Set([
-        o.config.state.namespace,
-        ...o.config.images.flatMap((i) => i.targets.map((x) => x.namespace)),
-      ]),
-    ];
+    const namespaces = [...new Set(o.config.images.flatMap((i) => i.targets.map((x) => x.namespace)))];
     for (const ns of namespaces) await ok(c.kubectl(["create", "namespace", ns]), `create namespace ${ns}`);
     // A server-side dry run does not create the overlay's own Namespace, so on a fresh cluster
     // every object in it is NotFound: the real server's answer, kept here so the README's advice
@@ -199,9 +194,10 @@ describe.skipIf(missing)(`k8s/${DIR} on the real API server, as the CronJob's Se
     const attempts = o.config.maxRefreshAttempts;
     expect(await lockoutStory()).toEqual([
       ...Array.from({ length: attempts }, (_, i) => ({ step: `flap ${i + 1}`, code: 1, outcome: "failed" })),
-      // exit 0 as the README documents for locked_out (its WARNING says how to rearm or reject)
-      { step: "lockout", code: 0, outcome: "locked_out" },
-      { step: "status", code: 0 },
+      // exit 1 for locked_out, every tick until someone rearms or rejects (the job fails, alerting)
+      { step: "lockout", code: 1, outcome: "locked_out" },
+      // status exits 1 like the next tick would while an image is locked out
+      { step: "status", code: 1 },
       { step: "rearm", code: 0 },
       { step: "refresh after rearm", code: 0, outcome: "refreshed" },
       { step: "bad build", code: 1, outcome: "failed" },
@@ -222,7 +218,16 @@ describe.skipIf(missing)(`k8s/${DIR} on the real API server, as the CronJob's Se
     // Every Event the real server was sent, it accepted (events.k8s.io/v1 validates more than the
     // simulator might); no write met anything but its answer or a precondition's 409.
     expect(asked.filter((e) => e.resource === "events" && e.code !== 201)).toEqual([]);
-    expect(asked.filter((e) => e.code >= 400 && e.code !== 409)).toEqual([]);
+    // The one other answer: the store's NotFound, read before the first write created it.
+    const store = `/api/v1/namespaces/${o.sa.namespace}/configmaps/${o.config.store.name}`;
+    const created = asked.findIndex((e) => e.verb === "create" && e.resource === "configmaps");
+    expect(created).toBeGreaterThan(0);
+    expect(asked[created]?.code).toBe(201);
+    const missingStore = (e: AuditEntry) => e.verb === "get" && e.requestURI === store && e.code === 404;
+    expect(asked.slice(0, created).filter(missingStore).length).toBeGreaterThan(0);
+    expect(
+      asked.filter((e, i) => e.code >= 400 && e.code !== 409 && !(i < created && missingStore(e))),
+    ).toEqual([]);
     // The Events the real server holds from the product are what `kubectl events` shows.
     const ours = await productEvents(c);
     expect(new Set(ours.map((e) => `${e.type} ${e.reason}`))).toEqual(
@@ -235,11 +240,21 @@ describe.skipIf(missing)(`k8s/${DIR} on the real API server, as the CronJob's Se
         "Warning BuildRejected",
       ]),
     );
-    // Every transition of the story left its Event, all about the state object, in its namespace.
-    const { namespace, name } = o.config.state;
-    expect(new Set(ours.map((e) => e.about))).toEqual(
-      new Set([`${namespace} ${o.config.state.kind}/${name}`]),
+    // Every transition of the story left its Event about the workloads it concerns: each target
+    // was refreshed (its own Event), and the DaemonSet's failures, lockout and rejection are about
+    // the DaemonSet's image's targets alone.
+    const about = (i: Overlay["config"]["images"][number]) =>
+      i.targets.map((x) => `${x.namespace} ${x.kind}/${x.name}`);
+    const targets = o.config.images.filter((i) => !i.pinned).flatMap(about);
+    const flappy = o.config.images.findLast((i) => i.targets.some((x) => x.kind === "DaemonSet"));
+    const daemon = new Set(flappy ? about(flappy) : []);
+    expect(daemon.size).toBeGreaterThan(0);
+    expect(new Set(ours.filter((e) => e.reason === "Refreshed").map((e) => e.about))).toEqual(
+      new Set(targets),
     );
+    const failures = ["RolloutFailed", "RolloutReverted", "RefreshLockedOut", "BuildRejected"];
+    expect(new Set(ours.filter((e) => failures.includes(e.reason)).map((e) => e.about))).toEqual(daemon);
+    for (const e of ours) expect(targets).toContain(e.about);
     // The cluster holds every target pinned to the build it settled on, rolled out: the newest
     // for the Deployments' image, the re-armed one (not the rejected one) for the DaemonSet's.
     await expectPinned();

@@ -32,7 +32,7 @@ describe.skipIf(missing)("rollouts by the real controllers", () => {
       JSON.stringify({
         tag: "stable",
         registry: { host: reg.host },
-        state: { kind: "Deployment", namespace: NS, name: "keeper" },
+        store: { namespace: NS, name: "image-refresh-state" },
         rolloutTimeout: "90s",
         requestTimeout: "5s",
         images: [
@@ -77,13 +77,12 @@ describe.skipIf(missing)("rollouts by the real controllers", () => {
     for (const repo of ["web", "agent", "db"]) reg.push(`${NS}/${repo}`, "stable");
     const items = [
       namespace(NS),
-      deployment(NS, "keeper", { image: "example.test/keeper:1" }),
       deployment(NS, "web", { image: tag("web"), replicas: 2, progressDeadlineSeconds: DEADLINE_S }),
       daemonSet(NS, "agent", { image: tag("agent") }),
       statefulSet(NS, "db", { image: tag("db"), replicas: 3, partition: 2 }),
     ];
     await ok(c.kubectl(["apply", "-f", "-"], { stdin: list(items) }), "apply the workloads");
-    for (const w of ["deployment/keeper", "deployment/web", "daemonset/agent", "statefulset/db"])
+    for (const w of ["deployment/web", "daemonset/agent", "statefulset/db"])
       await ok(c.kubectl(["rollout", "status", w, "-n", NS, "--timeout=90s"]), `rollout status ${w}`);
     t = {
       kubeconfig: c.cp.adminKubeconfig,

@@ -30,17 +30,17 @@ export interface Story {
   stop(): Promise<void>;
 }
 
-/** A config for `repos`, each the image of the Deployment of that name, its state object `state`. */
+/** A config for `repos`, each the image of the Deployment of that name, its store the ConfigMap `store` in the story's namespace. */
 export function storyConfig(
   s: Pick<Story, "reg" | "ns">,
-  state: string,
+  store: string,
   repos: string[],
   extra: Obj = {},
 ): Obj {
   return {
     tag: "stable",
     registry: { host: s.reg.host },
-    state: { kind: "Deployment", namespace: s.ns, name: state },
+    store: { namespace: s.ns, name: store },
     rolloutTimeout: "60s",
     requestTimeout: "5s",
     images: repos.map((r) => ({

@@ -18,6 +18,7 @@ import { type Relay, type Seen, startRelay } from "./proxy.ts";
 import { type Story, startStory, storyConfig } from "./story.ts";
 
 const missing = needPeers(["kube"], "tests/real/watch.real.test.ts");
+const STORE = "image-refresh-state";
 const NS = "wt";
 const WEB = `/apis/apps/v1/namespaces/${NS}/deployments`;
 
@@ -44,15 +45,12 @@ describe.skipIf(missing)("the rollout wait's watch on the real API server", () =
       NS,
       (x) => {
         x.reg.push(`${NS}/web`, "stable");
-        return [
-          deployment(NS, "keeper", { image: "example.test/keeper:1" }),
-          deployment(NS, "web", { image: x.tag("web"), replicas: 2 }),
-        ];
+        return [deployment(NS, "web", { image: x.tag("web"), replicas: 2 })];
       },
       { apiserverArgs: [`--watch-cache-sizes=deployments.apps#0`] },
     );
-    for (const w of ["keeper", "web"]) await s.rolledOut(w);
-    s.config(storyConfig(s, "keeper", ["web"]));
+    await s.rolledOut("web");
+    s.config(storyConfig(s, STORE, ["web"]));
     expect((await s.tick()).outcome).toBe("recorded");
     expect((await s.tick()).outcome).toBe("refreshed");
     relay = startRelay(s.c);

@@ -1,9 +1,10 @@
 // The compiled binary's own writes as the simulated API server records them: its PATCHes carry
-// ?fieldManager=image-refresh, so after a refresh the pinned images and the bookkeeping
-// annotations belong to `image-refresh` and nothing else moved (reference §1.3 "→ us").
+// ?fieldManager=image-refresh, so after a refresh the pinned images belong to `image-refresh`
+// and nothing else moved (reference §1.3 "→ us"); the bookkeeping is in the store, so no
+// annotation of a workload is ours.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { FIELD_MANAGER, imageOwners } from "../../lib/kube/managed-fields.ts";
-import { PREFIX, recorded, startWorld, type World } from "../support/world.ts";
+import { PREFIX, recorded, STORE_PATH, startWorld, type World } from "../support/world.ts";
 
 let w: World;
 beforeAll(async () => {
@@ -11,7 +12,7 @@ beforeAll(async () => {
 });
 afterAll(() => w.stop());
 
-test("a refresh leaves the pinned images and the state annotations owned by image-refresh", async () => {
+test("a refresh leaves the pinned images owned by image-refresh, and no workload annotation", async () => {
   await recorded(w);
   w.registry.push("myorg/api", "stable");
   const r = await w.run();
@@ -25,11 +26,16 @@ test("a refresh leaves the pinned images and the state annotations owned by imag
   expect(managers("Deployment", "api", "api")).toEqual([FIELD_MANAGER]);
   expect(managers("Deployment", "api-proxy", "proxy")).toEqual([FIELD_MANAGER]);
   expect(managers("Deployment", "api", "sidecar")).toEqual(["kubectl-client-side-apply"]); // untouched
-  const state = w.api.getObject("Deployment", "apps", "api").metadata;
-  const ours = state.managedFields.find((e: { manager: string }) => e.manager === FIELD_MANAGER);
-  const keys = Object.keys(ours.fieldsV1["f:metadata"]["f:annotations"]);
-  expect(keys.length).toBeGreaterThan(0);
-  for (const key of keys) expect(key.startsWith(`f:${PREFIX}/`)).toBe(true);
-  const stateKeys = Object.keys(state.annotations).filter((a) => a.startsWith(`${PREFIX}/`));
-  expect(keys.sort()).toEqual(stateKeys.map((a) => `f:${a}`).sort());
+  // The bookkeeping lives in the store: image-refresh owns no annotation of any workload.
+  for (const name of ["api", "api-proxy"]) {
+    const meta = w.api.getObject("Deployment", "apps", name).metadata;
+    const ours = meta.managedFields.find((e: { manager: string }) => e.manager === FIELD_MANAGER);
+    expect(ours).toBeDefined();
+    expect([name, ours.fieldsV1["f:metadata"]?.["f:annotations"]]).toEqual([name, undefined]);
+    const annotations = Object.keys(meta.annotations ?? {}).filter((a) => a.startsWith(`${PREFIX}/`));
+    expect([name, annotations]).toEqual([name, []]);
+  }
+  // The store's PATCH (with the rest) carried the field manager; the record is there.
+  expect(patches.some((p) => p.path === STORE_PATH)).toBe(true);
+  expect(w.book()["last-refreshed-api-digest"]).toMatch(/^sha256:/);
 });

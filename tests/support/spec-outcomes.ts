@@ -20,7 +20,14 @@ export const DOCUMENTED_SEVERITY = [
 ] as const;
 
 /** The outcomes SPEC's table gives exit 1. */
-export const SPEC_EXIT_ONE: ReadonlySet<string> = new Set(["error", "failed", "frozen", "stale", "held"]);
+export const SPEC_EXIT_ONE: ReadonlySet<string> = new Set([
+  "error",
+  "failed",
+  "frozen",
+  "stale",
+  "held",
+  "locked_out",
+]);
 
 /** SPEC's exit code for an outcome. */
 export const specExitCode = (o: string): 0 | 1 => (SPEC_EXIT_ONE.has(o) ? 1 : 0);

@@ -46,7 +46,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | 
 What the Roles grant, from the config, as JSON: namespace -> {resource: [names]} for the targets
 of every image that is not pinned (get, patch, list, watch: the rollout wait lists and watches
 by name), the legacy state object where it is not a target (get, patch), and the namespaces
-where Events are created (the targets' and the state object's). A pinned image's targets are
+where Events are created (the targets': Events are about the workloads they concern). A pinned image's targets are
 never read or patched, so they get nothing.
 */}}
 {{- define "image-refresh.rbacPlan" -}}
@@ -74,7 +74,6 @@ never read or patched, so they get nothing.
 {{- end -}}
 {{- end -}}
 {{- $events := keys $targets -}}
-{{- with $c.state -}}{{- $events = append $events .namespace -}}{{- end -}}
 {{- $namespaces := concat (keys $targets) (keys $state) $events | uniq | sortAlpha -}}
 {{- toJson (dict "namespaces" $namespaces "targets" $targets "state" $state "events" ($events | uniq | sortAlpha)) -}}
 {{- end -}}

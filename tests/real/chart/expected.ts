@@ -27,7 +27,7 @@ export function eventPermissions(config: Config): string[] {
 
 export function chartPermissions(config: Config, storeNamespace: string): string[] {
   const all = new Set([
-    ...expectedPermissions(config),
+    ...expectedPermissions(config, storeNamespace),
     ...storePermissions(storeNamespace),
     ...eventPermissions(config),
   ]);
