@@ -18,9 +18,9 @@ import {
   tickCounters,
 } from "./series.ts";
 
-const api = installation("apps", "deployment", "api");
-const agents = installation("agents", "daemonset", "node-agent");
-const pg = installation("db", "statefulset", "pg");
+const api = installation("apps");
+const agents = installation("agents");
+const pg = installation("db");
 const API = imageKey("api", "myorg/api");
 const NODE_AGENT = imageKey("node-agent", "myorg/node-agent");
 
@@ -52,12 +52,6 @@ const stopsWhileLockedOut = (): Case => {
     scrape,
     series: [
       ...tickCounters(api, { locked_out: at }, scrape),
-      gauge(
-        "image_refresh_frozen",
-        { ...api.labels, ...api.exporter },
-        at.map((t) => [t, 0]),
-        scrape,
-      ),
       ...imageGauges(api, API, at, () => ({ locked_out: 1 }), scrape),
       // Rearmed at 33: the tick at 35 reports it clear.
       ...imageGauges(
@@ -100,19 +94,16 @@ const neverSucceeded = (): Case => {
         [[0, 0]],
         scrape,
       ),
-      // Frozen, and its CronJob stops at 120: the freeze still shows.
+      // api frozen (a target that does not settle), node-agent going on; the CronJob stops at
+      // 120: the freeze still shows, for the frozen image only.
       ...tickCounters(pg, { frozen: ticks(0, 120) }, scrape),
-      gauge(
-        "image_refresh_frozen",
-        { ...pg.labels, ...pg.exporter },
-        ticks(0, 120).map((t) => [t, 1]),
-        scrape,
-      ),
+      ...imageGauges(pg, API, ticks(0, 120), () => ({ frozen: 1, skip_streak: 3, in_sync: 1 }), scrape),
+      ...imageGauges(pg, NODE_AGENT, ticks(0, 120), () => ({ in_sync: 1, verified: true }), scrape),
     ],
     expect: [
       ...during("ImageRefreshNoRecentSuccess", [60, 119], []),
       ...during("ImageRefreshNoRecentSuccess", [121, 200, 300], [api.labels, pg.labels]),
-      ...during("ImageRefreshFrozen", [1, 150, 300], [pg.labels]),
+      ...during("ImageRefreshFrozen", [1, 150, 300], [{ ...pg.labels, ...API }]),
       ...during("ImageRefreshNoTicks", [149], []),
       ...during("ImageRefreshNoTicks", [151, 300], [pg.labels]),
     ],

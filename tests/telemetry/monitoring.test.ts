@@ -124,6 +124,26 @@ describe("rules", () => {
     }
   });
 
+  // The installation is the store, one label on every point; a per-image alert is per image too.
+  test("every alert on our series groups by the installation, and per-image ones by the image", () => {
+    const perImage = ["locked_out", "paused", "frozen", "in_sync", "unresolved_streak", "last_verified"];
+    for (const a of alerts.filter((r) => /\bimage_refresh_[a-z_]+(\[|\{| offset)/.test(r.expr))) {
+      const lists = [...a.expr.matchAll(/\b(?:by|on) \(([^)]*)\)/g)].map((m) => m[1]?.split(/,\s*/) ?? []);
+      expect({ alert: a.alert, grouped: lists.length > 0 }).toEqual({ alert: a.alert, grouped: true });
+      for (const l of lists)
+        expect({ alert: a.alert, l }).toEqual({
+          alert: a.alert,
+          l: expect.arrayContaining(["image_refresh_installation"]),
+        });
+      if (perImage.some((g) => a.expr.includes(`image_refresh_${g}`)))
+        for (const l of lists)
+          expect({ alert: a.alert, l }).toEqual({
+            alert: a.alert,
+            l: expect.arrayContaining(["image_refresh_image"]),
+          });
+    }
+  });
+
   test("every alert says what to run, per image with the image's key", () => {
     for (const a of alerts) {
       const text = `${a.annotations?.description ?? ""}`;
