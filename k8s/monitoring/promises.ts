@@ -270,8 +270,43 @@ const jobFails = (): Case => {
   };
 };
 
+/**
+ * A lockout ticks on, each tick exiting 1: its Job fails too, so TickFailed fires beside
+ * LockedOut (the RUNBOOK says to follow LockedOut), and NoRecentSuccess joins 2 hours after the
+ * last success.
+ */
+const lockoutFailsJobs = (): Case => {
+  const scrape = { every: 1, until: 180 };
+  const at = ticks(5, 180);
+  const job = ksmJob("image-refresh-29000005");
+  return {
+    name: "LockedOut with TickFailed: every lockout tick fails its Job; NoRecentSuccess after 2 hours",
+    scrape,
+    series: [
+      ...tickCounters(api, { noop: [0], locked_out: at }, scrape),
+      gauge(
+        "image_refresh_last_success_timestamp_seconds",
+        { ...api.labels, ...api.exporter },
+        [[0, 0]],
+        scrape,
+      ),
+      ...imageGauges(api, NODE_AGENT, [0, ...at], (t) => ({ locked_out: t > 0 ? 1 : 0, in_sync: 1 }), scrape),
+      // The newest Job (started at 175 min) failed; kube-state-metrics shows it from its start.
+      ksmOf("kube_job_status_start_time", job, (t) => (t >= 175 ? 175 * 60 : undefined), scrape),
+      ksmOf("kube_job_status_failed", job, (t) => (t >= 176 ? 1 : undefined), scrape),
+    ],
+    expect: [
+      ...during("ImageRefreshLockedOut", [6, 120, 177], [{ ...api.labels, ...NODE_AGENT }]),
+      ...during("ImageRefreshTickFailed", [177], [job]),
+      ...during("ImageRefreshNoRecentSuccess", [119], []),
+      ...during("ImageRefreshNoRecentSuccess", [121, 177], [api.labels]),
+    ],
+  };
+};
+
 export const MINUTES: Case[] = [
   jobFails(),
+  lockoutFailsJobs(),
   oneStopsAmongHealthy(),
   stopsWhileLockedOut(),
   neverSucceeded(),
