@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LimitPlan } from "./limit.ts";
 import { type Spawned, timed } from "./measure.ts";
-import { type BenchWorld, PREFIX, SERVICE, STATE, STATE_PATH, TAG } from "./world.ts";
+import { type BenchWorld, PREFIX, SERVICE, STATE, STORE_PATH, TAG } from "./world.ts";
 
 export const BINARY = join(import.meta.dir, "..", "dist", "image-refresh");
 export const KUBECTL_WAY = join(import.meta.dir, "kubectl-way.sh");
@@ -34,11 +34,10 @@ export function limitPlan(w: BenchWorld): string {
   const plan: LimitPlan = {
     apiUrl: w.apiUrl,
     apiToken: w.api.token,
-    statePath: STATE_PATH,
+    storePath: STORE_PATH,
     tokenUrl: token.href,
     registryUrl: w.registry.url,
     tag: TAG,
-    prefix: PREFIX,
     images: w.images.map((i) => ({ key: i.key, repository: i.repository })),
     workloads: w.workloads.map((x) => ({ path: x.path, containers: x.containers })),
   };

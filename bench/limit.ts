@@ -1,8 +1,8 @@
-// The limit: the least a no-op tick can do, written as plainly as possible. One GET of the state
-// object; then, all at once, one GET of every other target workload and one token
-// request naming every repository followed by one manifest HEAD per repository (8 in flight, as
-// the product); then compare the registry's digests and every target container's image with the
-// recorded digests. No config validation, no
+// The limit: the least a no-op tick can do, written as plainly as possible. All at once: one GET
+// of the store (image-refresh's ConfigMap; NotFound = nothing recorded), one GET of every target
+// workload, and one token request naming every repository followed by one manifest HEAD per
+// repository (8 in flight, as the product); then compare the registry's digests and every target
+// container's image with the digests recorded in the store. No config validation, no
 // settled rules, no telemetry, no error handling beyond the exit code: whatever the product spends
 // above this is its own overhead. The token realm is known in advance (an argument), which is
 // why there is no challenge probe: a real client learns the realm from one.
@@ -13,19 +13,20 @@ import { readFileSync } from "node:fs";
 export interface LimitPlan {
   apiUrl: string;
   apiToken: string;
-  statePath: string;
+  /** The store's ConfigMap. */
+  storePath: string;
   /** The bearer realm with `service` and one `scope` per repository already in the query. */
   tokenUrl: string;
   registryUrl: string;
   tag: string;
-  prefix: string;
   images: Array<{ key: string; repository: string }>;
-  /** Every distinct target workload (the state object's path too, when it is a target). */
+  /** Every distinct target workload. */
   workloads: Array<{ path: string; containers: Array<{ name: string; key: string }> }>;
 }
 
 type Workload = {
-  metadata?: { annotations?: Record<string, string> };
+  /** The store's keys (a ConfigMap's data). */
+  data?: Record<string, string>;
   spec?: { template?: { spec?: { containers?: Array<{ name: string; image: string }> } } };
 };
 
@@ -37,10 +38,15 @@ const ACCEPT = [
 ].join(", ");
 const CONCURRENCY = 8;
 
-async function getJson(plan: LimitPlan, path: string): Promise<Workload | undefined> {
+/** The object; `{}` when `missingIsEmpty` and it is NotFound; undefined on any other failure. */
+async function getJson(plan: LimitPlan, path: string, missingIsEmpty = false): Promise<Workload | undefined> {
   const res = await fetch(`${plan.apiUrl}${path}`, {
     headers: { Authorization: `Bearer ${plan.apiToken}`, Accept: "application/json" },
   });
+  if (missingIsEmpty && res.status === 404) {
+    await res.body?.cancel();
+    return {};
+  }
   return res.ok ? ((await res.json()) as Workload) : undefined;
 }
 
@@ -66,20 +72,18 @@ async function digests(plan: LimitPlan): Promise<Map<string, string | null> | un
 }
 
 async function main(plan: LimitPlan): Promise<number> {
-  const state = await getJson(plan, plan.statePath);
-  if (!state) return 1;
-  const annotations = state.metadata?.annotations ?? {};
-  const recorded = (key: string) => annotations[`${plan.prefix}/last-refreshed-${key}-digest`];
-  const others = plan.workloads.filter((w) => w.path !== plan.statePath);
-  const [live, seen] = await Promise.all([
-    Promise.all(others.map((w) => getJson(plan, w.path))),
+  const [store, live, seen] = await Promise.all([
+    getJson(plan, plan.storePath, true),
+    Promise.all(plan.workloads.map((w) => getJson(plan, w.path))),
     digests(plan),
   ]);
-  if (!seen || live.some((w) => w === undefined)) return 1;
+  if (!store || !seen || live.some((w) => w === undefined)) return 1;
+  const data = store.data ?? {};
+  const recorded = (key: string) => data[`last-refreshed-${key}-digest`];
   let changed = plan.images.filter((img) => seen.get(img.key) !== recorded(img.key)).length;
   // A target container not on its recorded pin is a change too (a re-render, a human's pin).
-  plan.workloads.forEach((w) => {
-    const obj = w.path === plan.statePath ? state : live[others.indexOf(w)];
+  plan.workloads.forEach((w, i) => {
+    const obj = live[i];
     const images = new Map((obj?.spec?.template?.spec?.containers ?? []).map((c) => [c.name, c.image]));
     for (const c of w.containers) if (!images.get(c.name)?.endsWith(`@${recorded(c.key)}`)) changed++;
   });

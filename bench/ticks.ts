@@ -1,7 +1,7 @@
 // Cold start and peak memory (2), and the refresh tick (3).
 import { join } from "node:path";
 import { BINARY, outcomeOf, runLimit, runProduct } from "./clients.ts";
-import { type Client, compare, type Measured, NO_LOGS } from "./compare.ts";
+import { type Client, compare, type Measured } from "./compare.ts";
 import {
   fmtMb,
   fmtMs,

@@ -12,6 +12,10 @@ import { type Relay, startRelay } from "./relay.ts";
 
 export const PREFIX = "image-refresh.io";
 export const TAG = "stable";
+/** image-refresh's own ConfigMap, where a tick keeps its bookkeeping; absent until the first write. */
+export const STORE = { namespace: "image-refresh", name: "image-refresh-state" } as const;
+export const STORE_PATH = "/api/v1/namespaces/image-refresh/configmaps/image-refresh-state";
+/** The shell job's state object (bench/kubectl-way.sh reads its annotations): a target here too. */
 export const STATE = { kind: "Deployment", namespace: "apps", name: "api" } as const;
 export const STATE_PATH = "/apis/apps/v1/namespaces/apps/deployments/api";
 /** The simulated registry's token service name (sim/registry.ts). */
@@ -57,7 +61,7 @@ export interface BenchWorld {
   /** The same configuration with `registry.token` set, so the product skips the challenge probe. */
   tokenConfigPath: string;
   images: Image[];
-  /** Every distinct target workload once, in config order (the state object too when it is one). */
+  /** Every distinct target workload once, in config order. */
   workloads: Workload[];
   /** Environment shared by every client under test: the CA, and nothing from the caller. */
   env(extra?: Record<string, string>): Record<string, string>;
@@ -80,7 +84,7 @@ export interface BenchWorld {
   stop(): Promise<void>;
 }
 
-/** The configuration example's no-op: 3 images, 4 targets (one of them the state object itself). */
+/** The configuration example's no-op: 3 images, 4 targets (apps/api is the shell job's state object). */
 function standardImages(): Image[] {
   return [
     {
@@ -146,6 +150,8 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
   // Pinned to the builds the registry serves, as image-refresh leaves an installation in sync:
   // every later tick is a no-op (on the floating tag the tick after the first would re-pin).
   addWorkloads(api, images, (repo) => `${registry.host}/${repo}@${served.get(repo)}`);
+  // image-refresh's own namespace exists (k8s/base makes it); its store does not until the first write.
+  api.ensureNamespace(STORE.namespace);
   const relay: Relay | undefined = opts.relay
     ? startRelay({ hostname: "127.0.0.1", port: Number(new URL(api.url).port) })
     : undefined;
@@ -206,9 +212,7 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
 }
 
 function addWorkloads(api: SimApiServer, images: Image[], ref: (repository: string) => string): void {
-  // The state object always exists; in the standard shape it is also a target.
   const containers = new Map<string, { kind: Image["targets"][0]["kind"]; c: Map<string, string> }>();
-  containers.set(`Deployment/apps/api`, { kind: "Deployment", c: new Map([["sidecar", "envoy:1"]]) });
   for (const img of images)
     for (const t of img.targets) {
       const id = `${t.kind}/${t.namespace}/${t.name}`;
@@ -232,8 +236,7 @@ function configFor(host: string, images: Image[]) {
   return {
     tag: TAG,
     registry: { host } as { host: string; token?: { realm: string; service: string } },
-    state: STATE,
-    annotationPrefix: PREFIX,
+    store: STORE,
     maxRefreshAttempts: 3,
     maxSkipTicks: 8,
     rolloutTimeout: "30s",

@@ -22,13 +22,17 @@ export const CAPTURED_PATH = join(import.meta.dir, "captured.json");
 export const readCaptured = (): CapturedFile =>
   JSON.parse(readFileSync(CAPTURED_PATH, "utf8")) as CapturedFile;
 
-/** The story capture.ts plays: the installation, and which ticks found node-agent unresolved. */
-export const CAPTURE = installation("capture", "deployment", "state");
+/**
+ * The story capture.ts plays: the installation, which ticks found node-agent unresolved, and the
+ * image whose target stops settling (it skips, then freezes; node-agent goes on).
+ */
+export const CAPTURE = installation("capture");
 export const CAPTURE_IMAGES = {
   api: imageKey("api", "myorg/api"),
   "node-agent": imageKey("node-agent", "myorg/node-agent"),
 };
 const SKIPPING = new Set(["skipped", "frozen"]);
+export const WAITING = "api";
 
 const selector = (metric: string, labels: Labels) =>
   `${metric}{${Object.entries(labels)
@@ -37,9 +41,10 @@ const selector = (metric: string, labels: Labels) =>
     .join(", ")}}`;
 
 /**
- * The series the model says this story produces, for every metric the rules read. Per-image
- * gauges come from ticks that got past the settled guard; last_success from ticks that exited 0;
- * last_verified from settled ticks after the first observation that resolved the image.
+ * The series the model says this story produces, for every metric the rules read. Every tick
+ * reports every image's locked_out, paused, unresolved_streak and frozen; in_sync only when the
+ * image got past its settled guard, last_verified when it also resolved after the first
+ * observation; last_success from ticks that exited 0.
  */
 export function modelOfCapture(c: CapturedFile): Series[] {
   const s = { every: 1, until: c.until };
@@ -56,19 +61,21 @@ export function modelOfCapture(c: CapturedFile): Series[] {
       counter(at((t) => t.outcome === outcome)),
     );
   put(
-    "image_refresh_frozen",
-    own,
-    c.ticks.map((t) => [t.minute, t.outcome === "frozen" ? 1 : 0]),
-  );
-  put(
     "image_refresh_last_success_timestamp_seconds",
     own,
     at((t) => t.code === 0).map((m) => [m, m * 60]),
   );
-  const settled = at((t) => !SKIPPING.has(t.outcome));
+  const all = at(() => true);
   const unresolved = at((t) => t.outcome === "unresolved");
   for (const [key, image] of Object.entries(CAPTURE_IMAGES)) {
     const labels = { ...own, ...image };
+    const settled = key === WAITING ? at((t) => !SKIPPING.has(t.outcome)) : all;
+    const frozen = new Set(key === WAITING ? at((t) => t.outcome === "frozen") : []);
+    put(
+      "image_refresh_frozen",
+      labels,
+      all.map((m) => [m, frozen.has(m) ? 1 : 0]),
+    );
     const streak = (m: number) =>
       key === "node-agent" && unresolved.includes(m)
         ? unresolved.filter((u) => u <= m && u > lastResolved(c, m)).length
@@ -77,12 +84,12 @@ export function modelOfCapture(c: CapturedFile): Series[] {
       put(
         `image_refresh_${g}`,
         labels,
-        settled.map((m) => [m, 0]),
+        all.map((m) => [m, 0]),
       );
     put(
       "image_refresh_unresolved_streak",
       labels,
-      settled.map((m) => [m, streak(m)]),
+      all.map((m) => [m, streak(m)]),
     );
     put(
       "image_refresh_in_sync",
@@ -123,7 +130,7 @@ export function capturedCase(c: CapturedFile): Case {
       ...during("ImageRefreshUnresolvedStreak", [streak2 - 1, resolved + 1], []),
       ...during("ImageRefreshUnresolvedStreak", [streak2 + 1], [agent]),
       ...during("ImageRefreshFrozen", [frozen - 1], []),
-      ...during("ImageRefreshFrozen", [frozen + 1, c.until], [own]),
+      ...during("ImageRefreshFrozen", [frozen + 1, c.until], [{ ...own, ...CAPTURE_IMAGES[WAITING] }]),
       ...during("ImageRefreshNoTicks", [last + 29], []),
       ...during("ImageRefreshNoTicks", [last + 31, c.until], [own]),
       ...during("ImageRefreshNoRecentSuccess", [c.until], []),

@@ -18,9 +18,9 @@ import {
   tickCounters,
 } from "./series.ts";
 
-const api = installation("apps", "deployment", "api");
-const agents = installation("agents", "daemonset", "node-agent");
-const pg = installation("db", "statefulset", "pg");
+const api = installation("apps");
+const agents = installation("agents");
+const pg = installation("db");
 const API = imageKey("api", "myorg/api");
 const NODE_AGENT = imageKey("node-agent", "myorg/node-agent");
 
@@ -52,12 +52,6 @@ const stopsWhileLockedOut = (): Case => {
     scrape,
     series: [
       ...tickCounters(api, { locked_out: at }, scrape),
-      gauge(
-        "image_refresh_frozen",
-        { ...api.labels, ...api.exporter },
-        at.map((t) => [t, 0]),
-        scrape,
-      ),
       ...imageGauges(api, API, at, () => ({ locked_out: 1 }), scrape),
       // Rearmed at 33: the tick at 35 reports it clear.
       ...imageGauges(
@@ -100,19 +94,16 @@ const neverSucceeded = (): Case => {
         [[0, 0]],
         scrape,
       ),
-      // Frozen, and its CronJob stops at 120: the freeze still shows.
+      // api frozen (a target that does not settle), node-agent going on; the CronJob stops at
+      // 120: the freeze still shows, for the frozen image only.
       ...tickCounters(pg, { frozen: ticks(0, 120) }, scrape),
-      gauge(
-        "image_refresh_frozen",
-        { ...pg.labels, ...pg.exporter },
-        ticks(0, 120).map((t) => [t, 1]),
-        scrape,
-      ),
+      ...imageGauges(pg, API, ticks(0, 120), () => ({ frozen: 1, skip_streak: 3, in_sync: 1 }), scrape),
+      ...imageGauges(pg, NODE_AGENT, ticks(0, 120), () => ({ in_sync: 1, verified: true }), scrape),
     ],
     expect: [
       ...during("ImageRefreshNoRecentSuccess", [60, 119], []),
       ...during("ImageRefreshNoRecentSuccess", [121, 200, 300], [api.labels, pg.labels]),
-      ...during("ImageRefreshFrozen", [1, 150, 300], [pg.labels]),
+      ...during("ImageRefreshFrozen", [1, 150, 300], [{ ...pg.labels, ...API }]),
       ...during("ImageRefreshNoTicks", [149], []),
       ...during("ImageRefreshNoTicks", [151, 300], [pg.labels]),
     ],
@@ -279,8 +270,43 @@ const jobFails = (): Case => {
   };
 };
 
+/**
+ * A lockout ticks on, each tick exiting 1: its Job fails too, so TickFailed fires beside
+ * LockedOut (the RUNBOOK says to follow LockedOut), and NoRecentSuccess joins 2 hours after the
+ * last success.
+ */
+const lockoutFailsJobs = (): Case => {
+  const scrape = { every: 1, until: 180 };
+  const at = ticks(5, 180);
+  const job = ksmJob("image-refresh-29000005");
+  return {
+    name: "LockedOut with TickFailed: every lockout tick fails its Job; NoRecentSuccess after 2 hours",
+    scrape,
+    series: [
+      ...tickCounters(api, { noop: [0], locked_out: at }, scrape),
+      gauge(
+        "image_refresh_last_success_timestamp_seconds",
+        { ...api.labels, ...api.exporter },
+        [[0, 0]],
+        scrape,
+      ),
+      ...imageGauges(api, NODE_AGENT, [0, ...at], (t) => ({ locked_out: t > 0 ? 1 : 0, in_sync: 1 }), scrape),
+      // The newest Job (started at 175 min) failed; kube-state-metrics shows it from its start.
+      ksmOf("kube_job_status_start_time", job, (t) => (t >= 175 ? 175 * 60 : undefined), scrape),
+      ksmOf("kube_job_status_failed", job, (t) => (t >= 176 ? 1 : undefined), scrape),
+    ],
+    expect: [
+      ...during("ImageRefreshLockedOut", [6, 120, 177], [{ ...api.labels, ...NODE_AGENT }]),
+      ...during("ImageRefreshTickFailed", [177], [job]),
+      ...during("ImageRefreshNoRecentSuccess", [119], []),
+      ...during("ImageRefreshNoRecentSuccess", [121, 177], [api.labels]),
+    ],
+  };
+};
+
 export const MINUTES: Case[] = [
   jobFails(),
+  lockoutFailsJobs(),
   oneStopsAmongHealthy(),
   stopsWhileLockedOut(),
   neverSucceeded(),

@@ -1,5 +1,5 @@
 // The input series of promises.ts, labelled as the pipeline labels them: an installation's
-// state-object labels plus what the Collector's exporter adds, an image's key and repository,
+// label (its store, `<namespace>/<name>`) plus what the Collector's exporter adds, an image's key and repository,
 // kube-state-metrics' CronJob labels.
 import { VERSION } from "../../lib/version.ts";
 import { counter, dense, exposed, type Push, type Scrape } from "./exposition.ts";
@@ -35,9 +35,10 @@ export interface Installation {
  */
 export const SCRAPE_JOB: Labels = { job: "otel-collector", instance: "otel-collector:8889" };
 
-export function installation(ns: string, kind: string, name: string): Installation {
+/** The installation of the store `ns/name`: every point carries image_refresh.installation. */
+export function installation(ns: string, name = "image-refresh-state"): Installation {
   return {
-    labels: { k8s_namespace_name: ns, [`k8s_${kind}_name`]: name },
+    labels: { image_refresh_installation: `${ns}/${name}` },
     exporter: {
       exported_instance: `${ns}/${name}`,
       exported_job: "image-refresh",
@@ -77,8 +78,19 @@ export interface ImageState {
   paused?: number;
   unresolved_streak?: number;
   in_sync?: number;
+  skip_streak?: number;
+  frozen?: number;
   verified?: boolean;
 }
+
+const IMAGE_STATE_GAUGES = [
+  "locked_out",
+  "paused",
+  "unresolved_streak",
+  "in_sync",
+  "skip_streak",
+  "frozen",
+] as const;
 
 export function imageKey(key: string, repository: string): Labels {
   return { image_refresh_image: key, container_image_name: repository };
@@ -94,7 +106,7 @@ export function imageGauges(
 ): Series[] {
   const labels = { ...i.labels, ...i.exporter, ...image };
   const out: Series[] = [];
-  for (const name of ["locked_out", "paused", "unresolved_streak", "in_sync"] as const) {
+  for (const name of IMAGE_STATE_GAUGES) {
     const pushes = at.map((t): Push => [t, state(t)[name] ?? 0]);
     out.push(gauge(`image_refresh_${name}`, labels, pushes, s));
   }

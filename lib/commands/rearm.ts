@@ -40,6 +40,18 @@ export function rearmDecision(c: Config, book: Book, named: readonly string[]): 
   return { change: merge(...changes), ...(parts.length ? { summary: parts.join("; ") } : {}) };
 }
 
+/** The rearm event: the images whose counter or flap marker it cleared, with the count each had. */
+function rearmEvent(c: Config, book: Book, named: readonly string[]): Attributes {
+  const keys = named.length ? named : c.images.map((i) => i.key);
+  const cleared = keys.filter((k) => rearm(book, k).removed.some((f) => f === "attempt" || f === "flap"));
+  const out: Attributes = { "image_refresh.images": cleared.join(",") };
+  for (const k of cleared) {
+    const a = book.images[k]?.attempt;
+    if (a?.kind === "trusted") out[`image_refresh.attempt.${k}`] = a.value;
+  }
+  return out;
+}
+
 export async function rearmCommand(
   rt: Runtime,
   dryRun: boolean,
@@ -65,9 +77,7 @@ export async function rearmCommand(
         "nothing to clear: no attempt counter, flap marker, failed digest, repin streak or rejection",
       );
     if (r.result === "written") {
-      root.addEvent("rearm", {
-        "image_refresh.images": (named.length ? named : rt.config.images.map((i) => i.key)).join(","),
-      });
+      if (r.book) root.addEvent("rearm", rearmEvent(rt.config, r.book, named));
       rt.log.info(`re-armed: ${r.summary}; the next tick may refresh again`);
     }
     if (r.result === "failed") root.setError("rearm_failed");

@@ -20,10 +20,15 @@ let downUrl: string;
 beforeAll(async () => {
   w = await startWorld();
   expect((await w.run()).code).toBe(0); // first observation: later ticks are no-ops
-  // A state object that does not exist: the tick ends as `error`, exit 1.
+  // A store the API server refuses to read: the tick ends as `error`, exit 1.
   ghostConfig = join(w.dir, "ghost.json");
   const ghost = defaultConfig(w.registry.host);
-  ghost.state.name = "ghost";
+  ghost.store = { namespace: "image-refresh", name: "ghost" };
+  w.api.faults.add({
+    method: "GET",
+    path: "/api/v1/namespaces/image-refresh/configmaps/ghost",
+    fault: { type: "status", code: 403 },
+  });
   writeFileSync(ghostConfig, JSON.stringify(ghost));
   for (const mode of ["ok", "hang", "fail500"] as const) collectors[mode] = startCollector({ mode });
   const gone = startCollector();

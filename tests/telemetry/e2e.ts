@@ -17,7 +17,7 @@ export const COUNTERS = [
   "image_refresh.reverts",
   "image_refresh.repins",
 ] as const;
-/** Gauges of the state object, one point a tick. */
+/** Gauges of the installation (no image attribute), at most one point a tick. */
 export const GAUGES = ["image_refresh.last_success_timestamp"] as const;
 export type GaugeName = (typeof GAUGES)[number];
 /** Gauges per image, one point per image a tick, each with attribute image_refresh.image. */
@@ -33,7 +33,7 @@ export const IMAGE_GAUGES = [
 export type ImageGaugeName = (typeof IMAGE_GAUGES)[number];
 
 /** Every metric and the root span carry the installation: the store, `<namespace>/<name>`. */
-export const STATE_ATTRS = { "image_refresh.installation": "image-refresh/image-refresh-state" };
+export const INSTALLATION_ATTRS = { "image_refresh.installation": "image-refresh/image-refresh-state" };
 
 /** What one process exported; `spans`/`metrics` fit the collector helpers (rootSpan, points...). */
 export interface Exported extends RunResult {

@@ -12,7 +12,7 @@ const captured = readCaptured();
 const rulesText = readFileSync(join(import.meta.dir, "..", "..", "k8s", "monitoring", "rules.yaml"), "utf8");
 /** Every image_refresh series the rules read. */
 const READ = [...new Set(rulesText.match(/\bimage_refresh_[a-z_]+(?=[[{)\s])/g) ?? [])].filter(
-  (n) => !/^image_refresh_(image|outcome)$/.test(n),
+  (n) => !/^image_refresh_(image|outcome|installation)$/.test(n),
 );
 
 /** promtool's notation expanded: one entry per scrape. */

@@ -41,8 +41,8 @@ const exprs = [
   ...rules.groups.flatMap((g) => g.rules.map((r) => r.expr)),
   ...dashboard.panels.flatMap((p) => p.targets.map((t) => t.expr ?? "")),
 ];
-/** Attribute labels that share the metric prefix (image_refresh.outcome, image_refresh.image). */
-const LABELS = new Set(["image_refresh_outcome", "image_refresh_image"]);
+/** Attribute labels that share the metric prefix (outcome, image, installation). */
+const LABELS = new Set(["image_refresh_outcome", "image_refresh_image", "image_refresh_installation"]);
 const used = (prefix: string) =>
   [...new Set(exprs.flatMap((e) => e.match(new RegExp(`\\b${prefix}[a-z0-9_]+`, "g")) ?? []))].filter(
     (n) => !LABELS.has(n),
@@ -121,6 +121,26 @@ describe("rules", () => {
       const uses = rules.groups.flatMap((g) => g.rules.map((r) => r.expr)).filter((e) => e.includes(name));
       expect({ name, uses: uses.length > 0 }).toEqual({ name, uses: true });
       for (const e of uses) expect(e).toMatch(new RegExp(`last_over_time\\(${name}\\[`));
+    }
+  });
+
+  // The installation is the store, one label on every point; a per-image alert is per image too.
+  test("every alert on our series groups by the installation, and per-image ones by the image", () => {
+    const perImage = ["locked_out", "paused", "frozen", "in_sync", "unresolved_streak", "last_verified"];
+    for (const a of alerts.filter((r) => /\bimage_refresh_[a-z_]+(\[|\{| offset)/.test(r.expr))) {
+      const lists = [...a.expr.matchAll(/\b(?:by|on) \(([^)]*)\)/g)].map((m) => m[1]?.split(/,\s*/) ?? []);
+      expect({ alert: a.alert, grouped: lists.length > 0 }).toEqual({ alert: a.alert, grouped: true });
+      for (const l of lists)
+        expect({ alert: a.alert, l }).toEqual({
+          alert: a.alert,
+          l: expect.arrayContaining(["image_refresh_installation"]),
+        });
+      if (perImage.some((g) => a.expr.includes(`image_refresh_${g}`)))
+        for (const l of lists)
+          expect({ alert: a.alert, l }).toEqual({
+            alert: a.alert,
+            l: expect.arrayContaining(["image_refresh_image"]),
+          });
     }
   });
 
@@ -247,18 +267,22 @@ describe("dashboard and collector config", () => {
       "image_refresh_last_verified_timestamp_seconds",
       "image_refresh_attempts_total",
       "image_refresh_reverts_total",
+      "image_refresh_frozen",
+      "image_refresh_skip_streak",
+      "image_refresh_skips_total",
     ];
     for (const metric of perImage) {
       const targets = panelsOf(metric).flatMap((p) => p.targets.filter((t) => t.expr?.includes(metric)));
       expect({ metric, shown: targets.length > 0 }).toEqual({ metric, shown: true });
-      for (const t of targets) expect(t.expr).toMatch(/by \(k8s_namespace_name, [^)]*image_refresh_image\)/);
+      for (const t of targets)
+        expect(t.expr).toMatch(/by \(image_refresh_installation, image_refresh_image\)/);
     }
   });
 
   test("tick outcomes are shown per installation and outcome", () => {
     const targets = panelsOf("image_refresh_ticks_total").flatMap((p) => p.targets);
     expect(
-      targets.some((t) => /by \(k8s_namespace_name, [^)]*image_refresh_outcome\)/.test(t.expr ?? "")),
+      targets.some((t) => /by \(image_refresh_installation, image_refresh_outcome\)/.test(t.expr ?? "")),
     ).toBe(true);
   });
 

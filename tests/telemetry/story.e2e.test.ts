@@ -44,8 +44,9 @@ const STEPS: Step[] = [
   },
   { name: "flap 2", outcome: "failed", code: 1 },
   { name: "flap 3", outcome: "failed", code: 1 },
-  { name: "lockout", outcome: "locked_out", code: 0 },
-  { name: "lockout holds", outcome: "locked_out", code: 0 },
+  // A lockout needs a human: each tick that holds it exits 1 (a failed Job).
+  { name: "lockout", outcome: "locked_out", code: 1 },
+  { name: "lockout holds", outcome: "locked_out", code: 1 },
   // Not a tick: no sample on the timeline.
   { name: "rearm", args: ["rearm"], code: 0 },
   {
@@ -103,7 +104,8 @@ test("every export of the story carries one stable resource", () => {
   const ids = new Set(
     exported.map((x) => `${x.resource["service.name"]} ${x.resource["service.instance.id"]}`),
   );
-  expect([...ids]).toEqual(["image-refresh apps/api"]);
+  // The installation is the store, <namespace>/<name>.
+  expect([...ids]).toEqual(["image-refresh image-refresh/image-refresh-state"]);
 });
 
 test("attempt ticks and the lockout form one chain of span links", () => {
@@ -155,8 +157,7 @@ test("rearm is one trace: its own root span over its GET and PATCH, linked to th
   expect(root.links).toEqual([ref(tick("flap 3").root)]);
   expect(root.attributes).toMatchObject({
     "image_refresh.rearm.result": "cleared",
-    "k8s.namespace.name": "apps",
-    "k8s.deployment.name": "api",
+    "image_refresh.installation": "image-refresh/image-refresh-state",
   });
   expect(root.events).toEqual([
     {
@@ -185,9 +186,9 @@ test("counters add up over the story", () => {
   });
 });
 
-test("gauges follow the state tick by tick, per image; last success only on exit-0 ticks", () => {
+test("gauges follow the store tick by tick, per image; last success only on exit-0 ticks", () => {
   const series = (name: string) =>
-    ticks.map((t) => gauges(t.e)[`image_refresh.${name}` as "image_refresh.frozen"]);
+    ticks.map((t) => gauges(t.e)[`image_refresh.${name}` as "image_refresh.last_success_timestamp"]);
   const imageSeries = (key: string, name: string) =>
     ticks.map((t) => imageGauges(t.e)[key]?.[`image_refresh.${name}` as "image_refresh.locked_out"]);
   expect(imageSeries("node-agent", "attempt_count")).toEqual([0, 0, 1, 2, 3, 3, 3, 0, 0, 0]);
@@ -196,8 +197,11 @@ test("gauges follow the state tick by tick, per image; last success only on exit
   // image locked out: the gauge says so one tick before the flap marker is written.
   expect(imageSeries("node-agent", "locked_out")).toEqual([0, 0, 0, 0, 1, 1, 1, 0, 0, 0]);
   expect(imageSeries("api", "locked_out")).toEqual(ticks.map(() => 0));
-  expect(series("frozen")).toEqual(ticks.map(() => 0));
-  expect(series("skip_streak")).toEqual(ticks.map(() => 0));
+  // Every target settles throughout: no image skips or freezes, and each tick says so.
+  for (const key of ["api", "node-agent"]) {
+    expect(imageSeries(key, "frozen")).toEqual(ticks.map(() => 0));
+    expect(imageSeries(key, "skip_streak")).toEqual(ticks.map(() => 0));
+  }
   const success = series("last_success_timestamp");
   expect(success.map((v) => v !== undefined)).toEqual(ticks.map((t) => t.step.code === 0));
   for (const [i, t] of ticks.entries())
@@ -227,7 +231,8 @@ function inputSeries(): Array<{ series: string; values: string }> {
   };
   gauge("image_refresh.locked_out", "image_refresh_locked_out", (v) => v, "node-agent");
   gauge("image_refresh.locked_out", "image_refresh_locked_out", (v) => v, "api");
-  gauge("image_refresh.frozen", "image_refresh_frozen", (v) => v);
+  gauge("image_refresh.frozen", "image_refresh_frozen", (v) => v, "node-agent");
+  gauge("image_refresh.frozen", "image_refresh_frozen", (v) => v, "api");
   // Wall-clock seconds moved onto promtool's timeline, where tick i happens at i * 5 minutes.
   gauge(
     "image_refresh.last_success_timestamp",
@@ -274,14 +279,18 @@ promtoolTest(
       .flatMap((t) => t.e.metrics.filter((m) => m.name === "image_refresh.locked_out"))
       .flatMap((m) => m.points)
       .find((p) => p.attributes["image_refresh.image"] === "node-agent");
-    const stateLabels: Record<string, string> = Object.fromEntries(
+    const pointLabels: Record<string, string> = Object.fromEntries(
       Object.entries(point?.attributes ?? {}).map(([k, v]) => [k.replaceAll(".", "_"), String(v)]),
     );
-    expect(stateLabels).toMatchObject({ k8s_namespace_name: "apps", k8s_deployment_name: "api" });
+    expect(pointLabels).toEqual({
+      image_refresh_installation: "image-refresh/image-refresh-state",
+      image_refresh_image: "node-agent",
+      container_image_name: "myorg/node-agent",
+    });
     const expand = (s: string) =>
-      s.replace(/\{\{ \$labels\.(\w+) \}\}/g, (_, k: string) => stateLabels[k] ?? "");
+      s.replace(/\{\{ \$labels\.(\w+) \}\}/g, (_, k: string) => pointLabels[k] ?? "");
     const lockedAlert = {
-      exp_labels: { severity: "warning", ...stateLabels },
+      exp_labels: { severity: "warning", ...pointLabels },
       exp_annotations: Object.fromEntries(
         Object.entries(rule?.annotations ?? {}).map(([k, v]) => [k, expand(v)]),
       ),
@@ -289,6 +298,7 @@ promtoolTest(
     const evals = ticks.flatMap((_, i) => {
       const eval_time = `${i * TICK_MINUTES + 1}m`;
       return [
+        // Firing with exactly the gauge's labels, the store's installation label among them.
         { eval_time, alertname: "ImageRefreshLockedOut", exp_alerts: firing[i] ? [lockedAlert] : [] },
         // The flaps fail for 15 minutes only: far from the 2 h without success that pages.
         { eval_time, alertname: "ImageRefreshNoRecentSuccess", exp_alerts: [] },

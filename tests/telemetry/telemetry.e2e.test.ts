@@ -1,20 +1,19 @@
 // What a dashboard reads from one tick of the compiled binary, per outcome and per OTLP encoding:
 // the root span and its outcome, span events and links, HTTP and rollout child spans, the tick's
-// counter increments and its gauges as the tick left the state (SPEC "Telemetry").
+// counter increments and its gauges as the tick left the store.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import type { Outcome } from "../../lib/outcomes.ts";
 import { type Collector, childrenOf, rootSpan, startCollector, sumOf } from "../../sim/collector.ts";
-import { PREFIX, STATE_PATH, startWorld, type World, writes } from "../support/world.ts";
+import { PREFIX, STORE_PATH, startWorld, type World, writes } from "../support/world.ts";
 import {
   COUNTERS,
   type Exported,
-  GAUGES,
   gauges,
   IMAGE_GAUGES,
+  INSTALLATION_ATTRS,
   imageGauges,
   PROTOCOLS,
   runWith,
-  STATE_ATTRS,
   secrets,
   useRegistryCredentials,
 } from "./e2e.ts";
@@ -29,13 +28,16 @@ interface Scenario {
   arrange(w: World): Promise<void>;
   code: 0 | 1;
   counters: Partial<Record<(typeof COUNTERS)[number], number>>;
-  /** Expected gauges except last_success_timestamp; undefined = must not be emitted. */
-  gauges: { skip_streak?: number; frozen?: number };
-  /** Per image: attempt_count, locked_out, paused, unresolved_streak; `verified` = last_verified emitted. */
+  /**
+   * Per image: attempt_count, locked_out, paused, unresolved_streak, skip_streak, frozen
+   * (undefined = must not be emitted); `verified` = last_verified_timestamp emitted.
+   */
   images: Record<
     string,
     {
       attempt_count?: number;
+      skip_streak?: number;
+      frozen?: number;
       locked_out?: number;
       paused?: number;
       unresolved_streak?: number;
@@ -51,6 +53,16 @@ interface Scenario {
   registry: boolean;
 }
 
+/** An image's gauges on a quiet tick: every one of them emitted, at 0. */
+const QUIET = {
+  attempt_count: 0,
+  locked_out: 0,
+  paused: 0,
+  unresolved_streak: 0,
+  skip_streak: 0,
+  frozen: 0,
+} as const;
+
 async function recorded(w: World) {
   expect((await w.run()).code).toBe(0);
 }
@@ -61,10 +73,9 @@ const SCENARIOS: Scenario[] = [
     arrange: async () => {},
     code: 0,
     counters: {},
-    gauges: { skip_streak: 0, frozen: 0 },
     images: {
-      api: { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: false },
-      "node-agent": { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: false },
+      api: { ...QUIET, verified: false },
+      "node-agent": { ...QUIET, verified: false },
     },
     events: [],
     links: [],
@@ -76,10 +87,9 @@ const SCENARIOS: Scenario[] = [
     arrange: recorded,
     code: 0,
     counters: {},
-    gauges: { skip_streak: 0, frozen: 0 },
     images: {
-      api: { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
-      "node-agent": { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
+      api: { ...QUIET, verified: true },
+      "node-agent": { ...QUIET, verified: true },
     },
     events: [],
     links: [],
@@ -99,10 +109,9 @@ const SCENARIOS: Scenario[] = [
     },
     code: 0,
     counters: { "image_refresh.attempts": 1, "image_refresh.resets": 1 },
-    gauges: { skip_streak: 0, frozen: 0 },
     images: {
-      api: { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: false },
-      "node-agent": { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
+      api: { ...QUIET, verified: false },
+      "node-agent": { ...QUIET, verified: true },
     },
     events: ["attempt", "reset"],
     links: [EARLIER],
@@ -110,6 +119,7 @@ const SCENARIOS: Scenario[] = [
     registry: true,
   },
   {
+    // Only the image whose target does not settle waits; the other goes on and asks the registry.
     outcome: "skipped",
     arrange: async (w) => {
       await recorded(w);
@@ -117,28 +127,32 @@ const SCENARIOS: Scenario[] = [
     },
     code: 0,
     counters: { "image_refresh.skips": 1 },
-    gauges: { skip_streak: 1, frozen: 0 },
-    images: {},
+    images: {
+      api: { ...QUIET, skip_streak: 1, verified: false },
+      "node-agent": { ...QUIET, verified: true },
+    },
     events: [],
     links: [],
     rollouts: [],
-    registry: false,
+    registry: true,
   },
   {
     outcome: "frozen",
     arrange: async (w) => {
       await recorded(w);
-      w.setBook({ [k("refresh-skip-streak")]: "2" });
+      w.setBook({ "skip-streak-api": "2" });
       w.api.setMode("Deployment", "apps", "api", "unsettled");
     },
     code: 1,
     counters: { "image_refresh.skips": 1 },
-    gauges: { skip_streak: 3, frozen: 1 },
-    images: {},
+    images: {
+      api: { ...QUIET, skip_streak: 3, frozen: 1, verified: false },
+      "node-agent": { ...QUIET, verified: true },
+    },
     events: ["freeze"],
     links: [],
     rollouts: [],
-    registry: false,
+    registry: true,
   },
   {
     outcome: "locked_out",
@@ -150,12 +164,12 @@ const SCENARIOS: Scenario[] = [
       });
       w.registry.push("myorg/api", "stable");
     },
-    code: 0,
+    // A lockout needs a human: every tick it holds exits 1, so the Job fails too.
+    code: 1,
     counters: { "image_refresh.lockouts": 1 },
-    gauges: { skip_streak: 0, frozen: 0 },
     images: {
-      api: { attempt_count: 3, locked_out: 1, paused: 0, unresolved_streak: 0, verified: false },
-      "node-agent": { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
+      api: { ...QUIET, attempt_count: 3, locked_out: 1, verified: false },
+      "node-agent": { ...QUIET, verified: true },
     },
     events: ["lockout"],
     links: [EARLIER],
@@ -172,11 +186,10 @@ const SCENARIOS: Scenario[] = [
     },
     code: 1,
     counters: {},
-    // Nor has "locked out": the count that decides it is unknown.
-    gauges: { skip_streak: 0, frozen: 0 },
     images: {
-      api: { paused: 0, unresolved_streak: 0, verified: false },
-      "node-agent": { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
+      // Nor has "locked out": the count that decides it is unknown.
+      api: { paused: 0, unresolved_streak: 0, skip_streak: 0, frozen: 0, verified: false },
+      "node-agent": { ...QUIET, verified: true },
     },
     events: [],
     links: [],
@@ -193,10 +206,9 @@ const SCENARIOS: Scenario[] = [
     },
     code: 1,
     counters: { "image_refresh.attempts": 1, "image_refresh.reverts": 1 },
-    gauges: { skip_streak: 0, frozen: 0 },
     images: {
-      api: { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
-      "node-agent": { attempt_count: 1, locked_out: 0, paused: 0, unresolved_streak: 0, verified: false },
+      api: { ...QUIET, verified: true },
+      "node-agent": { ...QUIET, attempt_count: 1, verified: false },
     },
     events: ["attempt", "revert"],
     links: [],
@@ -214,10 +226,9 @@ const SCENARIOS: Scenario[] = [
     },
     code: 0,
     counters: {},
-    gauges: { skip_streak: 0, frozen: 0 },
     images: {
-      api: { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
-      "node-agent": { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 1, verified: false },
+      api: { ...QUIET, verified: true },
+      "node-agent": { ...QUIET, unresolved_streak: 1, verified: false },
     },
     events: [],
     links: [],
@@ -233,10 +244,9 @@ const SCENARIOS: Scenario[] = [
     },
     code: 1,
     counters: {},
-    gauges: { skip_streak: 0, frozen: 0 },
     images: {
-      api: { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
-      "node-agent": { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 8, verified: false },
+      api: { ...QUIET, verified: true },
+      "node-agent": { ...QUIET, unresolved_streak: 8, verified: false },
     },
     events: ["stale"],
     links: [],
@@ -252,10 +262,9 @@ const SCENARIOS: Scenario[] = [
     },
     code: 0,
     counters: {},
-    gauges: { skip_streak: 0, frozen: 0 },
     images: {
-      api: { attempt_count: 0, locked_out: 0, paused: 0, unresolved_streak: 0, verified: true },
-      "node-agent": { attempt_count: 0, locked_out: 0, paused: 1, unresolved_streak: 0, verified: false },
+      api: { ...QUIET, verified: true },
+      "node-agent": { ...QUIET, paused: 1, verified: false },
     },
     events: ["pause"],
     links: [],
@@ -265,12 +274,11 @@ const SCENARIOS: Scenario[] = [
   {
     outcome: "error",
     arrange: async (w) => {
-      w.api.faults.add({ method: "GET", path: STATE_PATH, fault: { type: "status", code: 403 } });
+      w.api.faults.add({ method: "GET", path: STORE_PATH, fault: { type: "status", code: 403 } });
     },
     code: 1,
     counters: {},
-    // The state is unknown: no gauge claims it is fine (a 0 would resolve a lockout alert).
-    gauges: {},
+    // The store is unknown: no gauge claims it is fine.
     images: {},
     events: [],
     links: [],
@@ -304,13 +312,8 @@ function expectTickMetrics(e: Exported, s: Scenario) {
   for (const m of e.metrics.filter((m) => m.type !== "gauge"))
     expect({ name: m.name, t: m.temporality }).toEqual({ name: m.name, t: "delta" });
   for (const m of e.metrics.filter((m) => m.type === "sum")) expect(m.monotonic).toBe(true);
-  for (const p of e.metrics.flatMap((m) => m.points)) expect(p.attributes).toMatchObject(STATE_ATTRS);
-  const g = gauges(e);
-  const { "image_refresh.last_success_timestamp": success, ...state } = g;
-  expect(state).toEqual({
-    "image_refresh.skip_streak": s.gauges.skip_streak,
-    "image_refresh.frozen": s.gauges.frozen,
-  });
+  for (const p of e.metrics.flatMap((m) => m.points)) expect(p.attributes).toMatchObject(INSTALLATION_ATTRS);
+  const success = gauges(e)["image_refresh.last_success_timestamp"];
   const perImage = imageGauges(e);
   const want = Object.fromEntries(
     Object.entries(s.images).map(([key, v]) => {
@@ -331,16 +334,16 @@ function expectTickMetrics(e: Exported, s: Scenario) {
     expect(success).toBeGreaterThanOrEqual(e.startedS);
     expect(success).toBeLessThanOrEqual(e.endedS);
   } else expect(success).toBeUndefined();
-  // A tick that read its state reports it, zeros included; one that could not reports none.
-  const reported = GAUGES.filter((n) => g[n] !== undefined).length;
-  if (s.outcome === "error") expect(reported).toBe(0);
-  else expect(reported).toBeGreaterThanOrEqual(1);
+  // A tick that read its store reports every image, zeros included; one that could not reports
+  // no gauge at all, not even an installation-wide one (a 0 would resolve a lockout alert).
+  if (s.outcome === "error") expect(e.metrics.filter((m) => m.type === "gauge")).toEqual([]);
+  else expect(Object.keys(perImage).sort()).toEqual(["api", "node-agent"]);
 }
 
 function expectSpans(e: Exported, s: Scenario, leaked: string[]) {
   const root = rootSpan(e);
   expect(root.kind).toBe("internal");
-  expect(root.attributes).toMatchObject({ ...STATE_ATTRS, "image_refresh.outcome": s.outcome });
+  expect(root.attributes).toMatchObject({ ...INSTALLATION_ATTRS, "image_refresh.outcome": s.outcome });
   expect(root.status.code).toBe(s.code === 0 ? "unset" : "error");
   expect(root.events.map((ev) => ev.name)).toEqual(s.events);
   expect(root.links).toEqual(s.links);
@@ -363,7 +366,7 @@ function expectSpans(e: Exported, s: Scenario, leaked: string[]) {
   // Every span of the tick hangs off this root; none leaks into another trace.
   expect(e.spans.every((x) => x.traceId === root.traceId)).toBe(true);
   const http = e.spans.filter((x) => x.kind === "client");
-  const state = http.find((x) => x.name === "GET" && String(x.attributes["url.full"]).endsWith(STATE_PATH));
+  const state = http.find((x) => x.name === "GET" && String(x.attributes["url.full"]).endsWith(STORE_PATH));
   expect(state?.parentSpanId).toBe(root.spanId);
   expect(http.some((x) => x.name === "HEAD")).toBe(s.registry);
   for (const x of http) {
@@ -410,7 +413,7 @@ test("status is one trace: a root span named for the command over every read, wi
   expect(roots.map((s) => s.name)).toEqual(["image-refresh status"]);
   const root = roots[0] as (typeof roots)[number];
   expect(root.attributes).toMatchObject({
-    ...STATE_ATTRS,
+    ...INSTALLATION_ATTRS,
     "image_refresh.status.verdicts": "api=noop,node-agent=noop",
   });
   const reads = e.spans.filter((s) => s.parentSpanId === root.spanId);

@@ -5,7 +5,7 @@ import { createTelemetry } from "../../exporter.ts";
 import { parseTraceparent, type Telemetry } from "../../lib/telemetry.ts";
 import { type Collector, childrenOf, points, rootSpan, startCollector, sumOf } from "../../sim/collector.ts";
 
-const STATE = {
+const STORE = {
   storeNamespace: "apps",
   storeName: "api",
   version: "9.9.9",
@@ -21,7 +21,7 @@ afterEach(async () => {
 async function setup(env: Record<string, string> = {}, warnings: string[] = []) {
   collector = startCollector();
   const telemetry = await createTelemetry({
-    ...STATE,
+    ...STORE,
     env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, ...env },
     warn: (m) => warnings.push(m),
   });
@@ -84,7 +84,7 @@ describe.each(["http/protobuf", "http/json"])("createTelemetry over %s", (protoc
     expect(patch?.attributes["error.type"]).toBe("409");
   });
 
-  test("exports delta counters, gauges at 0 and histograms with the state's attributes", async () => {
+  test("exports delta counters, gauges at 0 and histograms with the installation on every point", async () => {
     const { c, t } = await setup({ OTEL_EXPORTER_OTLP_PROTOCOL: protocol });
     await fakeTick(t);
     await t.shutdown(5000);
@@ -96,7 +96,7 @@ describe.each(["http/protobuf", "http/json"])("createTelemetry over %s", (protoc
     });
     expect(byName["image_refresh.locked_out"]?.type).toBe("gauge");
     expect(points(c, "image_refresh.locked_out")).toEqual([
-      { value: 0, attributes: { "k8s.namespace.name": "apps", "k8s.deployment.name": "api" } },
+      { value: 0, attributes: { "image_refresh.installation": "apps/api" } },
     ]);
     expect(sumOf(c, "image_refresh.attempts", { "container.image.name": "myorg/api" })).toBe(1);
     expect(sumOf(c, "image_refresh.ticks", { "image_refresh.outcome": "refreshed" })).toBe(1);
@@ -110,19 +110,21 @@ describe.each(["http/protobuf", "http/json"])("createTelemetry over %s", (protoc
     expect(duration?.bucketCounts?.reduce((a, b) => a + b, 0)).toBe(1);
   });
 
-  test("describes the state object on the resource", async () => {
+  test("names the installation (the store) on the resource", async () => {
     const { c, t } = await setup({ OTEL_EXPORTER_OTLP_PROTOCOL: protocol });
     await fakeTick(t);
     await t.shutdown(5000);
     const expected = {
       "service.name": "image-refresh",
       "service.version": "9.9.9",
-      "service.instance.id": "image-refresh/image-refresh-state",
+      "service.instance.id": "apps/api",
+      "image_refresh.installation": "apps/api",
       "k8s.namespace.name": "apps",
-      "k8s.deployment.name": "api",
     };
     expect(rootSpan(c).resource).toMatchObject(expected);
     expect(c.metrics[0]?.resource).toMatchObject(expected);
+    // The store is a ConfigMap, not a workload: no workload name on the resource.
+    expect(Object.keys(rootSpan(c).resource).filter((k) => k.startsWith("k8s.deployment"))).toEqual([]);
   });
 });
 

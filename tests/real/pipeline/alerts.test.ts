@@ -207,9 +207,7 @@ describe.skipIf(!peers)(`alerts on the real pipeline (time compressed ${FACTOR}x
     const all = firedBetween(mon.seen, phaseA.from, phaseA.to);
     expect(all.filter((a) => !expected.has(a))).toEqual([]);
     for (const h of HEALTHY) {
-      const own = all.filter((a) =>
-        a.includes(`k8s_namespace_name=${installationLabels(h).k8s_namespace_name}`),
-      );
+      const own = all.filter((a) => a.includes(`image_refresh_installation=${installationText(h)}`));
       expect({ h, own }).toEqual({ h, own: [] });
     }
   });

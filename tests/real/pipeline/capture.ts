@@ -1,6 +1,6 @@
 // Captures, from the real pipeline, the series the promtool tests are built from: one
 // installation ticks through a short story (first observation, quiet ticks, an image unresolved
-// twice, a state object that stops settling until it freezes, then its CronJob stops), and
+// twice, a target of api that stops settling until api freezes, then its CronJob stops), and
 // Prometheus' raw samples of every image_refresh series are written, one per scrape (= one
 // minute of real time), in promtool's notation to k8s/monitoring/captured.json, with the minute
 // and outcome of each tick. tests/monitoring-captured.test.ts fails when series.ts and
@@ -11,7 +11,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { FACTOR, minutes } from "./compress.ts";
 import { MONITORING } from "./configs.ts";
-import { stateObject } from "./identity.ts";
+import { API_TARGET } from "./identity.ts";
 import { schedule, startInstallation, ticksOf } from "./installations.ts";
 import { needPeers } from "./peers.ts";
 import { startPipeline } from "./pipeline.ts";
@@ -29,7 +29,7 @@ async function main() {
   if (!peers) process.exit(1);
   const p = await startPipeline(peers);
   const i = await startInstallation(NAME, "http/protobuf", () => p.otlpUrl);
-  const s = stateObject(NAME);
+  const s = API_TARGET;
   i.before = (n) => {
     if (n === 2) i.world.registry.faults.add({ path: AGENT_MANIFESTS, fault: { type: "status", code: 404 } });
     if (n === 4) i.world.registry.faults.clear();

@@ -35,7 +35,7 @@ export function dashboardTargets(): Target[] {
 /** Metric names an expression reads (identifiers followed by `{`, `[` or `)` that are not functions). */
 export function seriesNames(expr: string): string[] {
   const names = expr.match(/\b(image_refresh_[a-z0-9_]+|kube_[a-z0-9_]+)\b(?!\s*=)/g) ?? [];
-  return [...new Set(names.filter((n) => !/^image_refresh_(image|outcome)$/.test(n)))];
+  return [...new Set(names.filter((n) => !/^image_refresh_(image|outcome|installation)$/.test(n)))];
 }
 
 export function dashboardProbe(p: Pipeline, every = 3000): Dashboard {

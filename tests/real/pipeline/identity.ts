@@ -1,24 +1,34 @@
-// THE ONE PLACE that says how the pipeline names an installation and an image: which state
-// object an installation's ticks use, the labels its series and alerts carry, and the gauges the
-// scenarios read. When the installation becomes the store (`<store namespace>/<store name>`, one
-// label) or gauges are added, this file changes and the scenarios do not.
+// THE ONE PLACE that says how the pipeline names an installation and an image: which store an
+// installation's ticks use, the label its series and alerts carry (`<store namespace>/<store
+// name>`), and the gauges the scenarios read. When that naming changes or gauges are added, this
+// file changes and the scenarios do not.
 
-/** An installation's own state object in its simulated cluster: namespace = installation name. */
-export function stateObject(installation: string) {
-  return { kind: "Deployment" as const, namespace: installation, name: "state" };
+import type { World } from "../../support/world.ts";
+
+/** An installation's store (its own ConfigMap) in its simulated cluster: namespace = installation name. */
+export function storeOf(installation: string) {
+  return { namespace: installation, name: "image-refresh-state" };
 }
 
-/** The labels an installation's series and alerts carry (the state object's, from each point). */
-export function installationLabels(installation: string): Record<string, string> {
-  const s = stateObject(installation);
-  return { k8s_namespace_name: s.namespace, k8s_deployment_name: s.name };
+/** The store's data (the book), keys as stored. */
+export function bookOf(world: World, installation: string): Record<string, string> {
+  const s = storeOf(installation);
+  return world.api.getConfigMap(s.namespace, s.name)?.data ?? {};
 }
 
-/** The installation as the alerts' summaries spell it. */
+/** The installation as every point, resource (service.instance.id) and alert summary spells it. */
 export function installationText(installation: string): string {
-  const s = stateObject(installation);
+  const s = storeOf(installation);
   return `${s.namespace}/${s.name}`;
 }
+
+/** The labels an installation's series and alerts carry (image_refresh.installation on each point). */
+export function installationLabels(installation: string): Record<string, string> {
+  return { image_refresh_installation: installationText(installation) };
+}
+
+/** A target workload of image `api` (the scenarios' config), for a story whose target stops settling. */
+export const API_TARGET = { kind: "Deployment" as const, namespace: "apps", name: "api" };
 
 /** The labels a per-image alert adds: the image key and the repository. */
 export function imageLabels(key: string): Record<string, string> {
@@ -34,12 +44,10 @@ export function selectorOf(installation: string): string {
 }
 
 /** The gauges of an installation and of each image, as Prometheus names them. */
-export const INSTALLATION_GAUGES = [
+export const INSTALLATION_GAUGES = ["image_refresh_last_success_timestamp_seconds"] as const;
+export const IMAGE_GAUGES = [
   "image_refresh_frozen",
   "image_refresh_skip_streak",
-  "image_refresh_last_success_timestamp_seconds",
-] as const;
-export const IMAGE_GAUGES = [
   "image_refresh_attempt_count",
   "image_refresh_locked_out",
   "image_refresh_paused",

@@ -1,9 +1,9 @@
 // Installations of image-refresh, each with its own simulated cluster and registry (tests/world.ts)
-// and its own state object, ticked by the compiled binary on a compressed CronJob schedule
+// and its own store, ticked by the compiled binary on a compressed CronJob schedule
 // (concurrencyPolicy: Forbid, as k8s/base/cronjob.yaml: a tick still running skips the next).
 import { startWorld, type World } from "../../support/world.ts";
 import { ms, REAL } from "./compress.ts";
-import { stateObject } from "./identity.ts";
+import { storeOf } from "./identity.ts";
 
 export type Protocol = "http/protobuf" | "http/json";
 
@@ -38,15 +38,11 @@ export async function startInstallation(
   otlpUrl: () => string,
 ): Promise<Installation> {
   const world = await startWorld();
-  const s = stateObject(name);
-  world.api.addWorkload({
-    ...s,
-    replicas: 1,
-    containers: [{ name: "pause", image: "registry.k8s.io/pause:3.10" }],
-  });
+  world.api.ensureNamespace(storeOf(name).namespace);
   world.writeConfig((c) => {
-    c.state = s;
-    // Targets without a namespace are in the state object's: keep them where the scenario put them.
+    // Its own store, so that its series (labelled with it) stay apart from the other installations'.
+    c.store = storeOf(name);
+    // Targets without a namespace would be in the store's: keep them where the scenario put them.
     for (const img of c.images) for (const t of img.targets) t.namespace ??= "apps";
   });
   const runs: TickRun[] = [];

@@ -3,7 +3,7 @@
 // alert it must raise, on which image, from which moment, and the promise its text makes.
 import { floatTargets } from "../../support/world.ts";
 import { minutes } from "./compress.ts";
-import { stateObject } from "./identity.ts";
+import { API_TARGET, storeOf } from "./identity.ts";
 import type { Installation } from "./installations.ts";
 
 export interface Expectation {
@@ -24,9 +24,9 @@ export interface Story {
 }
 
 const AGENT_MANIFESTS = /\/v2\/myorg\/node-agent\/manifests\//;
-const statePath = (name: string) => {
-  const s = stateObject(name);
-  return `/apis/apps/v1/namespaces/${s.namespace}/deployments/${s.name}`;
+const storePath = (name: string) => {
+  const s = storeOf(name);
+  return `/api/v1/namespaces/${s.namespace}/configmaps/${s.name}`;
 };
 const last = (i: Installation) => i.runs.at(-1);
 /** Marks `name` at the end of the tick that just ran (its points are exported by then). */
@@ -105,17 +105,25 @@ export const STORIES: Story[] = [
     ],
   },
   {
-    // The state object stops settling before tick 1: ticks 1 and 2 skip, tick 3 freezes (exit 1).
+    // A target of api stops settling before tick 1: api skips at ticks 1 and 2 and freezes at
+    // tick 3 (exit 1); node-agent goes on throughout.
     installation: "frozen",
     before: (n, i) => {
-      const s = stateObject("frozen");
+      const s = API_TARGET;
       if (n === 1) i.world.api.setMode(s.kind, s.namespace, s.name, "unsettled");
       if (n === 4) markLastTick(i, "frozen");
       if (n === 8) i.world.api.setMode(s.kind, s.namespace, s.name, "healthy");
       if (n === 9) markLastTick(i, "settled");
     },
     expect: [
-      { alert: "ImageRefreshFrozen", installation: "frozen", from: "frozen", gone: "settled", promise: 0 },
+      {
+        alert: "ImageRefreshFrozen",
+        installation: "frozen",
+        image: "api",
+        from: "frozen",
+        gone: "settled",
+        promise: 0,
+      },
     ],
   },
   {
@@ -185,14 +193,14 @@ export const STORIES: Story[] = [
     ],
   },
   {
-    // Every tick fails from the first (the API refuses its state object: RBAC not yet granted);
+    // Every tick fails from the first (the API refuses its store: RBAC not yet granted);
     // the test grants it once NoRecentSuccess has fired.
     installation: "never",
     before: (n, i) => {
       if (n === 0) {
         i.world.api.faults.add({
           method: "GET",
-          path: statePath("never"),
+          path: storePath("never"),
           fault: { type: "status", code: 403 },
         });
       }

@@ -5,8 +5,7 @@
 // links: attempt <- attempt <- attempt <- lockout, the rearm linked to the story it ends; and a
 // reset that follows a failed attempt is linked to that attempt.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { PREFIX } from "../../support/world.ts";
-import { installationText, stateObject } from "./identity.ts";
+import { bookOf, installationText } from "./identity.ts";
 import { type Installation, type Protocol, startInstallation } from "./installations.ts";
 import { needPeers } from "./peers.ts";
 import { type Pipeline, startPipeline } from "./pipeline.ts";
@@ -56,9 +55,7 @@ async function story(protocol: Protocol, i: Installation) {
   for (const step of STEPS) {
     step.before?.(i);
     await i.command(step.args ?? ["tick"]);
-    const st = stateObject(i.name);
-    const annotations = i.world.api.getObject(st.kind, st.namespace, st.name).metadata.annotations ?? {};
-    mine.set(step.name, annotations[`${PREFIX}/refresh-attempt-traceparent-node-agent`]);
+    mine.set(step.name, bookOf(i.world, i.name)["refresh-attempt-traceparent-node-agent"]);
   }
   stored.set(protocol, mine);
 }
