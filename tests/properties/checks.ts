@@ -28,6 +28,8 @@ export interface Before {
   current: Record<string, string>;
   /** Each workload read as settled by kubectl's rules with its controller healthy, by name. */
   settled: Record<string, boolean>;
+  /** Each workload not settled by kubectl's rules with a controller that will not finish it, by name. */
+  unsettled: Record<string, boolean>;
   /** Controller mode of each workload this tick, by name. */
   modes: Record<string, string>;
   /** Each workload's containers (in spec order) and the image each named before the tick. */
@@ -432,6 +434,18 @@ function checkSkipStreak(c: Ctx, verdicts: Record<string, string> | undefined, f
     }
     if (v === "skipped" || v === "frozen")
       must(!settledImage(c, key) || faulted, `(6) ${key} ${v} though all its targets were settled`);
+    // the guard, per image: a target that does not settle holds the image and its workloads
+    const names = new Set((TARGETS[key] ?? []).map((t) => t.w.name));
+    if ([...names].some((n) => c.before.unsettled[n])) {
+      must(
+        !log.some((e) => imageOps(e).length > 0 && carried(e).includes(key)),
+        `(6) ${key} was patched while a target of it was not settled`,
+      );
+      must(
+        !["refreshed", "failed"].includes(v ?? ""),
+        `(6) ${key} ${v} while a target of it was not settled`,
+      );
+    }
     const clear = log.findIndex((e) => merged(e)?.[name] === null);
     if (clear < 0) continue;
     const e = log[clear] as RequestLogEntry;

@@ -175,7 +175,15 @@ function snapshot(modes: readonly ControllerMode[]): Before {
         rolloutStatus(parseWorkload(x.kind, w.api.getObject(x.kind, x.namespace, x.name))).done,
     ]),
   );
+  const unsettled = Object.fromEntries(
+    WORKLOADS.map((x, i) => [
+      x.name,
+      (modes[i] ?? "healthy") !== "healthy" &&
+        !rolloutStatus(parseWorkload(x.kind, w.api.getObject(x.kind, x.namespace, x.name))).done,
+    ]),
+  );
   return {
+    unsettled,
     book: w.book(),
     annotations: { ...w.annotations() },
     current: { ...w.current },
