@@ -90,16 +90,24 @@ export function bookWithLegacy(book: Book, input: LegacyInput): Book {
 
 /**
  * The annotations that can go once `stored` (the book after the write landed) holds them: one
- * whose every image has entries in the store. The retry time goes once the store exists.
+ * whose every image has entries in the store. The retry time goes once the store exists. Every
+ * prefix's copy of a name goes, not only the one that was read (a left-over copy under another
+ * prefix would stay on the workload for good).
  */
 export function removableAnnotations(stored: Book, input: LegacyInput): string[] {
   const inStore = (key: string) => {
     const image = stored.images[key];
     return image !== undefined && hasEntries(image);
   };
-  return legacyAnnotations(input)
-    .filter(({ slot }) =>
-      slot.field === "retryAfter" ? stored.resourceVersion !== undefined : slot.images.every(inStore),
-    )
-    .map((f) => f.name);
+  const removable = new Set(
+    legacyAnnotations(input)
+      .filter(({ slot }) =>
+        slot.field === "retryAfter" ? stored.resourceVersion !== undefined : slot.images.every(inStore),
+      )
+      .map((f) => localName(f.name)),
+  );
+  return Object.keys(input.annotations).filter((name) => {
+    const local = localName(name);
+    return local !== undefined && removable.has(local);
+  });
 }

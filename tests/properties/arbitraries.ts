@@ -1,8 +1,9 @@
 // fast-check generators for the pure plan properties: random configurations over a small pool
-// of workloads (so images share workloads often), and random observations of the state object
-// (per-image and legacy counters, flap markers, unresolved and repin streaks, pause markers,
-// candidates, rejected digests, trusted or not), the registry (digests or failures with a
-// reason) and the targets: each workload read or not, and each container's live image in every
+// of workloads (so images share workloads often), and random books of the store (per-image
+// counters, flap markers, failed digests, skip, unresolved and repin streaks, pause markers,
+// candidates, rejected digests, trusted or not; now and then no store at all), the registry
+// (digests or failures with a reason) and the targets: each workload read or not, settled or
+// not, and each container's live image in every
 // class of SPEC step 6 (pinned to R, to L, to another digest; the floating tag; another tag;
 // another repository), spelled in the forms a runtime normalises, with its last writer
 // (image-refresh, a human, a tool, nobody on record). The truth about each container comes with
@@ -10,6 +11,7 @@
 // rejected ones often and every verdict plan() can reach is reached.
 import fc from "fast-check";
 import { type Config, parseConfig } from "../../lib/config.ts";
+import { parseBook } from "../../lib/state/book.ts";
 import type { Observed, ObservedDigest, ObservedWorkload } from "../../lib/tick/model.ts";
 import { type LiveTruth, liveImage, MANAGERS, type Truth } from "./live-images.ts";
 import { humanPinOf } from "./oracle-verdict.ts";
@@ -57,7 +59,6 @@ export const configArb: fc.Arbitrary<Config> = fc
     maxSkipTicks: fc.integer({ min: 1, max: 5 }),
     maxUnresolvedTicks: fc.integer({ min: 1, max: 4 }),
     host: fc.constantFrom("docker.io", "registry.example.com:5000", "127.0.0.1:5000"),
-    stateIndex: fc.integer({ min: 0, max: SLOTS.length - 1 }),
     reconcile: fc.constantFrom("repin", "repin", "report"),
   })
   .filter((r) => r.owners.some((o) => o >= 0))
@@ -67,11 +68,10 @@ export const configArb: fc.Arbitrary<Config> = fc
       pinned: r.pinned[i],
       targets: SLOTS.filter((_, s) => r.owners[s] === i).map((t) => ({ ...t })),
     })).filter((img) => img.targets.length > 0);
-    const st = SLOTS[r.stateIndex] as (typeof SLOTS)[number];
     const doc = {
       tag: "stable",
       registry: { host: r.host },
-      state: { kind: st.kind, namespace: st.namespace, name: st.name },
+      store: { namespace: "image-refresh", name: "image-refresh-state" },
       maxRefreshAttempts: r.maxRefreshAttempts,
       maxSkipTicks: r.maxSkipTicks,
       maxUnresolvedTicks: r.maxUnresolvedTicks,
@@ -126,14 +126,14 @@ const liveArb = fc.record({
 });
 export type LiveChoice = ValueOf<typeof liveArb>;
 
-/** One image's own bookkeeping on the state object (SPEC "State annotations", per image). */
+/** One image's own bookkeeping in the store (its keys in lib/state/keys.ts). */
 const imageStateArb = fc.record({
   recorded: fc.option(fc.constantFrom(...DIGESTS), { nil: undefined, freq: 4 }),
-  // who last changed the recorded digest (managedFields): nobody on record, image-refresh, or a
-  // `kubectl rollout undo` of the state object that wrote an old one back
-  digestBy: fc.constantFrom(undefined, undefined, "image-refresh", "image-refresh", "kubectl"),
   attempt: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 2, arbitrary: counterValue }),
   flap: oneIn(3, fc.constantFrom("3", "1", "x")),
+  // the digest whose rollout failed last (stored with each attempt)
+  failed: oneIn(4, fc.constantFrom(...DIGESTS)),
+  skip: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 2, arbitrary: counterValue }),
   unresolved: fc.oneof(
     { weight: 2, arbitrary: fc.constant(undefined) },
     { weight: 2, arbitrary: counterValue },
@@ -159,14 +159,6 @@ const imageStateArb = fc.record({
   ),
 });
 
-/** The single counter of earlier versions; sometimes under another prefix, which counts too. */
-const legacyArb = fc.record({
-  prefix: fc.constantFrom(PREFIX, PREFIX, "tracebloc.io"),
-  attempt: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: counterValue }),
-  flap: oneIn(4, fc.constantFrom("3", "1")),
-  traceparent: oneIn(4, fc.constant("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")),
-});
-
 const WORKLOAD_IDS = [...new Set(SLOTS.map((s) => `${s.kind}/${s.namespace}/${s.name}`))];
 const slotId = (s: { kind: string; namespace: string; name: string }) => `${s.kind}/${s.namespace}/${s.name}`;
 
@@ -175,6 +167,8 @@ const liveWorldArb = fc.record({
   // a third of the worlds are tidy: every container on its recorded pin, written by image-refresh
   tidy: fc.nat(2).map((n) => n === 0),
   shapes: fc.tuple(...WORKLOAD_IDS.map(() => workloadShape)),
+  // kubectl rollout status' verdict per workload: mostly settled, so most images get past the guard
+  settled: fc.tuple(...WORKLOAD_IDS.map(() => fc.nat(4).map((n) => n > 0))),
   keep: fc.array(fc.boolean(), { minLength: SLOTS.length, maxLength: SLOTS.length }),
   slots: fc.tuple(...SLOTS.map(() => liveArb)),
 });
@@ -197,7 +191,16 @@ export function liveWorld(
       workloads[id] = { found: false, message: "Forbidden (403)" };
       return;
     }
-    const read: ObservedWorkload & { found: true } = { found: true, images: {}, owners: {} };
+    const settled = world.settled[w] ?? true;
+    const read: ObservedWorkload & { found: true } = {
+      found: true,
+      images: {},
+      owners: {},
+      settled,
+      settleMessage: settled
+        ? "successfully rolled out"
+        : "Waiting for rollout to finish: 1 of 2 updated replicas are available",
+    };
     if (shape === "blocked") read.blocked = "updateStrategy OnDelete";
     truth[id] = {};
     SLOTS.forEach((s, i) => {
@@ -222,53 +225,65 @@ export function liveWorld(
 type ValueOf<A> = A extends fc.Arbitrary<infer T> ? T : never;
 type ImageState = ValueOf<typeof imageStateArb>;
 
-/** The state object's annotations for the generated bookkeeping (the pause marker comes later). */
-function stateAnnotations(
+/** The store's data for the generated bookkeeping (the pause marker comes later). */
+function storeData(
   keys: string[],
-  r: { skipStreak?: string; legacy: ValueOf<typeof legacyArb>; otherLegacy?: string; images: ImageState[] },
+  images: ImageState[],
   junk: Record<string, string>,
 ): Record<string, string> {
-  const annotations: Record<string, string> = { ...junk };
-  const set = (k: string, v: string | undefined, prefix = PREFIX) => {
-    if (v !== undefined) annotations[`${prefix}/${k}`] = v;
+  const data: Record<string, string> = { ...junk };
+  const set = (k: string, v: string | undefined) => {
+    if (v !== undefined) data[k] = v;
   };
-  set("refresh-skip-streak", r.skipStreak);
-  set("refresh-attempt", r.legacy.attempt, r.legacy.prefix);
-  set("refresh-flap-detected", r.legacy.flap, r.legacy.prefix);
-  set("refresh-attempt-traceparent", r.legacy.traceparent, r.legacy.prefix);
-  // now and then an installation that changed its prefix carries the old keys under both
-  set("refresh-attempt", r.otherLegacy, r.legacy.prefix === PREFIX ? "tracebloc.io" : PREFIX);
   keys.forEach((k, i) => {
-    const s = r.images[i] as ImageState;
+    const s = images[i] as ImageState;
     set(`last-refreshed-${k}-digest`, s.recorded);
     set(`refresh-attempt-${k}`, s.attempt);
     set(`refresh-flap-detected-${k}`, s.flap);
+    set(`failed-${k}-digest`, s.failed);
+    set(`skip-streak-${k}`, s.skip);
     set(`unresolved-streak-${k}`, s.unresolved);
     set(`rejected-${k}-digest`, s.rejected);
     set(`repin-streak-${k}`, s.repin);
     set(`candidates-${k}`, s.candidates);
   });
-  return annotations;
+  return data;
+}
+
+/** The observed book for that data: no ConfigMap (NotFound) when it is empty and `absent`. */
+export function bookFor(c: Config, data: Record<string, string>, absent = false) {
+  const keys = c.images.map((i) => i.key);
+  const none = absent && Object.keys(data).length === 0;
+  return parseBook(none ? undefined : { resourceVersion: "7", data }, keys);
 }
 
 /**
  * The pause marker as a tick would have left it: the image of the pin that pauses the image now
  * (announced already), or of one that paused it once; the oracle says which pin pauses.
  */
-function markPauses(c: Config, o: Observed, t: Truth, states: ImageState[]): void {
+function markPauses(
+  c: Config,
+  o: Observed,
+  t: Truth,
+  states: ImageState[],
+  data: Record<string, string>,
+): void {
+  let marked = false;
   c.images.forEach((img, i) => {
     const want = states[i]?.paused;
     if (want === "none") return;
+    marked = true;
     const pin = want === "current" ? humanPinOf(c, o, t, img.key) : undefined;
     const image = pin?.image ?? `${c.registry.host}/${img.repository}@${D("8")}`;
-    o.state.annotations[`${PREFIX}/paused-${img.key}`] = image;
+    data[`paused-${img.key}`] = image;
   });
+  if (marked) o.book = bookFor(c, data);
 }
 
 export interface Case {
   c: Config;
   o: Observed;
-  /** What every container read runs, by construction (empty when the tick is unsettled). */
+  /** What every container read runs, by construction. */
   t: Truth;
 }
 
@@ -277,34 +292,20 @@ export function observedArb(c: Config): fc.Arbitrary<Omit<Case, "c">> {
   const keys = c.images.map((i) => i.key);
   return fc
     .record({
-      settled: fc.boolean(),
-      skipStreak: counterValue,
-      legacy: legacyArb,
-      otherLegacy: oneIn(8, fc.constantFrom("0", "1", "2")),
       images: fc.tuple(...keys.map(() => imageStateArb)),
       digests: fc.tuple(...keys.map(() => digestObs)),
       live: liveWorldArb,
       claimed: oneIn(8, fc.subarray(keys, { minLength: 1 })),
       junk: fc.dictionary(fc.string({ maxLength: 8 }), fc.string({ maxLength: 8 }), { maxKeys: 2 }),
+      absent: fc.boolean(),
     })
     .map((r) => {
-      const annotations = stateAnnotations(keys, r, r.junk);
-      const o: Observed = {
-        state: { annotations, settled: r.settled, settleMessage: r.settled ? "done" : "waiting" },
-      };
-      const digestOwners = Object.fromEntries(
-        keys.flatMap((k, i) => {
-          const by = r.images[i]?.digestBy;
-          const recorded = annotations[`${PREFIX}/last-refreshed-${k}-digest`];
-          return by && recorded !== undefined ? [[k, [{ manager: by, operation: "Update" }]]] : [];
-        }),
-      );
-      if (Object.keys(digestOwners).length > 0) o.state.digestOwners = digestOwners;
-      if (!r.settled) return { o, t: {} };
+      const data = storeData(keys, r.images, r.junk);
+      const o: Observed = { book: bookFor(c, data, r.absent) };
       o.digests = Object.fromEntries(
         keys.map((k, i) => {
           const seen = r.digests[i] as ObservedDigest;
-          const recorded = annotations[`${PREFIX}/last-refreshed-${k}-digest`];
+          const recorded = data[`last-refreshed-${k}-digest`];
           const same = seen.ok && recorded !== undefined && r.images[i]?.unchanged;
           return [k, same ? { ok: true as const, digest: recorded } : seen];
         }),
@@ -312,14 +313,14 @@ export function observedArb(c: Config): fc.Arbitrary<Omit<Case, "c">> {
       const pin = (key: string) => {
         const seen = o.digests?.[key];
         return {
-          recorded: annotations[`${PREFIX}/last-refreshed-${key}-digest`],
+          recorded: data[`last-refreshed-${key}-digest`],
           registry: seen?.ok ? seen.digest : undefined,
         };
       };
       const { workloads, truth } = liveWorld(c, r.live, pin);
       o.workloads = workloads;
       if (r.claimed) o.claimed = r.claimed;
-      markPauses(c, o, truth, r.images);
+      markPauses(c, o, truth, r.images, data);
       return { o, t: truth };
     });
 }

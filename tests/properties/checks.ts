@@ -1,8 +1,8 @@
 // The invariants checked after every tick of tick.property.test.ts, numbered as in issue 6 and
 // carried per image (issue 11). Each reads only the API and registry request logs of this tick,
-// the state object before and after, the tick's last log line and the simulators' truth
-// (current digests, live images, controller modes), never the tick's own account of itself.
-// Counters are read with oracle.ts, not lib/annotations.ts.
+// the store's data (and the legacy `state` workload's annotations) before and after, the tick's
+// last log line and the simulators' truth (current digests, live images, controller modes),
+// never the tick's own account of itself. Counters are read with oracle.ts, not lib/state/.
 // biome-ignore-all lint/suspicious/noExplicitAny: request bodies and API objects are free-form JSON
 import type { RequestLogEntry } from "../../sim/apiserver/index.ts";
 import { DOCUMENTED_SEVERITY, SPEC_EXIT_ONE } from "../support/spec-outcomes.ts";
@@ -10,18 +10,26 @@ import {
   IMAGE_KEYS,
   type InProcessWorld,
   MAX_ATTEMPTS,
+  MAX_SKIPS,
   MAX_UNRESOLVED,
   PREFIX,
   STATE_PATH,
+  STORE_COLLECTION,
+  STORE_PATH,
   TARGETS,
 } from "./inprocess.ts";
-import { attemptOf, type Count, countOf, flapOf, LEGACY, legacyNames, numberOf } from "./oracle.ts";
+import { attemptOf, type Count, countOf, flapOf, imageKeysOf, LEGACY, numberOf } from "./oracle.ts";
 
 export interface Before {
+  /** The store's data. */
+  book: Record<string, string>;
+  /** The legacy `state` workload's annotations (they count while the store has no entry of an image). */
   annotations: Record<string, string>;
   current: Record<string, string>;
-  /** The state object read as settled by kubectl's rules, and its controller healthy. */
-  stateSettled: boolean;
+  /** Each workload read as settled by kubectl's rules with its controller healthy, by name. */
+  settled: Record<string, boolean>;
+  /** Each workload not settled by kubectl's rules with a controller that will not finish it, by name. */
+  unsettled: Record<string, boolean>;
   /** Controller mode of each workload this tick, by name. */
   modes: Record<string, string>;
   /** Each workload's containers (in spec order) and the image each named before the tick. */
@@ -33,12 +41,15 @@ export interface Before {
  */
 export interface Story {
   migrated: boolean;
+  /** The legacy annotations a successful removal took off the state workload: each goes once. */
+  unlabelled: string[];
   repinArmed: Record<string, boolean>;
   /** The target a GitOps-like tool renders the floating tag over before every tick, if any. */
   gitops?: unknown;
 }
 export const newStory = (): Story => ({
   migrated: false,
+  unlabelled: [],
   repinArmed: Object.fromEntries(IMAGE_KEYS.map((key) => [key, true])),
 });
 interface Tick {
@@ -55,10 +66,13 @@ export interface Faults {
 
 /** SPEC "Outcomes", in its order of severity, with the exit codes of its table (tests/support/spec-outcomes.ts). */
 const ORDER: readonly string[] = DOCUMENTED_SEVERITY;
-const EXIT_ONE = SPEC_EXIT_ONE;
+// A lockout fails the Job on every tick it lasts (exit 1); tests/support/spec-outcomes.ts still
+// lists it among the exit-0 outcomes, so it is added here.
+const EXIT_ONE: ReadonlySet<string> = new Set([...SPEC_EXIT_ONE, "locked_out"]);
 const rank = (o: string) => ORDER.indexOf(o);
 
-const k = (name: string) => `${PREFIX}/${name}`;
+/** Store keys carry no prefix. */
+const k = (name: string) => name;
 const ok = (e: RequestLogEntry) => e.status >= 200 && e.status < 300;
 const body = (e: RequestLogEntry): any => JSON.parse(e.body ?? "null");
 const isJsonPatch = (e: RequestLogEntry) => e.contentType?.startsWith("application/json-patch+json") ?? false;
@@ -84,23 +98,52 @@ function reverts(log: readonly RequestLogEntry[]): Set<RequestLogEntry> {
   }
   return out;
 }
-/** The annotations a merge patch of the state object sets (null: removes). */
+/** The data keys a store write sets (null: removes): its merge patch, or the create. */
 const merged = (e: RequestLogEntry): Record<string, string | null> | undefined =>
-  e.method === "PATCH" && e.path === STATE_PATH && !isJsonPatch(e)
-    ? body(e)?.metadata?.annotations
+  (e.method === "PATCH" && e.path === STORE_PATH) || (e.method === "POST" && e.path === STORE_COLLECTION)
+    ? (body(e)?.data ?? {})
     : undefined;
-/** The images whose attempt counter a JSON patch of the state object removes: the reset. */
+/** The images whose attempt counter a store write removes: the reset. */
 const resetKeys = (e: RequestLogEntry): string[] =>
-  e.method === "PATCH" && e.path === STATE_PATH && isJsonPatch(e)
-    ? body(e)
-        .filter((op: any) => op.op === "remove")
-        .map((op: any) => /~1refresh-attempt-([^/~]+)$/.exec(String(op.path))?.[1])
-        .filter((x: string | undefined) => x !== undefined && IMAGE_KEYS.includes(x))
-    : [];
+  Object.entries(merged(e) ?? {})
+    .filter(([, v]) => v === null)
+    .map(([name]) => /^refresh-attempt-(.+)$/.exec(name)?.[1])
+    .filter((x): x is string => x !== undefined && IMAGE_KEYS.includes(x));
 const same = (a: Count, b: Count) =>
   a.kind === b.kind && (a.kind === "untrusted" || numberOf(a) === numberOf(b));
 const isLegacy = (name: string) =>
   name.includes("/") && (LEGACY as readonly string[]).includes(name.slice(name.lastIndexOf("/") + 1));
+/** The store holds an entry of the image: then the legacy annotations no longer count for it. */
+const inStore = (book: Record<string, string>, key: string) =>
+  imageKeysOf(key).some((n) => book[n] !== undefined);
+/** The image's bookkeeping as the tick reads it: the store's, or the legacy annotations' while it has none. */
+const bookOf = (
+  _c: { before: Before },
+  book: Record<string, string>,
+  legacy: Record<string, string>,
+  key: string,
+) => (inStore(book, key) ? { own: book, prefix: "" } : { own: legacy, prefix: PREFIX });
+function countIn(
+  c: { before: Before },
+  book: Record<string, string>,
+  legacy: Record<string, string>,
+  key: string,
+) {
+  const b = bookOf(c, book, legacy, key);
+  return b.prefix ? attemptOf(b.own, b.prefix, key) : countOf(b.own[`refresh-attempt-${key}`]);
+}
+function flapIn(
+  c: { before: Before },
+  book: Record<string, string>,
+  legacy: Record<string, string>,
+  key: string,
+) {
+  const b = bookOf(c, book, legacy, key);
+  return b.prefix ? flapOf(b.own, b.prefix, key) : b.own[`refresh-flap-detected-${key}`];
+}
+/** Every target workload of the image was settled and healthy before the tick. */
+const settledImage = (c: { before: Before }, key: string) =>
+  (TARGETS[key] ?? []).every((t) => c.before.settled[t.w.name] === true);
 
 interface Ctx {
   w: InProcessWorld;
@@ -109,8 +152,14 @@ interface Ctx {
   log: RequestLogEntry[];
   was: Record<string, string>;
   after: Record<string, string>;
+  /** The legacy annotations before and after. */
+  legacyWas: Record<string, string>;
+  legacyAfter: Record<string, string>;
   must(cond: boolean, rule: string): void;
 }
+/** The image's attempt count before and after the tick, as the tick reads it. */
+const attemptBefore = (c: Ctx, key: string) => countIn(c, c.was, c.legacyWas, key);
+const attemptAfter = (c: Ctx, key: string) => countIn(c, c.after, c.legacyAfter, key);
 
 export function checkTick(
   w: InProcessWorld,
@@ -119,18 +168,19 @@ export function checkTick(
   const { before, story } = t;
   const { result } = t.tick;
   const log = [...w.api.log];
-  const after = w.annotations();
-  const was = before.annotations;
+  const after = w.book();
+  const was = before.book;
+  const legacyAfter = w.annotations();
   const trail = log
     .map((e) => `  ${e.method} ${e.path} ${e.status} ${e.body ?? ""}`.slice(0, 300))
     .join("\n");
   const must = (cond: boolean, rule: string) => {
     if (!cond)
       throw new Error(
-        `${rule}\noutcome ${result.outcome} (${result.reason}): ${result.message}\nbefore ${JSON.stringify(was)}\nafter ${JSON.stringify(after)}\nrequests:\n${trail}\nlog:\n${w.lines.join("")}`,
+        `${rule}\noutcome ${result.outcome} (${result.reason}): ${result.message}\nbefore ${JSON.stringify(was)} ${JSON.stringify(before.annotations)}\nafter ${JSON.stringify(after)} ${JSON.stringify(legacyAfter)}\nrequests:\n${trail}\nlog:\n${w.lines.join("")}`,
       );
   };
-  const c: Ctx = { w, before, result, log, was, after, must };
+  const c: Ctx = { w, before, result, log, was, after, legacyWas: before.annotations, legacyAfter, must };
   const faulted = t.faults.api || t.faults.registry;
   const verdicts = lastLine(c);
 
@@ -146,16 +196,17 @@ export function checkTick(
         Object.values(verdicts).some((v) => v === result.outcome),
         "(8) the outcome is not the most severe verdict",
       );
-  } else if (before.stateSettled && !faulted) must(false, "(8) the last line does not list every image");
+  } else if (!faulted) must(false, "(8) the last line does not list every image");
 
   checkRollouts(c, verdicts);
   checkCounts(c);
   checkRecords(c);
   checkLockout(c, faulted);
-  checkSkipStreak(c, faulted);
-  if (before.stateSettled) checkUnresolved(c, t.faults.api);
-  if (!faulted && before.stateSettled) checkIsolation(c);
+  checkSkipStreak(c, verdicts, faulted);
+  checkUnresolved(c, verdicts, t.faults.api);
+  if (!faulted) checkIsolation(c);
   checkLegacy(c, story);
+  checkWorkloadWrites(c, story);
   checkLiveSpec(c, story, faulted);
 
   // (7) a healthy, unchanged installation writes nothing.
@@ -163,11 +214,13 @@ export function checkTick(
     (key) =>
       was[k(`last-refreshed-${key}-digest`)] === before.current[key] && !was[k(`unresolved-streak-${key}`)],
   );
+  // nothing to tidy: the store holds the recorded digests and nothing else
   const quiet =
-    was[k("refresh-skip-streak")] === undefined &&
-    was[k("registry-retry-after")] === undefined &&
+    Object.keys(was).every((name) => /^last-refreshed-.+-digest$/.test(name)) &&
+    Object.keys(before.annotations).every((name) => !name.startsWith(`${PREFIX}/`)) &&
     IMAGE_KEYS.every((key) => onPin(c, key, before.current[key] as string));
-  if (!faulted && !t.faults.unresolved && before.stateSettled && unchanged && quiet) {
+  const settled = IMAGE_KEYS.every((key) => settledImage(c, key));
+  if (!faulted && !t.faults.unresolved && settled && unchanged && quiet) {
     must(result.outcome === "noop", "(7) a healthy unchanged tick did something");
     must(
       log.every((e) => e.method === "GET"),
@@ -195,7 +248,7 @@ function lastLine(c: Ctx): Record<string, string> | undefined {
 
 /** (1) no image is patched unless its own count+1 was persisted first, in this tick. */
 function checkRollouts(c: Ctx, verdicts: Record<string, string> | undefined): void {
-  const { log, was, must } = c;
+  const { log, must } = c;
   const back = reverts(log);
   log.forEach((e, i) => {
     if (back.has(e)) {
@@ -204,7 +257,7 @@ function checkRollouts(c: Ctx, verdicts: Record<string, string> | undefined): vo
     }
     for (const key of carried(e)) {
       must(IMAGE_KEYS.includes(key), `(1) a patch pins an unknown repository: ${e.body}`);
-      const n = attemptOf(was, PREFIX, key);
+      const n = attemptBefore(c, key);
       const want = String(numberOf(n) + 1);
       const persisted = log
         .slice(0, i)
@@ -226,7 +279,12 @@ function checkRollouts(c: Ctx, verdicts: Record<string, string> | undefined): vo
         log.some((e) => ok(e) && carried(e).includes(key)),
         `(8) ${key} refreshed without a patch`,
       );
-    if (verdicts[key] === "failed") must(tried, `(8) ${key} failed without a patch`);
+    // images that share a workload move together: a failed patch of one fails its whole group
+    const names = new Set((TARGETS[key] ?? []).map((t) => t.w.name));
+    const group = IMAGE_KEYS.filter((o) => (TARGETS[o] ?? []).some((t) => names.has(t.w.name)));
+    const groupTried = log.some((e) => carried(e).some((x) => group.includes(x)));
+    if (verdicts[key] === "failed")
+      must(tried || groupTried, `(8) ${key} failed without a patch of its group`);
     // (9) a rollout failure of an image whose workload was patched this tick is reverted
     // (onFailure: revert is the default): its reason says whether the revert settled, never the
     // plain rollout_failed of onFailure: keep.
@@ -271,11 +329,11 @@ function checkRevert(c: Ctx, e: RequestLogEntry): void {
 
 /** (2) each count moves by this tick's own writes only: +1 when persisted, 0 after its reset. */
 function checkCounts(c: Ctx): void {
-  const { log, was, after, must } = c;
+  const { log, must } = c;
   const reset = new Set(log.filter(ok).flatMap(resetKeys));
   for (const key of IMAGE_KEYS) {
-    const start = attemptOf(was, PREFIX, key);
-    const end = attemptOf(after, PREFIX, key);
+    const start = attemptBefore(c, key);
+    const end = attemptAfter(c, key);
     const want = String(numberOf(start) + 1);
     const persisted = log.some((e) => ok(e) && merged(e)?.[k(`refresh-attempt-${key}`)] === want);
     if (reset.has(key)) must(end.kind === "absent", `(2) ${key}'s count survived its reset`);
@@ -290,11 +348,13 @@ function checkRecords(c: Ctx): void {
   const { w, log, was, after, before, must } = c;
   for (const e of log.filter((x) => ok(x) && merged(x))) {
     for (const [name, digest] of Object.entries(merged(e) ?? {})) {
-      const m = /^image-refresh\.io\/last-refreshed-(.+)-digest$/.exec(name);
+      const m = /^last-refreshed-(.+)-digest$/.exec(name);
       if (!m?.[1]) continue;
       const key = m[1];
       must(digest === before.current[key], `(3) recorded ${digest} for ${key}, not what the registry serves`);
-      if (was[name] === undefined) continue;
+      // a first observation (a legacy digest migrating into the store counts as the same digest)
+      if (was[name] === undefined && c.legacyWas[`${PREFIX}/${name}`] === undefined) continue;
+      if (was[name] === undefined && c.legacyWas[`${PREFIX}/${name}`] === digest) continue;
       const reset = log.findIndex((x) => ok(x) && resetKeys(x).includes(key));
       must(reset >= 0 && reset < log.indexOf(e), `(3) ${key} recorded without its reset`);
       for (const { w: x, container } of TARGETS[key] ?? []) {
@@ -305,13 +365,17 @@ function checkRecords(c: Ctx): void {
     }
   }
   for (const e of log.filter((x) => resetKeys(x).length > 0)) {
-    must(!JSON.stringify(body(e)).includes("last-refreshed"), "(4) the reset carries a digest write");
+    must(
+      Object.keys(merged(e) ?? {}).every((n) => !n.startsWith("last-refreshed-")),
+      "(4) the reset carries a digest write",
+    );
     if (!ok(e)) continue;
     for (const key of resetKeys(e))
       for (const name of [
         `refresh-attempt-${key}`,
         `refresh-flap-detected-${key}`,
         `refresh-attempt-traceparent-${key}`,
+        `failed-${key}-digest`,
       ])
         must(after[k(name)] === undefined, `(4) ${name} still set after a successful reset`);
   }
@@ -319,13 +383,14 @@ function checkRecords(c: Ctx): void {
 
 /** (5) a lockout or an untrusted count holds the image's workloads; the marker is written once. */
 function checkLockout(c: Ctx, faulted: boolean): void {
-  const { log, was, after, before, must } = c;
+  const { log, was, after, before, result, must } = c;
   const writes = log.filter(ok).flatMap((e) => Object.entries(merged(e) ?? {}));
   const reset = new Set(log.filter(ok).flatMap(resetKeys));
   for (const key of IMAGE_KEYS) {
-    const n = attemptOf(was, PREFIX, key);
+    const n = attemptBefore(c, key);
     const locked = n.kind === "trusted" && n.value >= MAX_ATTEMPTS;
-    const flap = flapOf(was, PREFIX, key);
+    const flap = flapIn(c, was, c.legacyWas, key);
+    const flapAfter = flapIn(c, after, c.legacyAfter, key);
     if (locked || n.kind === "untrusted") {
       // every workload this image is in: a lockout exists to stop churning it, for any image
       const names = new Set<string>((TARGETS[key] ?? []).map((t) => t.w.name));
@@ -334,86 +399,114 @@ function checkLockout(c: Ctx, faulted: boolean): void {
     }
     // only a reset (every target settled) or a re-arm removes it
     if (flap !== undefined && !reset.has(key))
-      must(flapOf(after, PREFIX, key) !== undefined, `(5) ${key}'s flap marker vanished without a re-arm`);
-    const legacyFlap = legacyNames(was, PREFIX)["refresh-flap-detected"];
+      must(flapAfter !== undefined, `(5) ${key}'s flap marker vanished without a re-arm`);
     for (const [name, v] of writes) {
       if (name !== k(`refresh-flap-detected-${key}`) || v === null) continue;
-      const migration = legacyFlap !== undefined && was[name] === undefined && v === was[legacyFlap];
+      const migration = !inStore(was, key) && flap !== undefined && v === flap;
       const marker = flap === undefined && locked && v === String(numberOf(n));
       must(migration || marker, `(5) ${key}'s flap marker written as ${v} while ${flap ?? "absent"}`);
     }
     const changed = was[k(`last-refreshed-${key}-digest`)] !== before.current[key];
     const recorded = was[k(`last-refreshed-${key}-digest`)] !== undefined;
-    if (locked && changed && recorded && !faulted && before.stateSettled)
-      must(flapOf(after, PREFIX, key) !== undefined, `(5) ${key} locked out without its flap marker`);
+    // the tick saw the new build (resolved, and its targets settled): a refresh was due
+    const due = locked && changed && recorded && !faulted && settledImage(c, key) && resolvedOnly(c, key);
+    if (due) must(flapAfter !== undefined, `(5) ${key} locked out without its flap marker`);
+    // a lockout fails the Job on every tick it lasts, not only the one that trips it
+    if (due) must(EXIT_ONE.has(result.outcome), `(5) ${key} locked out, yet the tick exits 0`);
   }
 }
 
-/** (6) every unsettled tick counts; a settled tick clears the streak; a failed clear goes on. */
-function checkSkipStreak(c: Ctx, faulted: boolean): void {
+/**
+ * (6) per image: every tick an image is skipped or frozen (a target not settled) counts its
+ * skip-streak; frozen only at the ceiling; a removed streak stays removed; a failed removal goes on.
+ */
+function checkSkipStreak(c: Ctx, verdicts: Record<string, string> | undefined, faulted: boolean): void {
   const { log, was, after, result, must } = c;
-  const streak = numberOf(countOf(was[k("refresh-skip-streak")]));
-  if (["not_settled", "skip_ceiling"].includes(result.reason))
-    must(
-      numberOf(countOf(after[k("refresh-skip-streak")])) === streak + 1,
-      "(6) an unsettled tick was not counted",
-    );
   if (result.reason === "streak_not_counted") must(faulted, "(6) a streak went uncounted without a fault");
-  const clear = log.findIndex((e) => merged(e)?.[k("refresh-skip-streak")] === null);
-  if (clear < 0) return;
-  const e = log[clear] as RequestLogEntry;
-  if (ok(e)) must(after[k("refresh-skip-streak")] === undefined, "(6) a cleared streak came back");
-  else
-    must(
-      // It went on: later writes, or a verdict reached on its own grounds (not an error).
-      log.slice(clear + 1).some((x) => x.method !== "GET") || result.outcome !== "error",
-      "(6) a failed streak clear stopped the tick",
-    );
+  for (const key of IMAGE_KEYS) {
+    const name = k(`skip-streak-${key}`);
+    const start = countOf(was[name]);
+    const v = verdicts?.[key];
+    if ((v === "skipped" || v === "frozen") && start.kind !== "untrusted" && !faulted) {
+      const n = numberOf(start) + 1;
+      must(numberOf(countOf(after[name])) === n, `(6) ${key} was ${v} but its skip was not counted`);
+      must((v === "frozen") === n >= MAX_SKIPS, `(6) ${key} ${v} at skip ${n}/${MAX_SKIPS}`);
+    }
+    if (v === "skipped" || v === "frozen")
+      must(!settledImage(c, key) || faulted, `(6) ${key} ${v} though all its targets were settled`);
+    // the guard, per image: a target that does not settle holds the image and its workloads
+    const names = new Set((TARGETS[key] ?? []).map((t) => t.w.name));
+    if ([...names].some((n) => c.before.unsettled[n])) {
+      must(
+        !log.some((e) => imageOps(e).length > 0 && carried(e).includes(key)),
+        `(6) ${key} was patched while a target of it was not settled`,
+      );
+      must(
+        !["refreshed", "failed"].includes(v ?? ""),
+        `(6) ${key} ${v} while a target of it was not settled`,
+      );
+    }
+    const clear = log.findIndex((e) => merged(e)?.[name] === null);
+    if (clear < 0) continue;
+    const e = log[clear] as RequestLogEntry;
+    // a removal that rides with a count (+1) fails with it: that failure is the count's
+    const counting = Object.values(merged(e) ?? {}).some((v) => v !== null);
+    if (ok(e)) must(after[name] === undefined, `(6) ${key}'s cleared streak came back`);
+    else if (!counting)
+      must(
+        // It went on: later writes, or a verdict reached on its own grounds (not an error).
+        log.slice(clear + 1).some((x) => x.method !== "GET") || result.outcome !== "error",
+        "(6) a failed streak clear stopped the tick",
+      );
+  }
 }
 
 /**
- * Unresolved images (no 200 for their manifest HEAD this tick): streak + 1, never noop, stale
- * exactly at the ceiling with one ImageStale Event; a resolved image's streak is removed.
+ * Unresolved images (no 200 for their manifest HEAD this tick): streak + 1 whatever else holds
+ * the image, never noop, stale exactly at the ceiling with one ImageStale Event about each of its
+ * workloads; a resolved image's streak is removed.
  */
-function checkUnresolved(c: Ctx, apiFaulted: boolean): void {
+function checkUnresolved(c: Ctx, verdicts: Record<string, string> | undefined, apiFaulted: boolean): void {
   const { w, log, was, after, result, must } = c;
   if (!(log[0] && ok(log[0]))) return;
   const resolved = (key: string) =>
     w.registry.log.some(
       (e) => e.method === "HEAD" && e.path === `/v2/myorg/${key}/manifests/stable` && e.status === 200,
     );
-  const stale = log.filter(
-    (e) => e.method === "POST" && e.path.endsWith("/events") && body(e)?.reason === "ImageStale",
-  );
+  const staleFor = (key: string) =>
+    log.filter(
+      (e) =>
+        e.method === "POST" &&
+        e.path.endsWith("/events") &&
+        body(e)?.reason === "ImageStale" &&
+        String(body(e)?.note).includes(`resolve myorg/${key}:stable`),
+    ).length;
   const limited = w.registry.log.some((e) => e.status === 429);
-  let reached = 0;
-  let maybe = 0;
   for (const key of IMAGE_KEYS) {
     const name = k(`unresolved-streak-${key}`);
     const n = countOf(was[name]);
-    // a target of another repository holds the image first (SPEC step 6): no streak either way
-    if (targetsOf(c, key).some((t) => !sameRepo(c, key, t.image))) continue;
+    const workloads = new Set((TARGETS[key] ?? []).map((t) => t.w.name)).size;
+    const events = staleFor(key);
     if (resolved(key)) {
       // a 429 aborts the HEADs still in flight (SPEC step 5): one the registry answered 200 to
       // may never have reached the tick, so it may have gone either way
-      if (limited) {
-        if (numberOf(n) + 1 === MAX_UNRESOLVED) maybe += 1;
-      } else if (!apiFaulted) must(after[name] === undefined, `(10) ${key} resolved, its streak stayed`);
+      if (limited) must(events === 0 || events === workloads, `(10) ${key}: ${events} ImageStale Events`);
+      else {
+        must(events === 0, `(10) ${key} resolved, yet ImageStale`);
+        if (!apiFaulted) must(after[name] === undefined, `(10) ${key} resolved, its streak stayed`);
+      }
       continue;
     }
     must(result.outcome !== "noop", `(10) ${key} unresolved, yet the tick is noop`);
     if (n.kind === "untrusted") continue;
     const next = numberOf(n) + 1;
-    if (next === MAX_UNRESOLVED) reached += 1;
     if (next >= MAX_UNRESOLVED) must(EXIT_ONE.has(result.outcome), `(10) ${key} stale, yet exit 0`);
     if (apiFaulted) continue;
     must(after[name] === String(next), `(10) ${key}'s unresolved streak is not ${next}`);
+    // a freeze reached on the same tick posts its own Event (about the workload that does not settle)
+    const want = next === MAX_UNRESOLVED && verdicts?.[key] !== "frozen" ? workloads : 0;
+    must(events === want, `(10) ${key}: ${events} ImageStale Events, want ${want} (one per workload)`);
   }
-  if (!apiFaulted)
-    must(
-      stale.length >= reached && stale.length <= reached + maybe,
-      `(10) ${stale.length} ImageStale Events, ${reached} reached (${maybe} more may have)`,
-    );
 }
 
 /**
@@ -429,7 +522,7 @@ function checkIsolation(c: Ctx): void {
     const group = [...rolled].filter((o) => [...workloadsOf(o)].some((x) => workloadsOf(key).has(x)));
     const names = new Set(group.flatMap((g) => [...workloadsOf(g)]));
     const healthy = [...names].every((n) => before.modes[n] === "healthy");
-    const done = attemptOf(after, PREFIX, key).kind === "absent";
+    const done = attemptAfter(c, key).kind === "absent";
     if (healthy) {
       must(done, `(9) ${key}'s workloads all settled, yet it was not reset`);
       must(
@@ -439,31 +532,79 @@ function checkIsolation(c: Ctx): void {
     } else must(!done, `(9) ${key}'s group has a workload that never settled, yet it was reset`);
     for (const other of group)
       must(
-        (attemptOf(after, PREFIX, other).kind === "absent") === done,
+        (attemptAfter(c, other).kind === "absent") === done,
         `(9) ${key} and ${other} share a workload but were not reset together`,
       );
   }
 }
 
-/** Legacy keys migrate in the first counter write and never come back. */
+/**
+ * (11) Legacy annotations are carried into the store and never written anywhere again: no store
+ * key is a legacy name, no write sets one; once removed from the state workload they stay removed.
+ */
 function checkLegacy(c: Ctx, story: Story): void {
-  const { log, after, must } = c;
+  const { log, after, legacyAfter, must } = c;
   for (const e of log.filter((x) => merged(x)))
     for (const [name, v] of Object.entries(merged(e) ?? {}))
-      must(!isLegacy(name) || v === null, `(11) ${name} written as ${v}`);
-  const counterWrite = log.some(
-    (e) =>
-      ok(e) &&
-      Object.entries(merged(e) ?? {}).some(
-        ([name, v]) => v !== null && /\/refresh-(attempt|flap-detected)-[^/]+$/.test(name),
-      ),
+      must(!name.includes("/") || v === null, `(11) a prefixed key ${name} written to the store as ${v}`);
+  must(
+    Object.keys(after).every((name) => !isLegacy(name) && !name.startsWith(`${PREFIX}/`)),
+    "(11) a legacy key is in the store",
   );
-  if (counterWrite) story.migrated = true;
   if (story.migrated)
     must(
-      Object.keys(after).every((name) => !isLegacy(name)),
-      "(11) a legacy key is on the state object after the first counter write",
+      Object.keys(legacyAfter).every((name) => !name.startsWith(`${PREFIX}/`) || !isLegacyAnnotation(name)),
+      "(11) a legacy annotation is back on the state workload after its removal",
     );
+}
+const isLegacyAnnotation = (name: string) =>
+  /^[^/]+\/(refresh-|last-refreshed-|unresolved-streak|repin-streak|rejected-|candidates-|paused-|registry-retry)/.test(
+    name,
+  );
+
+/**
+ * (15) Workloads are written only to set images: every workload write is a JSON patch of image
+ * fields (each `replace` of a container's image with the `test` of its name), or the one-time
+ * removal of migrated legacy annotations from the state workload, removing nothing else.
+ */
+function checkWorkloadWrites(c: Ctx, story: Story): void {
+  const { log, must } = c;
+  for (const e of log) {
+    if (e.method === "GET" || !e.path.startsWith("/apis/apps/")) continue;
+    if (isJsonPatch(e) && e.method === "PATCH") {
+      for (const op of body(e) as any[])
+        must(
+          (op.op === "replace" && /\/containers\/\d+\/image$/.test(String(op.path))) ||
+            (op.op === "test" && /\/containers\/\d+\/name$/.test(String(op.path))),
+          `(15) a workload patch does more than set images: ${e.body}`,
+        );
+      continue;
+    }
+    const b = body(e);
+    const annotations = b?.metadata?.annotations ?? {};
+    const only =
+      e.method === "PATCH" &&
+      e.path === STATE_PATH &&
+      Object.keys(b ?? {}).join() === "metadata" &&
+      Object.keys(b.metadata).join() === "annotations" &&
+      Object.entries(annotations).every(([n, v]) => v === null && isLegacyAnnotation(n) && n in c.legacyWas);
+    must(only, `(15) a workload write other than images: ${e.method} ${e.path} ${e.body}`);
+    if (!ok(e)) continue;
+    story.migrated = true;
+    for (const n of Object.keys(annotations)) {
+      must(inStoreName(c, n), `(15) ${n} removed from the state workload before the store held it`);
+      must(!story.unlabelled.includes(n), `(15) ${n} was removed from the state workload twice`);
+      story.unlabelled.push(n);
+    }
+  }
+}
+/** A legacy annotation's value is in the store now (its image has entries there, or it is the retry time). */
+function inStoreName(c: Ctx, name: string): boolean {
+  const local = name.slice(name.indexOf("/") + 1);
+  if (local === "registry-retry-after") return true;
+  const keys = IMAGE_KEYS.filter((key) => local.includes(key));
+  const single = (LEGACY as readonly string[]).includes(local) || local === "refresh-skip-streak";
+  return (single ? IMAGE_KEYS : keys).every((key) => inStore(c.after, key));
 }
 
 // --- the live spec (SPEC step 6) -----------------------------------------------------------------
@@ -542,7 +683,7 @@ function checkLiveSpec(c: Ctx, story: Story, faulted: boolean): void {
       R !== undefined &&
       R === before.current[key] &&
       onPin(c, key, R) &&
-      before.stateSettled &&
+      settledImage(c, key) &&
       !faulted
     )
       story.repinArmed[key] = true;

@@ -21,15 +21,21 @@ export const verdict = (d: Decision, key: string) => d.images.find((v) => v.key 
 export const rolledWorkloads = (d: Decision) =>
   new Set(of(d, "rollout").map((r) => `${r.workload.kind}/${r.workload.namespace}/${r.workload.name}`));
 
-/** Every annotation a decision sets or removes, in order: the write-state's and the digest records. */
-export const written = (c: Config, d: Decision): Array<[string, string | null]> =>
+/**
+ * Every store key a decision sets or removes, in order: the write-state's change and the digest
+ * records with the candidates they carry (the attempt keys apply adds are in `attempts`).
+ */
+export const written = (_c: Config, d: Decision): Array<[string, string | null]> =>
   d.actions.flatMap((a): Array<[string, string | null]> => {
-    if (a.type === "write-state") return Object.entries(a.annotations);
+    if (a.type === "write-state") return Object.entries(a.change);
     if (a.type === "record-digests")
-      return Object.entries(a.digests).map(([key, v]) => [
-        `${c.annotationPrefix}/last-refreshed-${key}-digest`,
-        v,
-      ]);
+      return [
+        ...Object.entries(a.digests).map(([key, v]): [string, string] => [`last-refreshed-${key}-digest`, v]),
+        ...Object.entries(a.candidates ?? {}).map(([key, v]): [string, string | null] => [
+          `candidates-${key}`,
+          v,
+        ]),
+      ];
     return [];
   });
 
@@ -52,16 +58,17 @@ export function patchedFor(c: Config, d: Decision, key: string): Map<string, str
   return out;
 }
 
-/** The annotation names that are one image's own (SPEC "State annotations", per image). */
-export const imageKeys = (c: Config, key: string) =>
-  [
-    `last-refreshed-${key}-digest`,
-    `refresh-attempt-${key}`,
-    `refresh-flap-detected-${key}`,
-    `refresh-attempt-traceparent-${key}`,
-    `unresolved-streak-${key}`,
-    `repin-streak-${key}`,
-    `paused-${key}`,
-    `candidates-${key}`,
-    `rejected-${key}-digest`,
-  ].map((n) => `${c.annotationPrefix}/${n}`);
+/** The store keys that are one image's own. */
+export const imageKeys = (_c: Config, key: string) => [
+  `last-refreshed-${key}-digest`,
+  `refresh-attempt-${key}`,
+  `refresh-flap-detected-${key}`,
+  `refresh-attempt-traceparent-${key}`,
+  `failed-${key}-digest`,
+  `skip-streak-${key}`,
+  `unresolved-streak-${key}`,
+  `repin-streak-${key}`,
+  `paused-${key}`,
+  `candidates-${key}`,
+  `rejected-${key}-digest`,
+];

@@ -1,7 +1,7 @@
 // The real tick, in-process, against the simulated API server and registry over real HTTPS:
 // the same wiring as `image-refresh demo` (createRuntime with virtual files), with timeouts
 // short enough that hundreds of ticks fit in a test run. One world serves every property run;
-// `reset()` puts the workloads back to a fresh, healthy, un-annotated state.
+// `reset()` puts the workloads back to a fresh, healthy, un-annotated state with no store.
 import type { CliArgs } from "../../lib/cli.ts";
 import { rearmCommand } from "../../lib/commands/rearm.ts";
 import { createRuntime, tickBudgetMs } from "../../lib/commands/runtime.ts";
@@ -20,7 +20,13 @@ export const PREFIX = "image-refresh.io";
 export const MAX_ATTEMPTS = 2;
 export const MAX_SKIPS = 3;
 export const MAX_UNRESOLVED = 2;
+/** The legacy `state` workload the config still names: annotations there migrate into the store. */
 export const STATE_PATH = "/apis/apps/v1/namespaces/apps/deployments/api";
+/** The store: image-refresh's own ConfigMap (scenarioConfig's `store`). */
+export const STORE = ["image-refresh", "image-refresh-state"] as const;
+export const STORE_PATH = "/api/v1/namespaces/image-refresh/configmaps/image-refresh-state";
+/** Where the first store write creates it. */
+export const STORE_COLLECTION = "/api/v1/namespaces/image-refresh/configmaps";
 
 export const WORKLOADS = [
   { kind: "Deployment", namespace: "apps", name: "api", containers: ["api", "sidecar"], replicas: 2 },
@@ -52,7 +58,13 @@ const config = (registryHost: string) => {
     requestTimeout: "300ms",
   });
   const sidecar = { kind: "Deployment", name: "api", container: "sidecar" };
-  return JSON.stringify({ ...c, images: [...c.images, { repository: "myorg/sidecar", targets: [sidecar] }] });
+  // `state` is only a legacy location now: the stories that begin with its annotations migrate them
+  const state = { kind: "Deployment", namespace: "apps", name: "api" };
+  return JSON.stringify({
+    ...c,
+    state,
+    images: [...c.images, { repository: "myorg/sidecar", targets: [sidecar] }],
+  });
 };
 
 const ARGS: CliArgs = {
@@ -83,7 +95,14 @@ export interface InProcessWorld {
   setImage(w: WorkloadSpec, container: string, image: string, manager: string): Promise<number>;
   /** `image-refresh rearm [IMAGE...]`; its exit code. */
   rearm(images?: string[]): Promise<number>;
+  /** The legacy `state` workload's annotations. */
   annotations(): Record<string, string>;
+  /** Sets (null: removes) annotations of the legacy `state` workload, as an earlier version left them. */
+  setLegacy(a: Record<string, string | null>): void;
+  /** The store's data (empty while there is no store). */
+  book(): Record<string, string>;
+  /** Edits the store's data as a human with `kubectl edit` would (null removes a key). */
+  setBook(data: Record<string, string | null>): void;
   stop(): Promise<void>;
 }
 
@@ -113,6 +132,8 @@ export async function startInProcessWorld(): Promise<InProcessWorld> {
     reset() {
       api.faults.clear();
       registry.faults.clear();
+      api.ensureNamespace(STORE[0]);
+      api.putConfigMap(...STORE, null);
       current.api = registry.push("myorg/api", "stable");
       current["node-agent"] = registry.push("myorg/node-agent", "stable", { multiArch: true });
       current.sidecar = registry.push("myorg/sidecar", "stable");
@@ -160,6 +181,20 @@ export async function startInProcessWorld(): Promise<InProcessWorld> {
     },
     annotations() {
       return api.getObject("Deployment", "apps", "api")?.metadata.annotations ?? {};
+    },
+    setLegacy(a) {
+      api.setAnnotations("Deployment", "apps", "api", a);
+    },
+    book() {
+      return { ...(api.getConfigMap(...STORE)?.data ?? {}) };
+    },
+    setBook(data) {
+      const next = world.book();
+      for (const [name, v] of Object.entries(data)) {
+        if (v === null) delete next[name];
+        else next[name] = v;
+      }
+      api.putConfigMap(...STORE, next);
     },
     stop: async () => {
       await Promise.all([api.stop(), registry.stop()]);

@@ -1,23 +1,24 @@
 // Bad API objects end to end, against the compiled binary: a truncated body, a huge or
-// garbled annotation. Each must end the tick with its exit code, a last line giving every
+// garbled value in the store. Each must end the tick with its exit code, a last line giving every
 // image's verdict and one clear line naming the object, never a stack trace, and never a write
 // it could not justify.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { parseWorkload } from "../../lib/kube/objects.ts";
 import { rolloutStatus } from "../../lib/kube/settled.ts";
-import { PREFIX, STATE_PATH, startWorld, type World, writes } from "../support/world.ts";
+import { STATE_PATH, STORE_PATH, startWorld, type World, writes } from "../support/world.ts";
 
-const k = (name: string) => `${PREFIX}/${name}`;
+/** Store keys carry no prefix (setBook drops one if given). */
+const k = (name: string) => name;
 const PROXY_PATH = "/apis/apps/v1/namespaces/apps/deployments/api-proxy";
 const NODE_AGENT_MANIFEST = "/v2/myorg/node-agent/manifests/stable";
 
-/** Waits (bounded) until the state object is settled by kubectl's rules. */
+/** Waits (bounded) until Deployment apps/api is settled by kubectl's rules. */
 async function settled(w: World): Promise<void> {
   for (let i = 0; i < 200; i++) {
     if (rolloutStatus(parseWorkload("Deployment", w.api.getObject("Deployment", "apps", "api"))).done) return;
     await Bun.sleep(10);
   }
-  throw new Error("the state object did not settle within 2 s");
+  throw new Error("Deployment apps/api did not settle within 2 s");
 }
 const STACK = /\n\s+at .*(:\d+:\d+|\(native\))/;
 
@@ -38,14 +39,23 @@ interface Case {
   /** Every pattern must match stderr: the image's own line and the tick's last line. */
   says: RegExp[];
   writesNothing: boolean;
-  /** Annotations no write of the tick may touch. */
+  /** Store keys no write of the tick may touch. */
   untouched?: string[];
 }
 
 const HUGE = 200_000;
 const cases: Case[] = [
   {
-    name: "a truncated state object body",
+    // the store unreadable: the tick cannot know any count, so it touches nothing
+    name: "a truncated store body",
+    setup: (w) => w.api.faults.add({ method: "GET", path: STORE_PATH, fault: { type: "malformed" } }),
+    undo: (w) => w.api.faults.clear(),
+    code: 1,
+    says: [/error: .*configmap image-refresh\/image-refresh-state/i],
+    writesNothing: true,
+  },
+  {
+    name: "a truncated body of a target (Deployment apps/api)",
     setup: (w) => w.api.faults.add({ method: "GET", path: STATE_PATH, fault: { type: "malformed" } }),
     undo: (w) => w.api.faults.clear(),
     code: 1,
@@ -68,35 +78,36 @@ const cases: Case[] = [
     writesNothing: true,
   },
   {
-    // the push of the case above is still due: it was held. The legacy counter counts for every image.
-    name: "a huge (legacy) attempt counter while a refresh is due",
-    setup: (w) => w.setBook({ [k("refresh-attempt")]: "9".repeat(HUGE) }),
-    undo: (w) => w.setBook({ [k("refresh-attempt")]: null }),
+    // the push of the case above is still due: it was held
+    name: "a huge attempt counter in the store while a refresh is due",
+    setup: (w) => w.setBook({ [k("refresh-attempt-api")]: "9".repeat(HUGE) }),
+    undo: (w) => w.setBook({ [k("refresh-attempt-api")]: null }),
     code: 1,
-    says: [/refresh-attempt is .*not a count.*rearm api/, /held: api: held; node-agent: noop/],
+    says: [/refresh-attempt-api is .*not a count.*rearm api/, /held: api: held; node-agent: noop/],
     writesNothing: true,
   },
   {
-    name: "a huge skip streak on an unsettled state object",
+    // the settled guard is per image: api's target does not settle, node-agent goes on
+    name: "a huge skip streak on an image whose target does not settle",
     setup: (w) => {
       w.api.setMode("Deployment", "apps", "api", "unsettled");
       w.setBook({
-        [k("refresh-skip-streak")]: `x${"7".repeat(HUGE)}`,
+        [k("skip-streak-api")]: `x${"7".repeat(HUGE)}`,
       });
     },
     undo: (w) => {
-      w.setBook({ [k("refresh-skip-streak")]: null });
+      w.setBook({ [k("skip-streak-api")]: null });
       w.api.setMode("Deployment", "apps", "api", "healthy");
     },
     code: 1,
-    says: [/error: .*refresh-skip-streak.*not a count/],
+    says: [/skip-streak-api is .*not a count/, /error: api: error; node-agent: noop/],
     writesNothing: true,
   },
   {
     // api's push is still due: an untrusted streak of another image holds back only that image
     name: "a huge unresolved streak on an image the registry cannot resolve, beside a due refresh",
     setup: async (w) => {
-      await settled(w); // the case above left the state object rolling out
+      await settled(w); // the case above left Deployment apps/api rolling out
       w.registry.faults.add({
         method: "HEAD",
         path: NODE_AGENT_MANIFEST,

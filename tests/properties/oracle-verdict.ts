@@ -3,9 +3,10 @@
 // digest and last writer), without lib/tick/ or lib/registry/image-ref.ts: the plan properties
 // compare plan() with this, so a rule both halves of lib get wrong cannot hide behind itself.
 import type { Config, Target } from "../../lib/config.ts";
+import { severity } from "../../lib/outcomes.ts";
 import type { Observed } from "../../lib/tick/model.ts";
 import type { LiveTruth, Truth } from "./live-images.ts";
-import { attemptOf, countOf, shares } from "./oracle.ts";
+import { countOf, shares, stored, storedAttempt } from "./oracle.ts";
 
 const wid = (t: { kind: string; namespace: string; name: string }) => `${t.kind}/${t.namespace}/${t.name}`;
 /** A target container, as the re-pin's `only` names it. */
@@ -34,6 +35,11 @@ export interface Expected {
   wanted?: Wanted;
   /** The refresh the image starts, after the count rules and isolation. */
   due?: Wanted;
+  /** The settled guard: the first target workload read and not settled, and the skip streak's new value. */
+  unsettled?: string;
+  skip?: number;
+  /** This tick reaches maxSkipTicks: one RefreshFrozen Event about `unsettled`. */
+  freezes?: boolean;
 }
 
 interface Ctx {
@@ -42,7 +48,7 @@ interface Ctx {
   t: Truth;
   key: string;
 }
-const ann = ({ c, o }: Ctx, name: string) => o.state.annotations[`${c.annotationPrefix}/${name}`];
+const ann = ({ o }: Ctx, name: string) => stored(o, name);
 const imageOf = ({ c, key }: Ctx) => c.images.find((i) => i.key === key);
 
 /** Every target with what was read of it: the workload and the container's truth. */
@@ -55,14 +61,12 @@ function targetsOf(x: Ctx) {
 }
 
 /**
- * The digests a pin may name without being a human's: R, L and the candidates; R only while
- * image-refresh wrote it last (a rollback of the state object writes an old R back).
+ * The digests a pin may name without being a human's: R, L and the candidates. R is the store's,
+ * which no rollback of a workload can rewind: always trusted.
  */
 function knownDigests(x: Ctx, R: string, L: string): string[] {
   const raw = ann(x, `candidates-${x.key}`) ?? "";
-  const by = x.o.state.digestOwners?.[x.key]?.map((w) => w.manager) ?? [];
-  const rewritten = by.length > 0 && !by.includes("image-refresh");
-  return [...(rewritten ? [] : [R]), L, ...raw.split(",").map((e) => e.split("=")[0] ?? "")];
+  return [R, L, ...raw.split(",").map((e) => e.split("=")[0] ?? "")];
 }
 
 /** The first target container (config order) that a human pinned: same repository, not ours, unknown. */
@@ -104,27 +108,69 @@ export function foreignOffPin(c: Config, o: Observed, t: Truth, key: string): bo
 /** One image's verdict, before isolation. */
 export function judge(c: Config, o: Observed, t: Truth, key: string): Expected {
   const x: Ctx = { c, o, t, key };
-  const n = attemptOf(o.state.annotations, c.annotationPrefix, key);
+  const n = storedAttempt(o, key);
   const countBlocks = n.kind === "untrusted" || (n.kind === "trusted" && n.value >= c.maxRefreshAttempts);
   const e: Expected = { outcome: "", reason: "", blocks: countBlocks, targetsOk: false, pastPause: false };
+  if (imageOf(x)?.pinned) return Object.assign(e, { outcome: "noop", reason: "pinned" });
+  // The unresolved streak counts whatever else holds the image; the more severe verdict shows.
+  const seen = o.digests?.[key];
+  const stale = seen?.ok ? undefined : unresolvedVerdict(x);
+  const held = settledGuard(x, e) ?? targetsHeld(x, e);
+  if (held) {
+    const worse = stale && severity(stale.outcome as never) < severity(held.outcome as never);
+    return Object.assign(e, worse ? stale : held);
+  }
+  if (stale) return Object.assign(e, stale);
+  return resolved(x, e, (seen as { digest: string }).digest);
+}
+
+type Said = { outcome: string; reason: string };
+
+/** The settled guard, per image: a target read and not settled holds the image and counts the skip. */
+function settledGuard(x: Ctx, e: Expected): Said | undefined {
+  const id = [...new Set((imageOf(x)?.targets ?? []).map(wid))].find((w) => {
+    const read = x.o.workloads?.[w];
+    return read?.found === true && !read.settled;
+  });
+  if (id === undefined) return undefined;
+  e.blocks = true;
+  e.unsettled = id;
+  const streak = countOf(ann(x, `skip-streak-${x.key}`));
+  if (streak.kind === "untrusted") return { outcome: "error", reason: "skip_streak_untrusted" };
+  const previous = streak.kind === "trusted" ? streak.value : 0;
+  e.skip = previous + 1;
+  if (e.skip < x.c.maxSkipTicks) return { outcome: "skipped", reason: "not_settled" };
+  e.freezes = previous < x.c.maxSkipTicks;
+  return { outcome: "frozen", reason: "skip_ceiling" };
+}
+
+/** Targets that cannot be read or run another repository hold the image and everything sharing them. */
+function targetsHeld(x: Ctx, e: Expected): Said | undefined {
+  const targets = targetsOf(x);
+  const unavailable = targets.some(({ w, live }) => w?.found !== true || live === undefined);
+  const mismatch = !unavailable && targets.some(({ live }) => live?.kind === "other_repo");
+  if (!unavailable && !mismatch) {
+    e.targetsOk = true;
+    return undefined;
+  }
+  e.blocks = true;
+  return { outcome: "held", reason: unavailable ? "target_unavailable" : "target_mismatch" };
+}
+
+/** A resolved image past the guards: first observation, pause, rejection, refresh or re-pin. */
+function resolved(x: Ctx, e: Expected, L: string): Expected {
+  const { c, o, t, key } = x;
   const say = (outcome: string, reason: string, blocks = e.blocks) =>
     Object.assign(e, { outcome, reason, blocks });
-  if (imageOf(x)?.pinned) return say("noop", "pinned");
   const targets = targetsOf(x);
-  if (targets.some(({ w, live }) => w?.found !== true || live === undefined))
-    return say("held", "target_unavailable", true);
-  if (targets.some(({ live }) => live?.kind === "other_repo")) return say("held", "target_mismatch", true);
-  e.targetsOk = true;
-  const seen = o.digests?.[key];
-  if (!seen?.ok) return unresolvedVerdict(x, e);
   const R = ann(x, `last-refreshed-${key}-digest`);
   if (R === undefined) return say("recorded", "first_observation");
   e.pauser = humanPinOf(c, o, t, key);
   if (e.pauser) return say("paused", "pinned_by_human", true);
   e.pastPause = true;
-  if (ann(x, `rejected-${key}-digest`) === seen.digest) return say("paused", "build_rejected", true);
-  if (seen.digest !== R) {
-    e.wanted = { digest: seen.digest, repin: false, only: targets.map(({ tg }) => slotOf(tg)) };
+  if (ann(x, `rejected-${key}-digest`) === L) return say("paused", "build_rejected", true);
+  if (L !== R) {
+    e.wanted = { digest: L, repin: false, only: targets.map(({ tg }) => slotOf(tg)) };
     return counted(x, e);
   }
   const off = targets.filter(({ live }) => live?.digest !== R);
@@ -137,19 +183,17 @@ export function judge(c: Config, o: Observed, t: Truth, key: string): Expected {
   return counted(x, e);
 }
 
-function unresolvedVerdict(x: Ctx, e: Expected): Expected {
+function unresolvedVerdict(x: Ctx): Said {
   const streak = countOf(ann(x, `unresolved-streak-${x.key}`));
-  if (streak.kind === "untrusted")
-    return Object.assign(e, { outcome: "error", reason: "unresolved_streak_untrusted" });
+  if (streak.kind === "untrusted") return { outcome: "error", reason: "unresolved_streak_untrusted" };
   const next = (streak.kind === "trusted" ? streak.value : 0) + 1;
-  if (next >= x.c.maxUnresolvedTicks)
-    return Object.assign(e, { outcome: "stale", reason: "unresolved_ceiling" });
-  return Object.assign(e, { outcome: "unresolved", reason: "unresolved" });
+  if (next >= x.c.maxUnresolvedTicks) return { outcome: "stale", reason: "unresolved_ceiling" };
+  return { outcome: "unresolved", reason: "unresolved" };
 }
 
 /** Step 7's count rules, in their order: untrusted, lockout, claimed by another tick, cannot start. */
 function counted(x: Ctx, e: Expected): Expected {
-  const n = attemptOf(x.o.state.annotations, x.c.annotationPrefix, x.key);
+  const n = storedAttempt(x.o, x.key);
   if (n.kind === "untrusted") return Object.assign(e, { outcome: "held", reason: "attempt_untrusted" });
   if (n.kind === "trusted" && n.value >= x.c.maxRefreshAttempts)
     return Object.assign(e, { outcome: "locked_out", reason: "flap_lockout" });
@@ -165,6 +209,7 @@ function counted(x: Ctx, e: Expected): Expected {
   });
 }
 
+/** Verdicts that hold a due image sharing a workload (skipped and frozen hold it by `blocks`). */
 const BLOCKING = ["held", "locked_out", "paused"];
 
 /**

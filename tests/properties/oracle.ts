@@ -3,6 +3,7 @@
 // the properties compare plan() and the real tick against this, so a bug shared by the two
 // halves of lib cannot hide behind itself.
 import type { Config } from "../../lib/config.ts";
+import { bookData } from "../../lib/state/book.ts";
 import type { Observed } from "../../lib/tick/model.ts";
 
 export type Count = { kind: "absent" } | { kind: "trusted"; value: number } | { kind: "untrusted" };
@@ -45,13 +46,38 @@ export function flapOf(a: Record<string, string>, prefix: string, key: string): 
 const wid = (t: { kind: string; namespace: string; name: string }) => `${t.kind}/${t.namespace}/${t.name}`;
 export const workloadsOf = (c: Config, key: string) =>
   new Set((c.images.find((i) => i.key === key)?.targets ?? []).map(wid));
+/** The store keys that are one image's own, spelled here (not from lib/state/keys.ts). */
+export const imageKeysOf = (key: string) => [
+  `last-refreshed-${key}-digest`,
+  `refresh-attempt-${key}`,
+  `refresh-flap-detected-${key}`,
+  `failed-${key}-digest`,
+  `refresh-attempt-traceparent-${key}`,
+  `skip-streak-${key}`,
+  `unresolved-streak-${key}`,
+  `repin-streak-${key}`,
+  `rejected-${key}-digest`,
+  `candidates-${key}`,
+  `paused-${key}`,
+];
 export const shares = (c: Config, a: string, b: string) => {
   const mine = workloadsOf(c, a);
   return [...workloadsOf(c, b)].some((w) => mine.has(w));
 };
 
+/**
+ * The store's data as plan() saw it: every key by its stored name, with the text that was read
+ * (the oracle spells the key names itself and judges each value's trust from this text).
+ */
+export const dataOf = (o: Observed): Record<string, string> => bookData(o.book);
+/** One stored value of the observation, by its data key name. */
+export const stored = (o: Observed, name: string): string | undefined => dataOf(o)[name];
+/** The image's attempt count in the store (legacy annotations are observe's to migrate). */
+export const storedAttempt = (o: Observed, key: string): Count =>
+  countOf(stored(o, `refresh-attempt-${key}`));
+
 /** The image's count forbids touching its workloads: locked out (count >= max) or untrusted. */
 export function countBlocks(c: Config, o: Observed, key: string): boolean {
-  const n = attemptOf(o.state.annotations, c.annotationPrefix, key);
+  const n = storedAttempt(o, key);
   return n.kind === "untrusted" || (n.kind === "trusted" && n.value >= c.maxRefreshAttempts);
 }

@@ -7,7 +7,7 @@ import fc from "fast-check";
 import { type Config, parseConfig } from "../../lib/config.ts";
 import type { Decision, Observed } from "../../lib/tick/model.ts";
 import { plan } from "../../lib/tick/plan/plan.ts";
-import { type Case, caseArb } from "./arbitraries.ts";
+import { bookFor, type Case, caseArb } from "./arbitraries.ts";
 import {
   imageKeys,
   of,
@@ -20,13 +20,12 @@ import {
   written,
 } from "./decision.ts";
 import type { Truth } from "./live-images.ts";
-import { legacyNames, workloadsOf } from "./oracle.ts";
+import { stored, workloadsOf } from "./oracle.ts";
 import { expectedVerdicts, foreignOffPin, judge, onThePin } from "./oracle-verdict.ts";
 
 const RUNS = Number(process.env.PLAN_PROPERTY_RUNS ?? 2000);
-const ann = (c: Config, o: Observed, name: string) => o.state.annotations[`${c.annotationPrefix}/${name}`];
-const setOf = (c: Config, d: Decision, name: string) =>
-  written(c, d).filter(([n]) => n === `${c.annotationPrefix}/${name}`);
+const ann = (_c: Config, o: Observed, name: string) => stored(o, name);
+const setOf = (c: Config, d: Decision, name: string) => written(c, d).filter(([n]) => n === name);
 const eventsOf = (d: Decision, key: string, reason: string) =>
   of(d, "event").filter((e) => e.image === key && e.reason === reason);
 const slotTruth = (t: Truth, slot: string) => {
@@ -74,16 +73,14 @@ export const LIVE_PROPERTIES: Property[] = [
           const pin = e.pauser?.image as string;
           expect(pin).toBeDefined();
           const fresh = was !== pin;
-          expect(marks).toEqual(fresh ? [[`${c.annotationPrefix}/paused-${img.key}`, pin]] : []);
+          expect(marks).toEqual(fresh ? [[`paused-${img.key}`, pin]] : []);
           expect(events).toHaveLength(fresh ? 1 : 0);
           expect(events[0]?.eventType ?? "Warning").toBe("Warning");
           continue;
         }
         expect(events).toEqual([]);
         // no longer paused: the marker goes, once the tick could tell
-        expect(marks).toEqual(
-          was !== undefined && e.pastPause ? [[`${c.annotationPrefix}/paused-${img.key}`, null]] : [],
-        );
+        expect(marks).toEqual(was !== undefined && e.pastPause ? [[`paused-${img.key}`, null]] : []);
       }
     },
   ],
@@ -104,7 +101,7 @@ export const LIVE_PROPERTIES: Property[] = [
         // again, never contested; either way the streak is 1 once the write lands.
         const before = ann(c, o, `repin-streak-${img.key}`);
         if (before !== undefined) expect(foreignOffPin(c, o, t, img.key)).toBe(false);
-        expect(w?.annotations[`${c.annotationPrefix}/repin-streak-${img.key}`] ?? before).toBe("1");
+        expect(w?.change[`repin-streak-${img.key}`] ?? before).toBe("1");
         const patched = patchedFor(c, d, img.key);
         expect(patched.size).toBeGreaterThan(0);
         for (const [slot, image] of patched) {
@@ -139,14 +136,14 @@ export const LIVE_PROPERTIES: Property[] = [
         expect(rolled(d).has(img.key)).toBe(false);
         const first = ann(c, o, `repin-streak-${img.key}`) === "1";
         expect(setOf(c, d, `repin-streak-${img.key}`)).toEqual(
-          first ? [[`${c.annotationPrefix}/repin-streak-${img.key}`, "2"]] : [],
+          first ? [[`repin-streak-${img.key}`, "2"]] : [],
         );
         expect(events).toHaveLength(first ? 1 : 0);
       }
     },
   ],
   [
-    "the repin streak is removed exactly when a tick finds every target pinned to R, whatever the registry says",
+    "the repin streak is removed exactly when a tick finds every target settled and pinned to R, whatever the registry says",
     (c, o, d, t) => {
       for (const img of c.images) {
         const removed = setOf(c, d, `repin-streak-${img.key}`).some(([, v]) => v === null);
@@ -161,18 +158,14 @@ export const LIVE_PROPERTIES: Property[] = [
       if (c.reconcile !== "report") return;
       expect(of(d, "pin-restored")).toEqual([]);
       for (const w of writes(d)) expect(w.repins).toEqual([]);
-      for (const [name, v] of written(c, d)) if (name.includes("/repin-streak-")) expect(v).not.toBe("1");
+      for (const [name, v] of written(c, d)) if (name.startsWith("repin-streak-")) expect(v).not.toBe("1");
       for (const [key, e] of expectedVerdicts(c, o, t)) {
         if (e.outcome !== "drifted") continue;
         expect(verdict(d, key)).toMatchObject({ outcome: "drifted", reason: "tag_rerendered" });
         expect(rolled(d).has(key)).toBe(false);
         expect(of(d, "event").filter((x) => x.image === key)).toEqual([]);
-        // removals of a stale marker or streak are all it may write (and the legacy counter's
-        // migration onto every image's own keys, when another image's refresh migrates it)
-        const migrates = Object.keys(legacyNames(o.state.annotations, c.annotationPrefix)).length > 0;
-        const own = new Set(
-          imageKeys(c, key).filter((n) => !migrates || !/\/refresh-(attempt|flap)/.test(n)),
-        );
+        // removals of a stale marker, streak or withdrawn candidate are all it may write
+        const own = new Set(imageKeys(c, key));
         for (const [name, v] of written(c, d)) if (own.has(name)) expect(v).toBeNull();
         for (const w of writes(d)) expect(w.attempts[key]).toBeUndefined();
       }
@@ -194,7 +187,7 @@ function sharedRepinHeld(): Case {
     JSON.stringify({
       tag: "stable",
       registry: { host: "docker.io" },
-      state: { kind: "Deployment", namespace: "apps", name: "api" },
+      store: { namespace: "image-refresh", name: "image-refresh-state" },
       images: [
         { repository: "myorg/api", targets: [{ kind: "Deployment", name: "api", container: "api" }] },
         { repository: "myorg/db", targets: [{ kind: "Deployment", name: "api", container: "sidecar" }] },
@@ -206,24 +199,21 @@ function sharedRepinHeld(): Case {
   const B = `sha256:${"b".repeat(64)}`;
   const helm = [{ manager: "helm", operation: "Update", time: "2026-12-01T11:00:00Z" }];
   const ours = [{ manager: "image-refresh", operation: "Update", time: "2026-12-01T10:00:00Z" }];
-  const p = c.annotationPrefix;
   const o: Observed = {
-    state: {
-      settled: true,
-      settleMessage: "done",
-      // api: in sync with the registry, its tag re-rendered by helm; db: a new build, locked out
-      annotations: {
-        [`${p}/last-refreshed-api-digest`]: A,
-        [`${p}/last-refreshed-db-digest`]: A,
-        [`${p}/refresh-attempt-db`]: "3",
-      },
-    },
+    // api: in sync with the registry, its tag re-rendered by helm; db: a new build, locked out
+    book: bookFor(c, {
+      "last-refreshed-api-digest": A,
+      "last-refreshed-db-digest": A,
+      "refresh-attempt-db": "3",
+    }),
     digests: { api: { ok: true, digest: A }, db: { ok: true, digest: B } },
     workloads: {
       "Deployment/apps/api": {
         found: true,
         images: { api: "myorg/api:stable", sidecar: `myorg/db@${A}` },
         owners: { api: helm, sidecar: ours },
+        settled: true,
+        settleMessage: "successfully rolled out",
       },
     },
   };

@@ -7,7 +7,7 @@ import type { Config } from "../../lib/config.ts";
 import { exitCodeFor, mostSevere, OUTCOMES, severity } from "../../lib/outcomes.ts";
 import { type Observed, REASONS } from "../../lib/tick/model.ts";
 import { plan } from "../../lib/tick/plan/plan.ts";
-import { caseArb, PREFIX } from "./arbitraries.ts";
+import { caseArb } from "./arbitraries.ts";
 import {
   of,
   type Property,
@@ -21,21 +21,21 @@ import {
   written,
 } from "./decision.ts";
 import {
-  attemptOf,
   countBlocks,
   countOf,
-  flapOf,
+  dataOf,
+  imageKeysOf,
   LEGACY,
-  legacyNames,
   numberOf,
+  shares,
+  stored,
+  storedAttempt,
   workloadsOf,
 } from "./oracle.ts";
 import { expectedRollouts, expectedVerdicts, judge } from "./oracle-verdict.ts";
 
 const RUNS = Number(process.env.PLAN_PROPERTY_RUNS ?? 2000);
-const k = (name: string) => `${PREFIX}/${name}`;
-const attempt = (c: Config, o: Observed, key: string) =>
-  attemptOf(o.state.annotations, c.annotationPrefix, key);
+const attempt = (_c: Config, o: Observed, key: string) => storedAttempt(o, key);
 const unresolvedImages = (c: Config, o: Observed) =>
   c.images.filter((i) => !i.pinned && o.digests !== undefined && o.digests[i.key]?.ok !== true);
 
@@ -50,8 +50,7 @@ const PROPERTIES: Property[] = [
   ],
   [
     "the tick's outcome is its most severe image verdict, with that image's reason; every image has one",
-    (c, o, d) => {
-      if (!o.state.settled) return;
+    (c, _o, d) => {
       expect(d.images.map((v) => v.key)).toEqual(c.images.map((i) => i.key));
       const worst = mostSevere(d.images.map((v) => v.outcome));
       expect(d.outcome).toBe(worst);
@@ -61,8 +60,8 @@ const PROPERTIES: Property[] = [
     },
   ],
   [
-    "no image is rolled out without its own count+1 in the one write-state before the first rollout",
-    (c, o, d) => {
+    "no image is rolled out without its own count+1 and the digest it tries in the one write-state before the first rollout",
+    (c, o, d, truth) => {
       const t = types(d);
       const first = t.indexOf("rollout");
       const w = writes(d);
@@ -79,12 +78,14 @@ const PROPERTIES: Property[] = [
         const n = attempt(c, o, key);
         expect(n.kind).not.toBe("untrusted");
         expect(numberOf(n)).toBeLessThan(c.maxRefreshAttempts);
-        expect(attempts[key]).toBe(numberOf(n) + 1);
+        // the digest tried is stored with the count: a failure leaves it as failed-<key>-digest
+        const digest = judge(c, o, truth, key).due?.digest;
+        expect(attempts[key]).toEqual({ count: numberOf(n) + 1, digest: digest as string });
       }
     },
   ],
   [
-    "an untrusted count (own or legacy) never rolls that image nor a workload it is in; due, it is held",
+    "an untrusted count never rolls that image nor a workload it is in; due, it is held",
     (c, o, d, t) => {
       for (const img of c.images) {
         if (attempt(c, o, img.key).kind !== "untrusted") continue;
@@ -97,14 +98,14 @@ const PROPERTIES: Property[] = [
     },
   ],
   [
-    "lockout: count >= max never rolls that image nor its workloads; the marker is written only when absent (own or legacy)",
+    "lockout: count >= max never rolls that image nor its workloads and exits 1; the marker is written only when absent",
     (c, o, d, t) => {
       const flaps = writes(d).flatMap((w) => w.flaps);
-      const marks = written(c, d).filter(([k]) => /\/refresh-flap-detected-/.test(k));
+      const marks = written(c, d).filter(([k]) => /^refresh-flap-detected-/.test(k));
       for (const img of c.images) {
         const n = attempt(c, o, img.key);
         const locked = n.kind === "trusted" && n.value >= c.maxRefreshAttempts;
-        const flapKey = `${c.annotationPrefix}/refresh-flap-detected-${img.key}`;
+        const flapKey = `refresh-flap-detected-${img.key}`;
         // decided by the count alone, also when another tick's claim brought it to the maximum
         const ownLockout = locked && judge(c, o, t, img.key).wanted !== undefined;
         if (locked) {
@@ -113,13 +114,14 @@ const PROPERTIES: Property[] = [
         }
         const v = verdict(d, img.key);
         expect(v?.outcome === "locked_out" && v.reason === "flap_lockout").toBe(ownLockout);
-        const marked = ownLockout && flapOf(o.state.annotations, c.annotationPrefix, img.key) === undefined;
+        // a lockout fails the Job every tick while it lasts, not only the tick that trips it
+        if (ownLockout) expect(exitCodeFor(d.outcome)).toBe(1);
+        const marked = ownLockout && stored(o, flapKey) === undefined;
         expect(flaps.includes(img.key)).toBe(marked);
         const events = of(d, "event").filter((e) => e.image === img.key && e.reason === "RefreshLockedOut");
         expect(events).toHaveLength(marked ? 1 : 0);
         if (marked) expect(marks).toContainEqual([flapKey, String(numberOf(n))]);
-        else if (flapOf(o.state.annotations, c.annotationPrefix, img.key) === undefined)
-          expect(marks.map(([k]) => k)).not.toContain(flapKey);
+        else if (stored(o, flapKey) === undefined) expect(marks.map(([k]) => k)).not.toContain(flapKey);
       }
       for (const [, v] of marks) expect(v).not.toBeNull();
     },
@@ -127,7 +129,6 @@ const PROPERTIES: Property[] = [
   [
     "isolation: exactly the images SPEC lets roll are rolled, whatever happens to the images they share nothing with",
     (c, o, d, t) => {
-      if (!o.state.settled) return;
       const expected = expectedRollouts(c, o, t);
       expect([...rolled(d)].sort()).toEqual([...expected].sort());
       for (const v of d.images) expect(v.outcome === "refreshed").toBe(expected.has(v.key));
@@ -136,7 +137,6 @@ const PROPERTIES: Property[] = [
   [
     "every image's verdict is SPEC step 6's, in its order; a due image sharing a workload with a blocked one waits with it",
     (c, o, d, t) => {
-      if (!o.state.settled) return;
       for (const [key, e] of expectedVerdicts(c, o, t)) {
         const v = verdict(d, key);
         if (e.outcome === "waits") {
@@ -184,82 +184,79 @@ const PROPERTIES: Property[] = [
     },
   ],
   [
-    "a tick with an unresolved image is never noop: at least unresolved, the image unresolved, stale or error (held when its targets hold it first)",
+    "a tick with an unresolved image is never noop: at least unresolved, the image unresolved, stale or error (held, skipped or frozen when its targets hold it first)",
     (c, o, d, t) => {
       const un = unresolvedImages(c, o);
-      if (!o.state.settled || un.length === 0) return;
+      if (un.length === 0) return;
       expect(d.outcome).not.toBe("noop");
       expect(severity(d.outcome)).toBeLessThanOrEqual(severity("unresolved"));
       for (const img of un) {
         const v = verdict(d, img.key);
-        if (judge(c, o, t, img.key).targetsOk)
+        const e = judge(c, o, t, img.key);
+        if (e.targetsOk && e.unsettled === undefined)
           expect(["unresolved", "stale", "error"]).toContain(v?.outcome as string);
-        else expect(["target_unavailable", "target_mismatch"]).toContain(v?.reason as string);
+        else
+          expect([
+            "target_unavailable",
+            "target_mismatch",
+            "not_settled",
+            "skip_ceiling",
+            "skip_streak_untrusted",
+            "unresolved",
+            "unresolved_ceiling",
+            "unresolved_streak_untrusted",
+          ]).toContain(v?.reason as string);
       }
     },
   ],
   [
-    "unresolved streak: +1 per unresolved settled tick, stale exactly at the ceiling with one Event, removed when resolved; untouched while a target holds the image",
+    "unresolved streak: +1 per unresolved tick whatever else holds the image, stale exactly at the ceiling with one Event, removed when resolved",
     (c, o, d, t) => {
-      if (!o.state.settled) return;
       const w = writes(d)[0];
       for (const img of c.images) {
-        const key = `${c.annotationPrefix}/unresolved-streak-${img.key}`;
-        const was = o.state.annotations[key];
+        const key = `unresolved-streak-${img.key}`;
+        const was = stored(o, key);
         const v = verdict(d, img.key);
         const events = of(d, "event").filter((e) => e.image === img.key && e.reason === "ImageStale");
-        const targetsHold = !img.pinned && !judge(c, o, t, img.key).targetsOk;
-        if (img.pinned || targetsHold || o.digests?.[img.key]?.ok) {
-          if (img.pinned || targetsHold || was === undefined) expect(w?.annotations[key]).toBeUndefined();
-          else expect(w?.annotations[key]).toBeNull();
+        if (img.pinned || o.digests?.[img.key]?.ok) {
+          if (img.pinned || was === undefined) expect(w?.change[key]).toBeUndefined();
+          else expect(w?.change[key]).toBeNull();
           expect(events).toEqual([]);
           continue;
         }
+        const e = judge(c, o, t, img.key);
         const n = countOf(was);
         if (n.kind === "untrusted") {
-          expect(v).toMatchObject({ outcome: "error", reason: "unresolved_streak_untrusted" });
-          expect(w?.annotations[key]).toBeUndefined();
+          if (e.targetsOk && e.unsettled === undefined)
+            expect(v).toMatchObject({ outcome: "error", reason: "unresolved_streak_untrusted" });
+          expect(w?.change[key]).toBeUndefined();
           expect(events).toEqual([]);
           continue;
         }
         const next = numberOf(n) + 1;
-        expect(w?.annotations[key]).toBe(String(next));
+        expect(w?.change[key]).toBe(String(next));
         expect(w?.streaks).toContain(img.key);
-        expect(v?.outcome).toBe(next >= c.maxUnresolvedTicks ? "stale" : "unresolved");
-        const failure = o.digests?.[img.key];
-        if (failure && !failure.ok) expect(v?.short).toContain(failure.failure);
-        expect(events).toHaveLength(next === c.maxUnresolvedTicks ? 1 : 0);
+        if (e.targetsOk && e.unsettled === undefined) {
+          expect(v?.outcome).toBe(next >= c.maxUnresolvedTicks ? "stale" : "unresolved");
+          const failure = o.digests?.[img.key];
+          if (failure && !failure.ok) expect(v?.short).toContain(failure.failure);
+        }
+        // a freeze reached on the same tick posts its own Event instead
+        expect(events).toHaveLength(next === c.maxUnresolvedTicks && !e.freezes ? 1 : 0);
       }
     },
   ],
   [
-    "legacy keys migrate in the first counter write, onto every image's own keys, and are never written back",
-    (c, o, d) => {
-      const a = o.state.annotations;
-      const legacy = legacyNames(a, c.annotationPrefix);
-      for (const [k, v] of written(c, d))
-        if ((LEGACY as readonly string[]).includes(k.slice(k.lastIndexOf("/") + 1))) expect(v).toBeNull();
-      const w = writes(d)[0];
-      const counterWrite = w !== undefined && (Object.keys(w.attempts).length > 0 || w.flaps.length > 0);
-      if (!counterWrite) {
-        // no counter write, no migration: the legacy keys stay and go on counting
-        for (const name of Object.values(legacy)) expect(w?.annotations[name]).toBeUndefined();
-        return;
+    "the store is the only bookkeeping plan writes: each key is a configured image's own or the installation's, never a legacy name",
+    (c, _o, d) => {
+      const own = new Set([...c.images.flatMap((i) => imageKeysOf(i.key)), "registry-retry-after"]);
+      for (const [name] of written(c, d)) {
+        expect(own).toContain(name);
+        expect(LEGACY as readonly string[]).not.toContain(name);
       }
-      // every legacy key, under any prefix: one left behind would count again after the reset
-      for (const name of Object.keys(a))
-        if ((LEGACY as readonly string[]).includes(name.slice(name.lastIndexOf("/") + 1)))
-          expect(w.annotations[name]).toBeNull();
-      for (const img of c.images)
-        for (const [local, name] of Object.entries(legacy)) {
-          const own = `${c.annotationPrefix}/${local}-${img.key}`;
-          const mine = w.annotations[own];
-          if (a[own] !== undefined) expect(mine).toBeUndefined();
-          else if (local === "refresh-attempt" || local === "refresh-attempt-traceparent")
-            // a due image's count and traceparent are this tick's own, which apply writes
-            expect(mine).toBe(img.key in w.attempts ? undefined : (a[name] as string));
-          else if (!w.flaps.includes(img.key)) expect(mine).toBe(a[name] as string);
-        }
+      for (const w of writes(d))
+        for (const key of [...Object.keys(w.attempts), ...w.flaps, ...w.streaks, ...w.repins])
+          expect(c.images.map((i) => i.key)).toContain(key);
     },
   ],
   [
@@ -276,7 +273,10 @@ const PROPERTIES: Property[] = [
       if ([...rolled(d)].some((key) => !repins.includes(key)))
         expect(t.lastIndexOf("record-digests")).toBeGreaterThan(reset);
       if (repins.length > 0) expect(t.lastIndexOf("pin-restored")).toBeGreaterThan(reset);
-      expect(of(d, "reset")[0]?.counts).toEqual(writes(d)[0]?.attempts ?? {});
+      const counts = Object.fromEntries(
+        Object.entries(writes(d)[0]?.attempts ?? {}).map(([key, a]) => [key, a.count]),
+      );
+      expect(of(d, "reset")[0]?.counts).toEqual(counts);
       const recorded = of(d, "record-digests").at(-1)?.digests ?? {};
       for (const key of rolled(d)) {
         const seen = o.digests?.[key];
@@ -287,51 +287,81 @@ const PROPERTIES: Property[] = [
     },
   ],
   [
-    "an unsettled tick writes only the streak (+ an Event) and consults no digest",
-    (c, o, d) => {
-      if (o.state.settled) return;
-      expect(d.images).toEqual([]);
-      const streak = countOf(o.state.annotations[k("refresh-skip-streak")]);
-      if (streak.kind === "untrusted") {
-        expect(d.actions).toEqual([]);
-        expect(exitCodeFor(d.outcome)).toBe(1);
-        return;
+    "settled guard per image: an unsettled target counts the image's skip streak; skipped below maxSkipTicks, frozen at it with one Event about that workload; nothing of it or its sharers rolls",
+    (c, o, d, t) => {
+      const w = writes(d)[0];
+      for (const img of c.images) {
+        const e = judge(c, o, t, img.key);
+        const key = `skip-streak-${img.key}`;
+        const v = verdict(d, img.key);
+        const frozen = of(d, "event").filter((x) => x.image === img.key && x.reason === "RefreshFrozen");
+        if (img.pinned || e.unsettled === undefined) {
+          expect(frozen).toEqual([]);
+          continue;
+        }
+        expect(rolled(d).has(img.key)).toBe(false);
+        for (const id of workloadsOf(c, img.key)) expect(rolledWorkloads(d).has(id)).toBe(false);
+        for (const other of c.images)
+          if (shares(c, img.key, other.key)) expect(rolled(d).has(other.key)).toBe(false);
+        if (e.skip === undefined) {
+          expect(w?.change[key]).toBeUndefined();
+          expect(exitCodeFor(d.outcome)).toBe(1);
+          expect(frozen).toEqual([]);
+          continue;
+        }
+        expect(w?.change[key]).toBe(String(e.skip));
+        expect(w?.streaks).toContain(img.key);
+        expect(v?.skipStreak).toBe(e.skip);
+        expect(v?.frozen).toBe(e.skip >= c.maxSkipTicks);
+        if (e.skip >= c.maxSkipTicks) expect(exitCodeFor(d.outcome)).toBe(1);
+        expect(frozen).toHaveLength(e.freezes ? 1 : 0);
+        for (const x of frozen)
+          expect(x.regarding.map((r) => `${r.kind}/${r.namespace}/${r.name}`)).toEqual([e.unsettled]);
       }
-      const next = numberOf(streak) + 1;
-      expect(d.actions[0]).toEqual({ type: "write-streak", value: next });
-      expect(
-        types(d)
-          .slice(1)
-          .every((t) => t === "event"),
-      ).toBe(true);
-      expect(d.outcome).toBe(next >= c.maxSkipTicks ? "frozen" : "skipped");
-      expect(d.skipStreak.after).toBe(next);
-      // the Event only on the transition into the freeze
-      expect(of(d, "event")).toHaveLength(next === c.maxSkipTicks ? 1 : 0);
     },
   ],
   [
-    "a settled tick clears a recorded streak first, and only then",
-    (_c, o, d) => {
-      if (!o.state.settled) return;
-      const has = o.state.annotations[k("refresh-skip-streak")] !== undefined;
-      expect(types(d).filter((t) => t === "clear-streak")).toHaveLength(has ? 1 : 0);
-      if (has) expect(d.actions[0]).toEqual({ type: "clear-streak" });
-      expect(types(d)).not.toContain("write-streak");
-      expect(d.skipStreak.after).toBe(0);
+    "a settled image's skip streak is removed, and only when present; its verdict says 0, not frozen",
+    (c, o, d, t) => {
+      const w = writes(d)[0];
+      for (const img of c.images) {
+        if (img.pinned || judge(c, o, t, img.key).unsettled !== undefined) continue;
+        const key = `skip-streak-${img.key}`;
+        if (stored(o, key) === undefined) expect(w?.change[key]).toBeUndefined();
+        else expect(w?.change[key]).toBeNull();
+        expect(verdict(d, img.key)).toMatchObject({ skipStreak: 0, frozen: false });
+      }
+    },
+  ],
+  [
+    "the tag moved back (L == R, past pause and rejection): every waiting candidate is dropped",
+    (c, o, d, t) => {
+      const w = writes(d)[0];
+      for (const img of c.images) {
+        const e = judge(c, o, t, img.key);
+        const seen = o.digests?.[img.key];
+        const key = `candidates-${img.key}`;
+        const back =
+          e.pastPause &&
+          e.reason !== "build_rejected" &&
+          seen?.ok &&
+          seen.digest === stored(o, `last-refreshed-${img.key}-digest`);
+        if (back && stored(o, key) !== undefined) expect(w?.change[key]).toBeNull();
+        if (stored(o, key) === undefined) expect(w?.change[key]).toBeUndefined();
+      }
     },
   ],
   [
     "digests recorded are only ones the registry returned for non-pinned images, first seen or rolled out",
     (c, o, d) => {
-      const prefix = `${c.annotationPrefix}/last-refreshed-`;
+      const prefix = "last-refreshed-";
       for (const [name, digest] of written(c, d)) {
         if (!name.startsWith(prefix)) continue;
         const key = name.slice(prefix.length, -"-digest".length);
         const img = c.images.find((i) => i.key === key);
         expect(img?.pinned).toBe(false);
         expect(o.digests?.[key]).toEqual({ ok: true, digest: digest as string });
-        const first = o.state.annotations[name] === undefined;
+        const first = stored(o, name) === undefined;
         expect(first || rolled(d).has(key)).toBe(true);
         if (first) expect(verdict(d, key)?.outcome).toBe("recorded");
       }
@@ -353,7 +383,7 @@ const PROPERTIES: Property[] = [
           const seen = img ? o.digests?.[img.key] : undefined;
           expect(seen?.ok).toBe(true);
           if (img && seen?.ok) expect(ct.image).toBe(`${c.registry.host}/${img.repository}@${seen.digest}`);
-          const recorded = o.state.annotations[k(`last-refreshed-${img?.key}-digest`)];
+          const recorded = stored(o, `last-refreshed-${img?.key}-digest`);
           const repin = verdict(d, img?.key ?? "")?.reason === "pin_restored";
           if (repin) expect(recorded).toBe(seen?.ok ? seen.digest : "resolved");
           else expect(recorded).not.toBe(seen?.ok ? seen.digest : undefined);
@@ -363,14 +393,18 @@ const PROPERTIES: Property[] = [
   [
     "a healthy, unchanged installation (every target on its pin) writes nothing; noop writes at most removals",
     (c, o, d, t) => {
-      const a = o.state.annotations;
+      const a = dataOf(o);
+      const k = (name: string) => name;
       const unchanged =
-        o.state.settled &&
-        a[k("refresh-skip-streak")] === undefined &&
+        o.registry === undefined &&
         c.images.every((i) => {
           const seen = o.digests?.[i.key];
           if (i.pinned) return true;
           const R = a[k(`last-refreshed-${i.key}-digest`)];
+          const settled = i.targets.every((tg) => {
+            const w = o.workloads?.[`${tg.kind}/${tg.namespace}/${tg.name}`];
+            return w?.found === true && w.settled;
+          });
           const onPin = i.targets.every((tg) => {
             const live = t[`${tg.kind}/${tg.namespace}/${tg.name}`]?.[tg.container];
             return live?.kind === "digest" && live.digest === R;
@@ -379,6 +413,9 @@ const PROPERTIES: Property[] = [
             seen?.ok === true &&
             R === seen.digest &&
             onPin &&
+            settled &&
+            a[k(`skip-streak-${i.key}`)] === undefined &&
+            a[k(`candidates-${i.key}`)] === undefined &&
             a[k(`rejected-${i.key}-digest`)] !== seen.digest &&
             a[k(`unresolved-streak-${i.key}`)] === undefined &&
             a[k(`repin-streak-${i.key}`)] === undefined &&
@@ -390,8 +427,8 @@ const PROPERTIES: Property[] = [
         expect(d.outcome).toBe("noop");
       }
       if (d.outcome === "noop") {
-        expect(types(d).filter((t) => t !== "clear-streak" && t !== "write-state")).toEqual([]);
-        for (const w of writes(d)) for (const v of Object.values(w.annotations)) expect(v).toBeNull();
+        expect(types(d).filter((t) => t !== "write-state")).toEqual([]);
+        for (const w of writes(d)) for (const v of Object.values(w.change)) expect(v).toBeNull();
       }
     },
   ],
@@ -402,8 +439,7 @@ const PROPERTIES: Property[] = [
         if (rolled(d).has(img.key)) continue;
         for (const w of writes(d)) expect(w.attempts[img.key]).toBeUndefined();
         for (const [name] of written(c, d))
-          if (name === k(`last-refreshed-${img.key}-digest`))
-            expect(o.state.annotations[name]).toBeUndefined();
+          if (name === `last-refreshed-${img.key}-digest`) expect(stored(o, name)).toBeUndefined();
       }
     },
   ],
@@ -464,6 +500,10 @@ describe("plan() properties", () => {
       "recorded/first_observation",
       "noop/unchanged",
       "noop/pinned",
+      "skipped/not_settled",
+      "frozen/skip_ceiling",
+      "error/skip_streak_untrusted",
+      "held/shared_workload",
     ])
       expect(verdicts).toContain(v);
   }, 30_000);

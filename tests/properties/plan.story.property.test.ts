@@ -1,6 +1,6 @@
 // The repin streak guard of SPEC step 6 over several ticks of plan(): between two re-pins of an
-// image there is always a tick that found every target pinned to R. Each tick's writes are
-// carried into the next tick's annotations as if every write and rollout went through; between
+// image there is always a tick that found every target settled and pinned to R. Each tick's writes
+// are carried into the next tick's store as if every write and rollout went through; between
 // ticks the targets either keep what the tick rolled out, get the floating tag rendered back over
 // it by a deploy tool (helm), or are a fresh random world.
 import { expect, test } from "bun:test";
@@ -8,33 +8,37 @@ import fc from "fast-check";
 import type { Config } from "../../lib/config.ts";
 import type { Decision, Observed, ObservedWorkload } from "../../lib/tick/model.ts";
 import { plan } from "../../lib/tick/plan/plan.ts";
-import { type Case, configArb, observedArb } from "./arbitraries.ts";
+import { bookFor, type Case, configArb, observedArb } from "./arbitraries.ts";
 import { of, verdict } from "./decision.ts";
 import type { LiveTruth, Truth } from "./live-images.ts";
-import { foreignOffPin, onThePin } from "./oracle-verdict.ts";
+import { dataOf, stored } from "./oracle.ts";
+import { foreignOffPin, judge, onThePin } from "./oracle-verdict.ts";
 
 const RUNS = Number(process.env.PLAN_PROPERTY_RUNS ?? 2000);
 
-/** The annotations after a decision, every write and rollout having gone through. */
-function carryAnnotations(c: Config, a: Record<string, string>, d: Decision): Record<string, string> {
+/** The store's data after a decision, every write and rollout having gone through. */
+function carryData(a: Record<string, string>, d: Decision): Record<string, string> {
   const next = { ...a };
-  const name = (n: string) => `${c.annotationPrefix}/${n}`;
+  const put = (n: string, v: string | null) => {
+    if (v === null) delete next[n];
+    else next[n] = v;
+  };
   for (const x of d.actions) {
-    if (x.type === "write-streak") next[name("refresh-skip-streak")] = String(x.value);
-    if (x.type === "clear-streak") delete next[name("refresh-skip-streak")];
-    if (x.type === "record-digests")
-      for (const [key, v] of Object.entries(x.digests)) next[name(`last-refreshed-${key}-digest`)] = v;
+    if (x.type === "record-digests") {
+      for (const [key, v] of Object.entries(x.digests)) put(`last-refreshed-${key}-digest`, v);
+      for (const [key, v] of Object.entries(x.candidates ?? {})) put(`candidates-${key}`, v);
+    }
     if (x.type === "reset")
       for (const key of Object.keys(x.counts))
-        for (const n of ["refresh-attempt", "refresh-flap-detected", "refresh-attempt-traceparent"])
-          delete next[name(`${n}-${key}`)];
+        for (const n of ["refresh-attempt-", "refresh-flap-detected-", "refresh-attempt-traceparent-"])
+          delete next[`${n}${key}`];
+    if (x.type === "reset") for (const key of Object.keys(x.counts)) delete next[`failed-${key}-digest`];
     if (x.type !== "write-state") continue;
-    for (const [n, v] of Object.entries(x.annotations)) {
-      if (v === null) delete next[n];
-      else next[n] = v;
+    for (const [n, v] of Object.entries(x.change)) put(n, v);
+    for (const [key, at] of Object.entries(x.attempts)) {
+      next[`refresh-attempt-${key}`] = String(at.count);
+      next[`failed-${key}-digest`] = at.digest;
     }
-    for (const [key, count] of Object.entries(x.attempts))
-      next[name(`refresh-attempt-${key}`)] = String(count);
   }
   return next;
 }
@@ -48,6 +52,8 @@ function carryTargets(c: Config, prev: Case, d: Decision, between: Between) {
   for (const r of of(d, "rollout")) {
     const id = `${r.workload.kind}/${r.workload.namespace}/${r.workload.name}`;
     const w = workloads[id] as ObservedWorkload & { found: true };
+    // the rollout went through: the workload settled on it
+    w.settled = true;
     for (const ct of r.containers) {
       const img = c.images.find(
         (i) => r.images.includes(i.key) && i.targets.some((t) => t.container === ct.name),
@@ -87,12 +93,11 @@ const storyArb = configArb.chain((c) =>
   }),
 );
 
-/** The next tick's observation: its own random parts, the carried annotations and targets. */
+/** The next tick's observation: its own random parts, the carried store and targets. */
 function nextTick(prev: Case, d: Decision, s: ValueOf<typeof storyArb>["steps"][number]): Case {
   const { c } = prev;
   const o: Observed = structuredClone(s.fresh.o);
-  o.state.annotations = carryAnnotations(c, prev.o.state.annotations, d);
-  if (!o.state.settled) return { c, o, t: {} };
+  o.book = bookFor(c, carryData(dataOf(prev.o), d));
   if (s.sameDigests && prev.o.digests) o.digests = structuredClone(prev.o.digests);
   if (s.between === "fresh" || !prev.o.workloads) return { c, o, t: s.fresh.t };
   const { workloads, truth } = carryTargets(c, prev, d, s.between);
@@ -108,10 +113,7 @@ test("streak guard: between two re-pins of an image there is a tick that found e
       let now: Case = { c, ...first };
       // a streak already there is a re-pin of an earlier story
       const armed = new Map(
-        c.images.map((i) => [
-          i.key,
-          now.o.state.annotations[`${c.annotationPrefix}/repin-streak-${i.key}`] === undefined,
-        ]),
+        c.images.map((i) => [i.key, stored(now.o, `repin-streak-${i.key}`) === undefined]),
       );
       let repinned = new Set<string>();
       for (let i = 0; ; i++) {
@@ -125,7 +127,8 @@ test("streak guard: between two re-pins of an image there is a tick that found e
             if (foreignOffPin(c, now.o, now.t, img.key)) expect(armed.get(img.key)).toBe(true);
             armed.set(img.key, false);
             repinned.add(img.key);
-          } else if (now.o.state.settled && onThePin(c, now.o, now.t, img.key)) armed.set(img.key, true);
+          } else if (judge(c, now.o, now.t, img.key).targetsOk && onThePin(c, now.o, now.t, img.key))
+            armed.set(img.key, true);
           if (v?.reason === "pin_contested" && last.has(img.key)) contests++;
         }
         const s = steps[i];
