@@ -61,7 +61,12 @@ export async function rejectCommand(
       return 1;
     }
     const note = `${img.repository}@${chosen} ${dryRun ? "would be rejected" : "rejected"} by a human: ${key} ${dryRun ? "would" : "will"} not roll out this build; the next build of :${rt.config.tag} rolls out as usual`;
-    rt.log.info(dryRun ? `would reject ${img.repository}@${chosen}: ${key} would not roll out this build; the next build of :${rt.config.tag} rolls out as usual` : note, { image: key, digest: chosen });
+    rt.log.info(
+      dryRun
+        ? `would reject ${img.repository}@${chosen}: ${key} would not roll out this build; the next build of :${rt.config.tag} rolls out as usual`
+        : note,
+      { image: key, digest: chosen },
+    );
     if (r.result === "written" && !dryRun) await announce(rt, tick, note, img);
     return 0;
   });
