@@ -4,7 +4,7 @@ import { age } from "../tick/plan/soak.ts";
 import type { CandidateStatus, ImageStatus, StatusReport, TargetStatus } from "./status-report.ts";
 
 /**
- * The lockout is decided by the count alone (SPEC): a flap marker left behind after
+ * The lockout is decided by the count alone: a flap marker left behind after
  * maxRefreshAttempts was raised above the count is stale, and the next refresh goes ahead.
  */
 function lockoutNote(i: ImageStatus): string {

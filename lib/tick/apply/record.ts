@@ -1,6 +1,6 @@
 // After the rollouts: the reset of the images whose workloads all settled, then (a separate
 // request, so a failed digest write can never strand a lockout) the record of their digests, and
-// the Events that say so. Each has its own failure policy, as SPEC step 7 gives it.
+// the Events that say so. Each has its own failure policy.
 import { type Change, merge, reset as resetKeys } from "../../state/change.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
 import { countOf } from "../../state/values.ts";

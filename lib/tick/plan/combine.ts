@@ -1,4 +1,4 @@
-// Combines per-image judgements into one tick's plan: isolation (SPEC "Precise rules"), which
+// Combines per-image judgements into one tick's plan: isolation, which
 // writes travel together, and the order of rollouts. Pure: every branch is a row in combine.test.ts.
 //
 // Images that share no workload are independent. Images that share a workload move together: a

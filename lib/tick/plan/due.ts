@@ -1,5 +1,5 @@
 // The refresh-attempt rules every due image goes through, a new build, a soaked candidate or a
-// re-pin alike (SPEC step 7): an untrusted count holds, a count at the maximum locks out, another
+// re-pin alike: an untrusted count holds, a count at the maximum locks out, another
 // tick's claim stands, a target that can start no rollout holds. Pure, like all of verdict.ts.
 
 import type { Config, ImageConfig } from "../../config.ts";
@@ -66,7 +66,7 @@ export function due(j: Judgement, { img, b, c, o, digest, live, repin }: DueInpu
     return say(j, "held", "attempt_untrusted", msg);
   }
   if (count >= max) return lockout(j, img, b, c, digest, count);
-  // After the lockout check: a lockout is decided by the count alone (SPEC "Precise rules"),
+  // After the lockout check: a lockout is decided by the count alone,
   // also when another tick's write is what brought the count to the maximum.
   if (o.claimed?.includes(img.key)) {
     const msg = `another tick wrote refresh attempt ${count} of ${img.key} while this one was deciding; it owns this refresh, so this tick touches none of its workloads`;

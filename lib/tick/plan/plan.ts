@@ -16,7 +16,7 @@ function judgeAll(o: Observed, c: Config): Map<string, Judgement> {
   return new Map(c.images.map((img) => [img.key, judgeImage(img, o, c)]));
 }
 
-/** The workloads to read before deciding (SPEC step 2): every target of every image that is not pinned. */
+/** The workloads to read before deciding: every target of every image that is not pinned. */
 export function targetsToRead(c: Config): WorkloadRef[] {
   const refs = new Map<string, WorkloadRef>();
   for (const img of c.images) {

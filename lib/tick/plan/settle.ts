@@ -1,4 +1,4 @@
-// The settled guard, per image (SPEC step 3): an image one of whose targets is not settled, by
+// The settled guard, per image: an image one of whose targets is not settled, by
 // kubectl's rules, is not touched this tick, and neither is an image that shares that workload
 // (combine.ts holds it). Its `skip-streak-<key>` counts the ticks in a row; at maxSkipTicks the
 // image is frozen, with one Warning Event about the workload that does not settle. Every other

@@ -1,4 +1,4 @@
-// minimumAge (SPEC step 6): a new build of the tag waits in `candidates-<key>` until this
+// minimumAge: a new build of the tag waits in `candidates-<key>` until this
 // installation has seen it for minimumAge by the tick's clock (the API server's Date); then the
 // newest candidate that has aged rolls out by digest. Pure, like the rest of the verdict.
 import { IMAGE_KEYS } from "../../state/keys.ts";

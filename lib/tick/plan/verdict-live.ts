@@ -1,4 +1,4 @@
-// The verdicts the live spec of the targets decides (SPEC step 4 and 6): a target unreadable or
+// The verdicts the live spec of the targets decides: a target unreadable or
 // running another repository, a human's pin, a tag re-rendered over the pin (a re-pin, or a
 // contest when it keeps coming back). Pure; rows in plan.live.test.ts.
 

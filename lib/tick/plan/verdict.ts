@@ -117,7 +117,7 @@ function judgeResolved(
 }
 
 /**
- * The unresolved streak (SPEC step 5): counted whatever else holds the image; the verdict it
+ * The unresolved streak: counted whatever else holds the image; the verdict it
  * reaches (unresolved, stale, or an untrusted streak) is returned for judgeImage to weigh.
  */
 function unresolved(j: Judgement, img: ImageConfig, b: ImageBook, o: Observed, c: Config): Said | undefined {
