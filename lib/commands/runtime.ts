@@ -11,12 +11,14 @@ import { createKubeClient, type KubeClient } from "../kube/workloads.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { resolveDigests } from "../registry/client.ts";
 import { credentialsFor, loadDockerConfig } from "../registry/credentials.ts";
+import { mark } from "../startup-timing.ts";
 import { telemetryConfigured } from "../telemetry/env.ts";
 import { noopTelemetry, type Telemetry } from "../telemetry.ts";
 import type { TickContext } from "../tick/context.ts";
 import { distinctTargets } from "../workload.ts";
 
 export type Env = Record<string, string | undefined>;
+mark("runtime-module");
 
 export interface Runtime {
   config: Config;
@@ -49,12 +51,14 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
   const readFile = opts.readFile ?? ((p: string) => readFileSync(p, "utf8"));
   const format = logFormat(args, env);
   const config = loadConfig(args.config, env, readFile);
+  mark("config");
   const conn = resolveConnection({
     kubeconfigFlag: args.kubeconfig,
     env,
     readFile,
     homeDir: env.HOME ?? homedir(),
   });
+  mark("kubeconfig");
   const credentials = registryCredentials(config, readFile);
   // The exporter may warn while it starts, before the logger that carries its span ids exists:
   // those lines go out in the same format, without ids.
@@ -65,6 +69,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
   log =
     opts.log ??
     createLogger({ format, ids: () => telemetry.activeIds(), debug: env.IMAGE_REFRESH_DEBUG === "1" });
+  mark("telemetry");
   const controller = new AbortController();
   const kube = createKubeClient(conn, {
     requestTimeoutMs: config.requestTimeoutMs,
@@ -94,6 +99,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
         ca: opts.registryCa,
       }),
   });
+  mark("runtime");
   return { config, log, telemetry, kube, controller, tickContext };
 }
 

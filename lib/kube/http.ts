@@ -4,6 +4,7 @@
 import { readFileSync } from "node:fs";
 import type { Logger } from "../log.ts";
 import { scrub } from "../scrub.ts";
+import { mark } from "../startup-timing.ts";
 import type { SpanHandle, Telemetry } from "../telemetry.ts";
 import { VERSION } from "../version.ts";
 import { ApiError, parseStatusBody, retryAfterSeconds } from "./errors.ts";
@@ -219,6 +220,7 @@ class HttpContext {
     const token = cred ? cred.token : this.token();
     if (token) headers.Authorization = `Bearer ${token}`;
     if (a.req.body !== undefined) headers["Content-Type"] = a.req.contentType ?? "application/json";
+    mark("first-fetch");
     try {
       return await this.fetch(this.url(a.req), {
         method: a.req.method,
