@@ -14,6 +14,9 @@ export const PREFIX = "image-refresh.io";
 export const TAG = "stable";
 export const STATE = { kind: "Deployment", namespace: "apps", name: "api" } as const;
 export const STATE_PATH = "/apis/apps/v1/namespaces/apps/deployments/api";
+/** image-refresh's own ConfigMap, where a tick keeps its bookkeeping. */
+export const STORE = { namespace: "image-refresh", name: "image-refresh-state" } as const;
+export const STORE_PATH = `/api/v1/namespaces/${STORE.namespace}/configmaps/${STORE.name}`;
 /** The simulated registry's token service name (sim/registry.ts). */
 export const SERVICE = "sim-registry";
 
@@ -57,6 +60,11 @@ export interface BenchWorld {
   /** The same configuration with `registry.token` set, so the product skips the challenge probe. */
   tokenConfigPath: string;
   images: Image[];
+  /**
+   * What the limit reads as the store: the ConfigMap when the simulator serves ConfigMaps (the
+   * product keeps its bookkeeping there), else the legacy state workload, the same one GET.
+   */
+  storePath: string;
   /** Every distinct target workload once, in config order (the state object too when it is one). */
   workloads: Workload[];
   /** Environment shared by every client under test: the CA, and nothing from the caller. */
@@ -77,6 +85,12 @@ export interface BenchWorld {
   firstConnectionAt(): number | undefined;
   /** Pushes a new build of every repository, so the next tick must refresh. */
   pushAll(): void;
+  /**
+   * Copies the store's recorded digests onto the state workload's annotations, where the shell
+   * job kept them, so the shell-shaped kubectl way reads the same bookkeeping. Without the store
+   * the product wrote them there itself, and this does nothing.
+   */
+  mirrorToState(): void;
   stop(): Promise<void>;
 }
 
@@ -156,10 +170,11 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
   const configPath = join(dir, "config.json");
   writeFileSync(caPath, tls.caPem);
   writeFileSync(kubeconfigPath, api.kubeconfig({ server: apiUrl }));
-  writeFileSync(configPath, JSON.stringify(configFor(registry.host, images), null, 2));
+  const store = hasStore(api);
+  writeFileSync(configPath, JSON.stringify(configFor(registry.host, images, store), null, 2));
   // The same, with the token endpoint configured: no challenge probe (README, registry.token).
   const tokenConfigPath = join(dir, "config-token.json");
-  const withToken = configFor(registry.host, images);
+  const withToken = configFor(registry.host, images, store);
   withToken.registry = { host: registry.host, token: { realm: `${registry.url}/token`, service: SERVICE } };
   writeFileSync(tokenConfigPath, JSON.stringify(withToken, null, 2));
   return {
@@ -172,6 +187,7 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
     tokenConfigPath,
     images,
     apiUrl,
+    storePath: store ? STORE_PATH : STATE_PATH,
     workloads: distinctWorkloads(images),
     env: (extra = {}) => ({
       PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -196,6 +212,19 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
     firstConnectionAt: () => relay?.accepted[0],
     pushAll() {
       for (const img of images) registry.push(img.repository, TAG, { multiArch: img.key === "node-agent" });
+    },
+    mirrorToState() {
+      if (!store) return;
+      const data: Record<string, string> =
+        (
+          api as unknown as {
+            getConfigMap(ns: string, n: string): { data?: Record<string, string> } | undefined;
+          }
+        ).getConfigMap(STORE.namespace, STORE.name)?.data ?? {};
+      const annotations: Record<string, string> = {};
+      for (const [k, v] of Object.entries(data))
+        if (/^last-refreshed-.+-digest$/.test(k)) annotations[`${PREFIX}/${k}`] = v;
+      api.setAnnotations(STATE.kind, STATE.namespace, STATE.name, annotations);
     },
     async stop() {
       relay?.stop();
@@ -228,11 +257,17 @@ function addWorkloads(api: SimApiServer, images: Image[], ref: (repository: stri
   }
 }
 
-function configFor(host: string, images: Image[]) {
+/** Whether this simulator serves ConfigMaps, where the store lives (it did not before the store). */
+function hasStore(api: SimApiServer): boolean {
+  return "putConfigMap" in api;
+}
+
+function configFor(host: string, images: Image[], store: boolean) {
   return {
     tag: TAG,
     registry: { host } as { host: string; token?: { realm: string; service: string } },
-    state: STATE,
+    // With the store, an installation keeps nothing on a workload: no legacy state object.
+    ...(store ? { store: STORE } : { state: STATE }),
     annotationPrefix: PREFIX,
     maxRefreshAttempts: 3,
     maxSkipTicks: 8,
