@@ -194,6 +194,7 @@ export function parseConfig(
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
     throw new ConfigError(`Cannot use ${source}: it must be a mapping of settings`);
   }
+  mark("config-parsed");
   const doc: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
   const fromEnv = new Map<string, string>();
   for (const [envName, field, convert] of ENV_OVERRIDES) {
@@ -204,6 +205,7 @@ export function parseConfig(
     }
   }
   const result = parse(configSchema, doc);
+  mark("config-checked");
   if (result.ok) {
     const config = finish(result.value);
     const problems = checksAcross(config.images, config.registry);

@@ -15,7 +15,7 @@ import { mark } from "../startup-timing.ts";
 import { telemetryConfigured } from "../telemetry/env.ts";
 import { noopTelemetry, type Telemetry } from "../telemetry.ts";
 import type { TickContext } from "../tick/context.ts";
-import { distinctTargets } from "../workload.ts";
+import { distinctTargets, stateRef } from "../workload.ts";
 
 export type Env = Record<string, string | undefined>;
 mark("runtime-module");
@@ -101,6 +101,17 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
   });
   mark("runtime");
   return { config, log, telemetry, kube, controller, tickContext };
+}
+
+/**
+ * A tick's first read (the state object) sent as soon as the configuration is known to be
+ * valid, so that it travels while the tick's own modules load; the tick's read of it takes the
+ * answer. Not with telemetry exported: every request span belongs under the tick's span, which
+ * does not exist yet.
+ */
+export function startFirstRead(rt: Runtime, env: Env): void {
+  if (telemetryConfigured(env)) return;
+  rt.kube.prefetch(stateRef(rt.config));
 }
 
 /** A pull secret that cannot be read is a configuration error: exit 2, before any request. */
