@@ -13,7 +13,11 @@ import { type BenchContext, limitOk, recordedWorld } from "./noop.ts";
 /** The binary's marks in the order a tick reaches them, each with what the step before it did. */
 export const PARTS: Array<[mark: string, what: string]> = [
   ["entry", "runtime start, loading the executable, evaluating the entry chunk (command line, outcomes)"],
-  ["config-module", "evaluating zod/mini, yaml and the config's helpers (module evaluation)"],
+  [
+    "zod-module",
+    "loading the runtime's chunks, evaluating zod/mini and its English messages (module evaluation)",
+  ],
+  ["config-module", "configuring zod's messages, evaluating the config's helpers (module evaluation)"],
   ["config-schema", "building the config schema (schema construction)"],
   [
     "runtime-module",
@@ -36,6 +40,8 @@ export const PARTS: Array<[mark: string, what: string]> = [
 export interface StartupRun {
   /** Spawn to each mark, ms. */
   at: Record<string, number>;
+  /** CPU time the process had used at each mark, ms: steadier than wall time on a loaded machine. */
+  cpu: Record<string, number>;
   connected?: number;
   firstRequest?: number;
 }
@@ -49,13 +55,13 @@ async function probedTick(
 ): Promise<Spawned> {
   rmSync(file, { force: true });
   const r = await timed(cmd, { ...env, IMAGE_REFRESH_STARTUP_TIMING: file });
-  const marks = JSON.parse(readFileSync(file, "utf8").trim().split("\n").at(-1) ?? "{}") as Record<
-    string,
-    number
-  >;
+  const marks = JSON.parse(readFileSync(file, "utf8").trim().split("\n").at(-1) ?? "{}") as {
+    at: Record<string, number>;
+    cpu: Record<string, number>;
+  };
   const at: Record<string, number> = {};
-  for (const [k, v] of Object.entries(marks)) at[k] = v - r.startedAt;
-  runs.push({ at });
+  for (const [k, v] of Object.entries(marks.at)) at[k] = v - r.startedAt;
+  runs.push({ at, cpu: marks.cpu });
   return r;
 }
 
@@ -103,14 +109,19 @@ function partsTable(runs: StartupRun[], [fl, , limit]: [Measured, Measured, Meas
   const atOf = (name: string) => runs.map((r) => r.at[name] ?? Number.NaN);
   // In the order the tick reaches them (the first fetch may come before the tick's modules load).
   const order = [...PARTS].sort((a, b) => median(atOf(a[0])) - median(atOf(b[0])));
+  const cpuOf = (name: string) => runs.map((r) => r.cpu[name] ?? Number.NaN);
   let prev = "spawn";
   let prevAt = runs.map(() => 0);
+  let prevCpu = runs.map(() => 0);
   for (const [name, what] of order) {
     const at = atOf(name);
+    const cpu = cpuOf(name);
     const step = stats(at.map((a, i) => a - (prevAt[i] as number)));
-    rows.push([`${prev} → ${name}`, what, fmtMs(step), median(at).toFixed(1)]);
+    const cpuStep = median(cpu.map((c, i) => c - (prevCpu[i] as number)));
+    rows.push([`${prev} → ${name}`, what, fmtMs(step), cpuStep.toFixed(2), median(at).toFixed(1)]);
     prev = name;
     prevAt = at;
+    prevCpu = cpu;
   }
   const fetched = atOf("first-fetch");
   const connected = runs.map((r) => r.connected ?? Number.NaN);
@@ -121,12 +132,14 @@ function partsTable(runs: StartupRun[], [fl, , limit]: [Measured, Measured, Meas
       "first-fetch → connection",
       "fetch until the TCP connection is accepted (the relay's clock)",
       between(fetched, connected),
+      "–",
       median(connected).toFixed(1),
     ],
     [
       "connection → first request",
       "TLS handshake and the request (the simulator's ms clock)",
       between(connected, requested),
+      "–",
       median(requested).toFixed(1),
     ],
   );
@@ -135,7 +148,16 @@ function partsTable(runs: StartupRun[], [fl, , limit]: [Measured, Measured, Meas
   return [
     `### 6. A tick's start-up, part by part (${n} runs, in turns with the floor and the limit)`,
     "",
-    ...table(["step", "what it does", "ms: median (min–max)", "spawn → end of step (median)"], rows),
+    ...table(
+      [
+        "step",
+        "what it does",
+        "wall ms: median (min–max)",
+        "CPU ms (median)",
+        "spawn → end of step (median)",
+      ],
+      rows,
+    ),
     "",
     `- Floor (compiled Bun, one write): ${fl.ms.median.toFixed(1)} ms; the limit connects at ${lc.toFixed(1)} ms; the tick at ${tc.toFixed(1)} ms (${(tc / fl.ms.median).toFixed(2)}× the floor).`,
     `- The tick's connection against the limit's + one floor (${(lc + fl.ms.median).toFixed(1)} ms): ${tc <= lc + fl.ms.median ? "met" : "**MISSED**"} (${(tc - lc).toFixed(1)} ms later than the limit).`,
