@@ -6,7 +6,8 @@
 //   STRYKER_AREA=clients npm run mutation        # the pure parts of the registry client
 //   STRYKER_AREA=schema npm run mutation         # the boundary helpers (lib/issues.ts) and config rules
 //
-// StrykerJS 10 wants Node >= 22; the machine has Node 20, so the script runs Stryker under Bun:
+// StrykerJS is pinned to 9.x: 10 (and its Babel 8) want Node >= 22, and `npm ci` must be quiet on
+// the Node 20 the README asks for. The script runs it under Bun all the same:
 //   bun node_modules/@stryker-mutator/core/bin/stryker.js run
 //
 // Not run in CI (minutes, not seconds); reports land in reports/mutation/<area>.html.

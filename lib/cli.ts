@@ -1,4 +1,4 @@
-// Command-line parsing by hand: nine commands and eight flags do not earn a dependency.
+// Command-line parsing by hand: nine commands and nine flags do not earn a dependency.
 
 export const COMMANDS = [
   "tick",
@@ -20,6 +20,8 @@ export interface CliArgs {
   help: boolean;
   config?: string;
   kubeconfig?: string;
+  /** A kubeconfig context other than its current-context. */
+  context?: string;
   dryRun: boolean;
   json: boolean;
   logFormat?: "text" | "json";
@@ -33,12 +35,12 @@ export class UsageError extends Error {
   override name = "UsageError";
 }
 
-const VALUE_FLAGS = new Set(["--config", "--kubeconfig", "--log-format", "--manifests"]);
+const VALUE_FLAGS = new Set(["--config", "--kubeconfig", "--context", "--log-format", "--manifests"]);
 const BOOL_FLAGS = new Set(["--dry-run", "--json", "--help", "-h", "--version"]);
 
 // The flags each command takes besides --help; any other is an error for that command, so that
 // `demo --dry-run` is not believed to be a dry run.
-const CLUSTER = ["--config", "--kubeconfig", "--log-format"];
+const CLUSTER = ["--config", "--kubeconfig", "--context", "--log-format"];
 const TAKES: Record<Command, readonly string[]> = {
   tick: [...CLUSTER, "--dry-run"],
   status: [...CLUSTER, "--json"],
@@ -102,6 +104,7 @@ function checkFlags(command: Command, given: readonly string[]): void {
 function setValue(args: CliArgs, flag: string, value: string): void {
   if (flag === "--config") args.config = value;
   else if (flag === "--kubeconfig") args.kubeconfig = value;
+  else if (flag === "--context") args.context = value;
   else if (flag === "--manifests") args.manifests = value;
   else if (value === "text" || value === "json") args.logFormat = value;
   else throw new UsageError(`Cannot parse --log-format: current value is "${value}", expected text or json`);
@@ -123,6 +126,7 @@ Usage:
 Flags:
   --config FILE          default: $IMAGE_REFRESH_CONFIG, else /etc/image-refresh/config.yaml
   --kubeconfig FILE      default: $KUBECONFIG; with neither, in-cluster config; else ~/.kube/config
+  --context NAME         a kubeconfig context other than its current-context
   --dry-run              decide and log everything, write nothing
   --log-format text|json default: $LOG_FORMAT, else text
   --json                 (status) print JSON

@@ -79,6 +79,16 @@ const ROWS: Row[] = [
     set("images.0.repository", "myorg/api_"),
     "images[0].repository: must be",
   ],
+  [
+    "repository with a tag",
+    set("images.0.repository", "myorg/web:stable"),
+    'images[0].repository: must be a repository path such as myorg/api, without a tag: drop ":stable" (the tag followed is the top-level tag)',
+  ],
+  [
+    "repository with a digest",
+    set("images.0.repository", `myorg/web@sha256:${"a".repeat(64)}`),
+    `images[0].repository: must be a repository path such as myorg/api, without a digest: drop "@sha256:${"a".repeat(64)}"`,
+  ],
   ["repository with '..'", set("images.0.repository", "myorg/a..b"), "images[0].repository: must be"],
   [
     "repository component ending in '.'",
@@ -130,6 +140,13 @@ const ROWS: Row[] = [
   ],
   ["minimumAge of 0s", set("minimumAge", "0s"), undefined],
   ["minimumAge of 1h30m", set("minimumAge", "1h30m"), undefined],
+  ["minimumAge of 1d (days)", set("minimumAge", "1d"), undefined],
+  ["minimumAge of 2d12h", set("minimumAge", "2d12h"), undefined],
+  [
+    "minimumAge of 1h1d (largest unit first)",
+    set("minimumAge", "1h1d"),
+    'minimumAge: not a duration: "1h1d"',
+  ],
   [
     "minimumAge of 30",
     set("minimumAge", 30),
@@ -252,8 +269,14 @@ const ROWS: Row[] = [
   [
     "a zero duration",
     set("rolloutTimeout", "0s"),
-    'rolloutTimeout: not a duration: "0s" (use e.g. 500ms, 15s, 10m, 1h)',
+    'rolloutTimeout: must be a positive duration: "0s" is zero',
   ],
+  [
+    "a zero sum",
+    set("requestTimeout", "0d0h"),
+    'requestTimeout: must be a positive duration: "0d0h" is zero',
+  ],
+  ["a rolloutTimeout of 1d", set("rolloutTimeout", "1d"), undefined],
   ["a duration without a unit", set("requestTimeout", "15"), 'requestTimeout: not a duration: "15"'],
   // A key derived from the repository obeys the key rule too (32 characters at most).
   ["a default key of 32 characters", set("images.0.repository", `myorg/${"k".repeat(32)}`), undefined],

@@ -175,7 +175,8 @@ describe("parseDuration", () => {
     ["10", undefined],
     ["1.5s", undefined],
     ["-1s", undefined],
-    ["1d", undefined],
+    ["1d", 86_400_000],
+    ["1w", undefined],
   ];
   for (const [text, ms] of cases) test(text, () => expect(parseDuration(text)).toBe(ms));
 });

@@ -33,7 +33,7 @@ export const IMAGE_KEY = /^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$/;
 export const KEY_RULE =
   "must be at most 32 characters of a-z, 0-9 and '-', starting and ending with a letter or digit";
 
-const DURATION_HINT = "durations are strings such as 10m, 90s or 1h30m";
+const DURATION_HINT = "durations are strings such as 10m, 90s, 1h30m or 2d";
 
 /**
  * A duration, as text; `zero` allows 0s (minimumAge only). finish() reads it as milliseconds:
@@ -54,7 +54,10 @@ function durationText(zero: boolean) {
   // A pattern rather than a refinement, so that the JSON Schema carries the same rule.
   return text.check(
     z.regex(durationPattern(!zero), {
-      error: (iss) => `not a duration: ${JSON.stringify(iss.input)} (use e.g. 500ms, 15s, 10m, 1h)`,
+      error: (iss) =>
+        parseDuration(String(iss.input)) === 0
+          ? `must be a positive duration: ${JSON.stringify(iss.input)} is zero`
+          : `not a duration: ${JSON.stringify(iss.input)} (use e.g. 500ms, 15s, 10m, 1h, 2d)`,
     }),
   );
 }
@@ -78,11 +81,21 @@ const target = z.strictObject({
   container: label,
 });
 const image = z.strictObject({
-  repository: matching(REPOSITORY, "must be a repository path such as myorg/api"),
+  repository: z.string().check(z.regex(REPOSITORY, { error: (iss) => repositoryProblem(iss.input) })),
   key: z.optional(matching(IMAGE_KEY, KEY_RULE)),
   pinned: flag,
   targets: z.array(target).check(z.minLength(1)),
 });
+
+/** `myorg/web:stable` is the commonest mistake here: say what to drop rather than only the rule. */
+function repositoryProblem(input: unknown): string {
+  const rule = "must be a repository path such as myorg/api";
+  const text = typeof input === "string" ? input : "";
+  const at = text.search(/[:@][^/]*$/);
+  if (at <= 0 || !REPOSITORY.test(text.slice(0, at))) return rule;
+  const what = text[at] === "@" ? "a digest" : "a tag";
+  return `${rule}, without ${what}: drop "${text.slice(at)}" (the tag followed is the top-level tag)`;
+}
 
 const CREDENTIALS_HINT = "put them in dockerConfigJson";
 const url = urlWithoutCredentials(CREDENTIALS_HINT);
@@ -105,11 +118,20 @@ const annotationPrefix = z._default(
   "image-refresh.io",
 );
 const images = z.array(image).check(z.minLength(1));
+export const DEFAULT_STORE_NAME = "image-refresh-state";
+// The namespace is left to the runtime when unset: the pod's own (its service-account namespace
+// file), so the CronJob needs no copy of it, while a laptop's copy of the config names it.
+const store = z._default(
+  z.strictObject({ namespace: z.optional(namespace), name: z._default(name, DEFAULT_STORE_NAME) }),
+  { name: DEFAULT_STORE_NAME },
+);
 
 /** The configuration file's schema; `image-refresh schema` prints it as JSON Schema. */
 export const configSchema = z.strictObject({
   tag: matching(TAG, "must be a valid image tag"),
   registry,
+  namespace: z.optional(namespace),
+  store,
   state: z.strictObject({ kind, namespace, name }),
   annotationPrefix,
   maxRefreshAttempts: count(3),
@@ -146,6 +168,10 @@ export interface Config {
     /** Where to ask for a Bearer token without probing the registry first. */
     token?: { realm: string; service?: string };
   };
+  /** The targets' default namespace, when the file sets one. */
+  namespace?: string;
+  /** image-refresh's own ConfigMap; `namespace` undefined means the pod's (see storeRef). */
+  store: { namespace?: string; name: string };
   state: { kind: WorkloadKind; namespace: string; name: string };
   annotationPrefix: string;
   maxRefreshAttempts: number;
@@ -241,6 +267,8 @@ function finish(c: z.output<typeof configSchema>): Config {
   return {
     tag: c.tag,
     registry: c.registry,
+    ...(c.namespace !== undefined ? { namespace: c.namespace } : {}),
+    store: c.store,
     state: c.state,
     annotationPrefix: c.annotationPrefix,
     maxRefreshAttempts: c.maxRefreshAttempts,
@@ -251,7 +279,7 @@ function finish(c: z.output<typeof configSchema>): Config {
     onFailure: c.onFailure,
     reconcile: c.reconcile,
     minimumAgeMs: ms(c.minimumAge),
-    images: normalise(c.images, c.state.namespace),
+    images: normalise(c.images, c.namespace ?? c.state.namespace),
   };
 }
 
@@ -267,7 +295,7 @@ function checksAcross(list: ImageConfig[], reg: Config["registry"] | undefined):
 function crossFieldProblems(doc: Record<string, unknown>): string[] {
   const imgs = parse(images, doc.images);
   const reg = parse(registry, doc.registry);
-  const ns = parse(namespace, (doc.state as { namespace?: unknown } | undefined)?.namespace);
+  const ns = parse(namespace, doc.namespace ?? (doc.state as { namespace?: unknown } | undefined)?.namespace);
   const list = imgs.ok ? normalise(imgs.value, ns.ok ? ns.value : "") : [];
   return checksAcross(list, reg.ok ? reg.value : undefined);
 }
@@ -316,6 +344,30 @@ function registryChecks(r: Config["registry"], images: ImageConfig[]): string[] 
 }
 
 export const DEFAULT_CONFIG_PATH = "/etc/image-refresh/config.yaml";
+export const POD_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+/**
+ * The store's namespace and name: the configured namespace, else the pod's (read from its
+ * service-account namespace file). Outside a pod with no namespace configured there is no
+ * telling where the CronJob keeps its book, and guessing could write a second one: an error.
+ */
+export function storeRef(
+  config: Config,
+  readFile: (path: string) => string,
+): { namespace: string; name: string } {
+  if (config.store.namespace) return { namespace: config.store.namespace, name: config.store.name };
+  let pod = "";
+  try {
+    pod = readFile(POD_NAMESPACE_FILE).trim();
+  } catch {
+    // not in a pod
+  }
+  if (!DNS_LABEL.test(pod))
+    throw new ConfigError(
+      `Invalid configuration: store.namespace is not set and this is not a pod (no ${POD_NAMESPACE_FILE}); set store.namespace to the namespace the CronJob runs in`,
+    );
+  return { namespace: pod, name: config.store.name };
+}
 
 /** Reads the configuration named by --config, $IMAGE_REFRESH_CONFIG or the default path. */
 export function loadConfig(

@@ -1,16 +1,18 @@
-// Durations as the configuration writes them: 500ms, 15s, 10m, 1h, and sums such as 1h30m or 2m30s. Units
+// Durations as the configuration writes them: 500ms, 15s, 10m, 1h, 2d, and sums such as 1h30m or 2m30s. Units
 // come largest first and at most once each, so a value reads one way only (no `30m1h`, `1m1m`).
 
-const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 } as const;
-const GROUPS = "(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m(?!s))?(?:([0-9]{1,9})s)?(?:([0-9]{1,9})ms)?$";
+// A day is 24 hours: a soak (minimumAge) is often counted in days.
+const UNIT_MS = { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1000, ms: 1 } as const;
+const GROUPS =
+  "(?:([0-9]{1,9})d)?(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m(?!s))?(?:([0-9]{1,9})s)?(?:([0-9]{1,9})ms)?$";
 const SUM = new RegExp(`^${GROUPS}`);
 
 /**
  * The config's duration grammar as one regular expression, for the schema (and so the JSON
- * Schema): not empty, and with `nonZero` not made of zeros alone (`0s`, `0h0m` are zero).
+ * Schema): not empty, and with `nonZero` not made of zeros alone (`0s`, `0d0h` are zero).
  */
 export function durationPattern(nonZero: boolean): RegExp {
-  return new RegExp(`^(?=.)${nonZero ? "(?![0hms]+$)" : ""}${GROUPS}`);
+  return new RegExp(`^(?=.)${nonZero ? "(?![0dhms]+$)" : ""}${GROUPS}`);
 }
 
 /** Milliseconds for a duration string, or undefined when it is not one. */
@@ -18,9 +20,13 @@ export function parseDuration(text: string): number | undefined {
   const trimmed = text.trim();
   const m = SUM.exec(trimmed);
   if (!m || trimmed === "") return undefined;
-  const [, h, min, s, ms] = m;
+  const [, d, h, min, s, ms] = m;
   return (
-    Number(h ?? 0) * UNIT_MS.h + Number(min ?? 0) * UNIT_MS.m + Number(s ?? 0) * UNIT_MS.s + Number(ms ?? 0)
+    Number(d ?? 0) * UNIT_MS.d +
+    Number(h ?? 0) * UNIT_MS.h +
+    Number(min ?? 0) * UNIT_MS.m +
+    Number(s ?? 0) * UNIT_MS.s +
+    Number(ms ?? 0)
   );
 }
 

@@ -33,6 +33,8 @@ const BindingSchema = z.object({
   roleRef: z.object({ kind: z.enum(["Role", "ClusterRole"]), name: z.string() }),
 });
 const Container = z.object({
+  name: z.optional(z.string()),
+  image: z.optional(z.string()),
   env: z.optional(z.array(z.object({ name: z.string(), value: z.optional(z.string()) }))),
 });
 const CronJobSchema = z.object({
@@ -104,16 +106,25 @@ export function targetsOf(config: Config): string[] {
 
 /**
  * Every permission as "namespace|group|resource|name|verb" ("*" for no resourceNames). Targets
- * need get/patch and, for the rollout wait, list/watch; the state object get/patch; Events are
- * created in the state object's namespace. A pinned image's targets are never read or patched,
- * so they get nothing (least privilege; unpinning changes config.yaml and the Roles together).
+ * need get/patch and, for the rollout wait, list/watch; Events are created in the targets'
+ * namespaces (they are posted on the workloads they concern). The store is a ConfigMap in the
+ * store's namespace: `create` there (RBAC cannot limit a create by name: its URL names no
+ * object), `get`/`patch` on its name only. The legacy `state` workload, while configured, is
+ * read and has its old annotations removed: get/patch. A pinned image's targets are never read
+ * or patched, so they get nothing (least privilege; unpinning changes config.yaml and the Roles
+ * together).
  */
-export function expectedPermissions(config: Config): Set<string> {
+export function expectedPermissions(config: Config, storeNamespace = config.store.namespace): Set<string> {
+  if (!storeNamespace) throw new ManifestError("the store's namespace is unknown: set store.namespace");
   const out = new Set<string>();
-  for (const t of targetsOf(config)) for (const v of ["get", "patch", "list", "watch"]) out.add(`${t}|${v}`);
+  for (const t of targetsOf(config)) {
+    for (const v of ["get", "patch", "list", "watch"]) out.add(`${t}|${v}`);
+    out.add(`${t.split("|")[0]}|events.k8s.io|events|*|create`);
+  }
   const s = config.state;
   for (const v of ["get", "patch"]) out.add(`${s.namespace}|apps|${PLURAL[s.kind]}|${s.name}|${v}`);
-  out.add(`${s.namespace}|events.k8s.io|events|*|create`);
+  out.add(`${storeNamespace}||configmaps|*|create`);
+  for (const v of ["get", "patch"]) out.add(`${storeNamespace}||configmaps|${config.store.name}|${v}`);
   return out;
 }
 
@@ -182,16 +193,33 @@ function byObject(permissions: Iterable<string>): string[] {
     });
 }
 
+/** The tag the kustomize base and the chart ship so that a forgotten image fails loudly; no registry serves it. */
+export const PLACEHOLDER_TAG = "set-me";
+
+/** An overlay that never set its own image would fail at pull time on every tick: say so now. */
+function placeholderImages(job: CronJob): string[] {
+  return job.spec.jobTemplate.spec.template.spec.containers.flatMap((c) =>
+    c.image?.endsWith(`:${PLACEHOLDER_TAG}`)
+      ? [
+          `CronJob ${job.metadata.name}: container ${c.name ?? "(unnamed)"} still runs the placeholder image ${c.image}; set your own build in the overlay's images: (newName, newTag or digest)`,
+        ]
+      : [],
+  );
+}
+
 /** Every way the manifests fail the config; empty when they fit it exactly. */
 export function manifestProblems(config: Config, objects: readonly K8sObject[]): string[] {
   const job = cronJobOf(objects);
-  const granted = grantedPermissions(objects, serviceAccountOf(job));
-  const expected = expectedPermissions(config);
+  const sa = serviceAccountOf(job);
+  const granted = grantedPermissions(objects, sa);
+  // Unset in the config, the store lives in the pod's namespace: the CronJob's.
+  const expected = expectedPermissions(config, config.store.namespace ?? sa.namespace);
   const problems: string[] = [];
   for (const line of byObject([...expected].filter((p) => !granted.has(p))))
     problems.push(`RBAC does not grant ${line}`);
   for (const line of byObject([...granted].filter((p) => !expected.has(p))))
     problems.push(`RBAC grants more than this config needs: ${line}`);
+  problems.push(...placeholderImages(job));
   const deadline = job.spec.jobTemplate.spec.activeDeadlineSeconds;
   const needed = minimumDeadlineSeconds(config);
   if (deadline === undefined || deadline < needed)

@@ -44,12 +44,12 @@ const chartValues = z.strictObject({
 
 type Json = Record<string, unknown>;
 
-/** `^(?=.)` is "not empty"; `(?![0hms]+$)` after `^` is "not only zeros"; `m(?!s)` only steers capture groups. */
+/** `^(?=.)` is "not empty"; `(?![0dhms]+$)` after `^` is "not only zeros"; `m(?!s)` only steers capture groups. */
 const LOOKAROUNDS: Array<{ find: string; add?: Json }> = [
   { find: "(?=.)", add: { minLength: 1 } },
-  // The rest of the pattern admits only digits and h, m, s: "not only 0, h, m and s" is "has a
+  // The rest of the pattern admits only digits and d, h, m, s: "not only 0, d, h, m and s" is "has a
   // digit 1-9", which Helm reports as a pattern the value does not match (a `not` only says failed).
-  { find: "(?![0hms]+$)", add: { allOf: [{ pattern: "[1-9]" }] } },
+  { find: "(?![0dhms]+$)", add: { allOf: [{ pattern: "[1-9]" }] } },
   // After `<n>m` an `s` can start neither the seconds nor the milliseconds group (both begin
   // with a digit), so a whole-string match is the same with or without this lookahead.
   { find: "m(?!s)", add: {} },

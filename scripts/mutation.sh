@@ -1,6 +1,6 @@
 #!/bin/sh
 # Mutation testing of the decision core and of the registry client's pure parts, one after the
-# other (two runs at once would share .stryker-tmp/). StrykerJS 10 needs Node >= 22, so it runs
+# other (two runs at once would share .stryker-tmp/). StrykerJS 9.x (10 needs Node >= 22), run
 # under Bun. Reports: reports/mutation/{core,clients}.html. Not run in CI: minutes, not seconds.
 set -eu
 cd "$(dirname "$0")/.."

@@ -70,7 +70,7 @@ export function counter(tickMinutes: readonly number[], maxStale = MAX_STALE_MIN
 }
 
 /** promtool's expanding notation: `v xN` is N+1 samples of v, `_xN` is N missing ones. */
-function compress(samples: readonly string[]): string {
+export function compress(samples: readonly string[]): string {
   const terms: string[] = [];
   for (let i = 0; i < samples.length; ) {
     let j = i;

@@ -5,6 +5,7 @@
 // to the same groups, and that the test files are the ones promises.ts writes.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { capturedCase, readCaptured } from "./captured.ts";
 import { DAYS, MINUTES } from "./promises.ts";
 import type { Case, Labels } from "./series.ts";
 
@@ -89,6 +90,12 @@ export const PROMETHEUS_RULE_PATH = join(import.meta.dir, "prometheusrule.yaml")
 export const RULE_TESTS = [
   { path: join(import.meta.dir, "rules.test.yaml"), every: "1m", cases: MINUTES },
   { path: join(import.meta.dir, "rules.days.test.yaml"), every: "10m", cases: DAYS },
+  // Input captured from the real pipeline (tests/real/pipeline/capture.ts writes captured.json).
+  {
+    path: join(import.meta.dir, "rules.captured.test.yaml"),
+    every: "1m",
+    cases: [capturedCase(readCaptured())],
+  },
 ];
 
 if (import.meta.main) {

@@ -1,6 +1,7 @@
 // The input series of promises.ts, labelled as the pipeline labels them: an installation's
 // state-object labels plus what the Collector's exporter adds, an image's key and repository,
 // kube-state-metrics' CronJob labels.
+import { VERSION } from "../../lib/version.ts";
 import { counter, dense, exposed, type Push, type Scrape } from "./exposition.ts";
 
 export type Labels = Record<string, string>;
@@ -22,14 +23,28 @@ export interface Case {
 
 export interface Installation {
   labels: Labels;
-  /** Labels the Collector's exporter adds from the resource and scope; `by` must drop them. */
+  /** Labels the Collector's exporter and the scrape add; `by` must drop them. */
   exporter: Labels;
 }
+
+/**
+ * The labels a scrape of the Collector's prometheus exporter gives, as captured from the real
+ * pipeline (captured.json): the exporter's job and instance (service.name, service.instance.id)
+ * renamed exported_* by Prometheus (honor_labels: false, its default), the scrape's own job and
+ * instance, and the instrumentation scope's name and version.
+ */
+export const SCRAPE_JOB: Labels = { job: "otel-collector", instance: "otel-collector:8889" };
 
 export function installation(ns: string, kind: string, name: string): Installation {
   return {
     labels: { k8s_namespace_name: ns, [`k8s_${kind}_name`]: name },
-    exporter: { job: "image-refresh", instance: `${ns}/${name}`, otel_scope_name: "image-refresh" },
+    exporter: {
+      exported_instance: `${ns}/${name}`,
+      exported_job: "image-refresh",
+      ...SCRAPE_JOB,
+      otel_scope_name: "image-refresh",
+      otel_scope_version: VERSION,
+    },
   };
 }
 

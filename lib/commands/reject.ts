@@ -49,7 +49,7 @@ export async function rejectCommand(rt: Runtime, dryRun: boolean, named: readonl
       return 1;
     }
     rt.log.info(
-      `rejected ${img.repository}@${r.digest}: ${key} will not roll out this build; the next build of :${rt.config.tag} rolls out as usual`,
+      `${dryRun ? "would reject" : "rejected"} ${img.repository}@${r.digest}: ${key} ${dryRun ? "would" : "will"} not roll out this build; the next build of :${rt.config.tag} rolls out as usual`,
       { image: key, digest: r.digest },
     );
     if (!dryRun && state)

@@ -10,7 +10,12 @@ import { resolveConnection } from "../kube/kubeconfig.ts";
 import { createKubeClient, type KubeClient } from "../kube/workloads.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { resolveDigests } from "../registry/client.ts";
-import { credentialsFor, loadDockerConfig } from "../registry/credentials.ts";
+import {
+  type BasicCredentials,
+  credentialsFor,
+  type DockerCredentials,
+  loadDockerConfig,
+} from "../registry/credentials.ts";
 import { mark } from "../startup-timing.ts";
 import { telemetryConfigured } from "../telemetry/env.ts";
 import { noopTelemetry, type Telemetry } from "../telemetry.ts";
@@ -27,6 +32,8 @@ export interface Runtime {
   kube: KubeClient;
   /** Aborted on the tick's deadline, SIGTERM or SIGINT. */
   controller: AbortController;
+  /** Why the registry is asked anonymously although a pull secret is configured; status prints it. */
+  anonymousBecause?: string;
   tickContext(dryRun: boolean): TickContext;
 }
 
@@ -54,12 +61,14 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
   mark("config");
   const conn = resolveConnection({
     kubeconfigFlag: args.kubeconfig,
+    context: args.context,
     env,
     readFile,
     homeDir: env.HOME ?? homedir(),
   });
   mark("kubeconfig");
-  const credentials = registryCredentials(config, readFile);
+  const pull = pullSecret(args, config, readFile);
+  const credentials = pull.credentials;
   // The exporter may warn while it starts, before the logger that carries its span ids exists:
   // those lines go out in the same format, without ids.
   let log: Logger | undefined;
@@ -77,6 +86,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     telemetry,
     log,
   });
+  if (pull.warning) log.warn(pull.warning);
   const tickContext = (dryRun: boolean): TickContext => ({
     config,
     kube,
@@ -100,7 +110,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
       }),
   });
   mark("runtime");
-  return { config, log, telemetry, kube, controller, tickContext };
+  return { config, log, telemetry, kube, controller, tickContext, anonymousBecause: pull.warning };
 }
 
 /**
@@ -114,15 +124,40 @@ export function startFirstRead(rt: Runtime, env: Env): void {
   rt.kube.prefetch(stateRef(rt.config));
 }
 
-/** A pull secret that cannot be read is a configuration error: exit 2, before any request. */
-function registryCredentials(config: Config, readFile: (p: string) => string) {
+interface PullSecret {
+  credentials?: BasicCredentials;
+  /** Set when a configured pull secret gives no credentials for the host: the registry is asked anonymously. */
+  warning?: string;
+}
+
+/**
+ * The tick's pull secret must be readable: one that cannot be read is a configuration error
+ * (exit 2, before any request). A human runs status and reject from a laptop with a copy of the
+ * CronJob's config, where the mounted path does not exist: that is a warning, and the registry
+ * is asked anonymously. rearm never asks the registry, so it never reads the file.
+ */
+function pullSecret(args: CliArgs, config: Config, readFile: (p: string) => string): PullSecret {
   const path = config.registry.dockerConfigJson;
-  if (!path) return undefined;
+  if (!path || args.command === "rearm") return {};
+  let creds: DockerCredentials;
   try {
-    return credentialsFor(loadDockerConfig(path, readFile), config.registry.host);
+    creds = loadDockerConfig(path, readFile);
   } catch (err) {
+    if (args.command !== "tick" && (err as { code?: string }).code === "ENOENT")
+      return {
+        warning: `registry.dockerConfigJson ${path} does not exist here: the registry ${config.registry.host} is asked anonymously`,
+      };
     throw new ConfigError(`registry.dockerConfigJson: ${(err as Error).message}`);
   }
+  const credentials = credentialsFor(creds, config.registry.host);
+  if (credentials) return { credentials };
+  const keys = creds.keys();
+  const there = keys.length
+    ? `its keys are ${keys.map((k) => `"${k}"`).join(", ")}`
+    : "it has no usable entry";
+  return {
+    warning: `registry.dockerConfigJson ${path} has no entry for the registry host ${config.registry.host} (${there}): the registry is asked anonymously`,
+  };
 }
 
 async function loadTelemetry(config: Config, env: Env, warn: (message: string) => void): Promise<Telemetry> {

@@ -43,6 +43,7 @@ export function formatReport(r: StatusReport): string {
     `state object: ${r.state.workload} (${r.state.settled ? "settled" : "not settled"}: ${r.state.message})`,
     `skip streak: ${r.skipStreak ?? 0}/${r.maxSkipTicks}`,
   ];
+  if (r.anonymousRegistry) lines.push(`registry asked ANONYMOUSLY: ${r.anonymousRegistry}`);
   const legacy = Object.entries(r.legacy);
   if (legacy.length)
     lines.push(

@@ -7,7 +7,7 @@ import type { Config } from "../config.ts";
 import type { ImageVerdict, Observed, ObservedDigest, ObservedWorkload } from "../tick/model.ts";
 import { observe, observeWorkload, registryNotBefore } from "../tick/observe.ts";
 import { dueAt, parseCandidates, stamp } from "../tick/plan/candidates.ts";
-import { type LiveContainer, liveImage } from "../tick/plan/live.ts";
+import { type LiveContainer, liveImage, noSuchContainer } from "../tick/plan/live.ts";
 import { plan } from "../tick/plan/plan.ts";
 import { describeWorkload, distinctTargets, stateRef, workloadId } from "../workload.ts";
 import { nextStep } from "./next-step.ts";
@@ -70,6 +70,8 @@ export interface StatusReport {
   /** Legacy single-counter keys still present (they count for every image). */
   legacy: Record<string, string>;
   images: ImageStatus[];
+  /** Set when the registry was asked anonymously although the config names a pull secret. */
+  anonymousRegistry?: string;
 }
 
 export async function buildReport(rt: Runtime, named: readonly string[] = []): Promise<StatusReport> {
@@ -213,7 +215,7 @@ function targetStatus(
   if (!w.found) return { workload, container, matchesRecorded: false, error: w.message };
   const image = w.images[container];
   if (image === undefined)
-    return { workload, container, matchesRecorded: false, error: `no container named "${container}"` };
+    return { workload, container, matchesRecorded: false, error: noSuchContainer(container, w.images) };
   const pinnedDigest = /@(sha256:[0-9a-f]{64})$/.exec(image)?.[1];
   return {
     workload,

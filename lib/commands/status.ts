@@ -2,6 +2,7 @@
 // never writes: the tick's own observation and plan (status-report.ts), printed as text (status-format.ts)
 // or JSON, narrowed to the images named.
 
+import { exitCodeFor, type Outcome } from "../outcomes.ts";
 import { writeStdout } from "../output.ts";
 import { workloadAttributes } from "../workload.ts";
 import { checkImageKeys } from "./rearm.ts";
@@ -21,6 +22,7 @@ export async function statusCommand(
     let report: StatusReport;
     try {
       report = await buildReport(rt, named);
+      if (rt.anonymousBecause) report.anonymousRegistry = rt.anonymousBecause;
     } catch (err) {
       rt.log.error(`cannot read the state object: ${(err as Error).message}`);
       root.setError("state_unreadable");
@@ -30,6 +32,12 @@ export async function statusCommand(
       "image_refresh.status.verdicts": report.images.map((i) => `${i.key}=${i.verdict.outcome}`).join(","),
     });
     writeStdout(json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
-    return 0;
+    return statusExit(report);
   });
+}
+
+/** Like `kubectl rollout status`, usable as a check: 1 when the next tick's verdict for a printed image exits 1. */
+export function statusExit(report: StatusReport): 0 | 1 {
+  const exits = report.images.map((i) => exitCodeFor(i.verdict.outcome as Outcome));
+  return exits.includes(1) ? 1 : 0;
 }

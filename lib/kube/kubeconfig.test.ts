@@ -198,6 +198,40 @@ describe("resolveConnection", () => {
   for (const [name, opts, want] of cases) test(name, () => expect(resolveWith(opts)).toEqual(want));
 });
 
+// Two clusters in one file, as a laptop's kubeconfig has them; current-context is dev.
+const TWO = kubeconfig({ token: "t1" })
+  .replace(
+    "  - name: other\n    context: { cluster: nowhere, user: nobody }",
+    "  - name: prod\n    context: { cluster: c2, user: u1, namespace: live }",
+  )
+  .replace("clusters:\n", 'clusters:\n  - name: c2\n    cluster: { server: "https://10.0.0.2:6443" }\n');
+
+describe("--context", () => {
+  const where = (o: Partial<ResolveOptions>) => {
+    const c = resolveWith({ kubeconfigFlag: "/k", files: { "/k": TWO }, ...o });
+    return `${c.server} ${c.namespace}`;
+  };
+  test("without it, current-context", () => expect(where({})).toBe("https://10.0.0.1:6443 apps"));
+  test("names another context of the file", () =>
+    expect(where({ context: "prod" })).toBe("https://10.0.0.2:6443 live"));
+  test("applies to a KUBECONFIG list too", () =>
+    expect(resolveWith({ env: { KUBECONFIG: "/a:/k" }, files: { "/k": TWO }, context: "prod" }).server).toBe(
+      "https://10.0.0.2:6443",
+    ));
+  test("skips in-cluster configuration: a context is a kubeconfig's", () =>
+    expect(
+      resolveWith({
+        env: { KUBERNETES_SERVICE_HOST: "10.96.0.1", KUBERNETES_SERVICE_PORT: "443" },
+        files: { "/home/u/.kube/config": TWO },
+        context: "prod",
+      }).server,
+    ).toBe("https://10.0.0.2:6443"));
+  test("an unknown context names the known ones", () =>
+    expect(() => where({ context: "staging" })).toThrow(
+      'Cannot use --context "staging": no such context in kubeconfig /k (known contexts: "prod", "dev")',
+    ));
+});
+
 const bad: Array<
   [name: string, opts: Partial<ResolveOptions> & { files: Record<string, string> }, error: RegExp]
 > = [

@@ -29,6 +29,8 @@ export interface ResolveOptions {
   env: Record<string, string | undefined>;
   readFile?: (p: string) => string;
   homeDir?: string;
+  /** --context: a context other than the kubeconfig's current-context. */
+  context?: string;
 }
 
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -37,7 +39,8 @@ const readUtf8 = (p: string) => readFileSync(p, "utf8");
 
 export function resolveConnection(opts: ResolveOptions): Connection {
   const readFile = opts.readFile ?? readUtf8;
-  if (opts.kubeconfigFlag) return fromKubeconfigFile(opts.kubeconfigFlag, readFile);
+  const context = opts.context;
+  if (opts.kubeconfigFlag) return fromKubeconfigFile(opts.kubeconfigFlag, readFile, context);
   const list = (opts.env.KUBECONFIG ?? "").split(":").filter((p) => p !== "");
   if (list.length > 0) {
     // Merged as client-go merges it: files that do not exist are skipped, one that exists but
@@ -49,9 +52,10 @@ export function resolveConnection(opts: ResolveOptions): Connection {
     if (loaded.length === 0)
       throw new KubeconfigError(`Cannot read kubeconfig: no file of KUBECONFIG exists (${list.join(", ")})`);
     const where = loaded.length === 1 ? (loaded[0] as LoadedFile).path : `KUBECONFIG (${list.join(", ")})`;
-    return connectionFrom(merge(loaded, where), readFile);
+    return connectionFrom(merge(loaded, where), readFile, context);
   }
-  if (opts.env.KUBERNETES_SERVICE_HOST || opts.env.KUBERNETES_SERVICE_PORT) {
+  // As client-go: a context named on the command line is a kubeconfig's, so it skips in-cluster.
+  if (!context && (opts.env.KUBERNETES_SERVICE_HOST || opts.env.KUBERNETES_SERVICE_PORT)) {
     return inCluster(opts.env, readFile);
   }
   const home = opts.homeDir ?? opts.env.HOME ?? homedir();
@@ -62,7 +66,7 @@ export function resolveConnection(opts: ResolveOptions): Connection {
       `Cannot find a cluster: no --kubeconfig, no KUBECONFIG, not in a cluster and no ${path}`,
     );
   }
-  return parseKubeconfig(text, { path, readFile });
+  return parseKubeconfig(text, { path, readFile, context });
 }
 
 function tryRead(path: string, readFile: (p: string) => string): string | undefined {
@@ -73,10 +77,10 @@ function tryRead(path: string, readFile: (p: string) => string): string | undefi
   }
 }
 
-function fromKubeconfigFile(path: string, readFile: (p: string) => string): Connection {
+function fromKubeconfigFile(path: string, readFile: (p: string) => string, context?: string): Connection {
   const text = tryRead(path, readFile);
   if (text === undefined) throw new KubeconfigError(`Cannot read kubeconfig ${path}: file not readable`);
-  return parseKubeconfig(text, { path, readFile });
+  return parseKubeconfig(text, { path, readFile, context });
 }
 
 function inCluster(env: Record<string, string | undefined>, readFile: (p: string) => string): Connection {
@@ -197,8 +201,8 @@ function merge(files: readonly LoadedFile[], where: string): Merged {
   return m;
 }
 
-export function parseKubeconfig(text: string, src: Source): Connection {
-  return connectionFrom(merge([loadFile(text, src.path)], src.path), src.readFile);
+export function parseKubeconfig(text: string, src: Source & { context?: string }): Connection {
+  return connectionFrom(merge([loadFile(text, src.path)], src.path), src.readFile, src.context);
 }
 
 function parseYaml(text: string, path: string): unknown {
@@ -209,10 +213,11 @@ function parseYaml(text: string, path: string): unknown {
   }
 }
 
-function connectionFrom(m: Merged, readFile: (p: string) => string): Connection {
-  const ctxName = m.currentContext;
+function connectionFrom(m: Merged, readFile: (p: string) => string, override?: string): Connection {
+  const ctxName = override ?? m.currentContext;
   if (!ctxName) throw new KubeconfigError(`Invalid kubeconfig ${m.where}: current-context is not set`);
   const ctx = m.contexts.get(ctxName);
+  if (!ctx && override !== undefined) throw unknownContext(m, override);
   if (!ctx)
     throw new KubeconfigError(
       `Invalid kubeconfig ${m.where}: current-context "${ctxName}" not found in contexts`,
@@ -234,6 +239,14 @@ function connectionFrom(m: Merged, readFile: (p: string) => string): Connection 
     ...userSettings(entry?.value ?? {}, { path: entry?.path ?? cluster.path, readFile }, ctx.user ?? ""),
     namespace: ctx.namespace || undefined,
   };
+}
+
+function unknownContext(m: Merged, name: string): KubeconfigError {
+  const known = [...m.contexts.keys()];
+  const list = known.length ? known.map((k) => `"${k}"`).join(", ") : "none";
+  return new KubeconfigError(
+    `Cannot use --context "${name}": no such context in kubeconfig ${m.where} (known contexts: ${list})`,
+  );
 }
 
 function clusterSettings(

@@ -1,3 +1,4 @@
+import { type ConfigMapApi, configMapApi } from "./configmaps.ts";
 import { ApiError } from "./errors.ts";
 import { createKubeHttp, type HttpOptions, type KubeHttp, type KubeRequest } from "./http.ts";
 import type { Connection } from "./kubeconfig.ts";
@@ -35,6 +36,8 @@ export interface KubeClient {
   watch(ref: ObjectRef, opts: WatchOptions): AsyncIterable<WatchEvent>;
   list(ref: ObjectRef): Promise<{ resourceVersion: string; items: Workload[] }>;
   createEvent(namespace: string, event: unknown): Promise<void>;
+  /** image-refresh's own store. */
+  configMaps: ConfigMapApi;
 }
 
 export type KubeClientOptions = Pick<
@@ -69,6 +72,7 @@ export function createKubeClient(conn: Connection, opts: KubeClientOptions): Kub
     strategicPatch: patch("application/strategic-merge-patch+json"),
     jsonPatch: patch("application/json-patch+json"),
     list: (ref) => list(http, ref),
+    configMaps: configMapApi(http, fieldManager),
     watch: (ref, w) => watch(http, ref, w),
     createEvent: async (namespace, event) => {
       await http.json({

@@ -30,6 +30,10 @@ export class DockerCredentials {
   hosts(): string[] {
     return this.#entries.map((e) => e.host);
   }
+  /** The keys as written in the file, for a message saying none matches; safe to log. */
+  keys(): string[] {
+    return this.#entries.map((e) => e.key);
+  }
   toJSON(): { hosts: string[] } {
     return { hosts: this.hosts() };
   }
@@ -107,7 +111,13 @@ export function loadDockerConfig(
     text = readFile(path);
   } catch (err) {
     const code = (err as { code?: string }).code;
-    throw new Error(`Cannot read registry credentials from ${path}: ${code ?? (err as Error).message}`);
+    // The code travels with the error: a caller tells a file that is not there (ENOENT) from one it may not read.
+    throw Object.assign(
+      new Error(`Cannot read registry credentials from ${path}: ${code ?? (err as Error).message}`),
+      {
+        code,
+      },
+    );
   }
   try {
     return parseDockerConfig(text);

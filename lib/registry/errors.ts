@@ -14,6 +14,23 @@ export type RegistryFailure =
   | "network"
   | "skipped_rate_limited";
 
+// The TLS library's codes for a certificate whose issuer this process does not trust: a private
+// registry's own CA, or a proxy re-signing traffic.
+const UNTRUSTED_CA = new Set([
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_UNTRUSTED",
+]);
+
+/** A connection error's code, with the way out when the registry's CA is unknown. */
+export function networkDetail(code: string): string {
+  if (!UNTRUSTED_CA.has(code)) return code;
+  return `${code}: the registry's certificate is not signed by a CA this process trusts; set NODE_EXTRA_CA_CERTS to a PEM file holding the registry's CA (mounted into the CronJob's container)`;
+}
+
 export interface RateLimitInfo {
   retryAfter?: string;
   /** e.g. `76;w=21600`: pulls left in a window of 21600 s. */

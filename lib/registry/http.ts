@@ -3,7 +3,7 @@
 // hand so that an Authorization header never reaches a host other than the one it was meant for.
 import { authorizationSecrets, scrub } from "../scrub.ts";
 import type { Telemetry } from "../telemetry.ts";
-import { RegistryError } from "./errors.ts";
+import { networkDetail, RegistryError } from "./errors.ts";
 
 export interface HttpContext {
   fetch: typeof fetch;
@@ -133,6 +133,6 @@ function classify(err: unknown, ctx: HttpContext, url: URL): RegistryError {
     );
   }
   const code = (err as { code?: string }).code;
-  const detail = code ?? (err as Error).message ?? String(err);
+  const detail = code ? networkDetail(code) : ((err as Error).message ?? String(err));
   return new RegistryError("network", `cannot reach ${target}: ${detail}`, { code, cause: err });
 }

@@ -101,6 +101,8 @@ export interface ImageVerdict {
   short?: string;
   /** The digest this tick rolls out (a refresh) or records. */
   digest?: string;
+  /** The refresh attempt this tick starts (1-based), the number its message names. */
+  attempt?: number;
   /** Counters as the tick leaves them when every write succeeds; undefined: no honest value. */
   attemptCount?: number;
   unresolvedStreak?: number;

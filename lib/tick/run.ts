@@ -162,7 +162,8 @@ function reportImage(ctx: TickContext, root: SpanHandle, v: ImageVerdict): void 
     outcome: v.outcome,
     reason: v.reason,
     digest: v.digest,
-    attempt: v.attemptCount,
+    // The attempt the message names ("refresh attempt 1/3"), not the counter after its reset (0).
+    attempt: v.attempt ?? v.attemptCount,
   };
   for (const w of v.warnings ?? []) log.warn(w, fields);
   if (v.reason === "unchanged" || v.reason === "pinned") log.debug(v.message, fields);

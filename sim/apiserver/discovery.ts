@@ -19,6 +19,15 @@ function groupVersion(name: string, version: string) {
   return { name, versions: [gv], preferredVersion: gv };
 }
 
+const CONFIGMAPS = {
+  name: "configmaps",
+  singularName: "configmap",
+  namespaced: true,
+  kind: "ConfigMap",
+  verbs: ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+  shortNames: ["cm"],
+};
+
 const event = (shortNames: boolean) => ({
   name: "events",
   singularName: "event",
@@ -65,7 +74,11 @@ export function discovery(path: string, serverAddress: string): unknown {
         groups: [groupVersion("apps", "v1"), groupVersion("events.k8s.io", "v1")],
       };
     case "/api/v1":
-      return { kind: "APIResourceList", groupVersion: "v1", resources: [event(true), NAMESPACES] };
+      return {
+        kind: "APIResourceList",
+        groupVersion: "v1",
+        resources: [CONFIGMAPS, event(true), NAMESPACES],
+      };
     case "/apis/apps":
       return { kind: "APIGroup", apiVersion: "v1", ...groupVersion("apps", "v1") };
     case "/apis/apps/v1":

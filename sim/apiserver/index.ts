@@ -6,6 +6,7 @@ import { createServer, type Server } from "node:https";
 import type { Socket } from "node:net";
 import { type FaultRule, FaultSet } from "../faults.ts";
 import { generateTls, type TlsMaterial } from "../tls.ts";
+import { ConfigMaps } from "./configmaps.ts";
 import { type ControllerMode, Controllers } from "./controller.ts";
 import { applyFault, type Ctx, type RequestLogEntry, readContext, sendStatus } from "./http.ts";
 import { renderKubeconfig } from "./kubeconfig.ts";
@@ -118,6 +119,16 @@ export interface SimApiServer {
     opts?: { slowMs?: number },
   ): void;
   deleteObject(kind: WorkloadKind, namespace: string, name: string): void;
+  /** Makes a namespace exist (a create into one that does not is 404, as on a real server). */
+  ensureNamespace(name: string): void;
+  /** A ConfigMap as stored (undefined when there is none). */
+  // biome-ignore lint/suspicious/noExplicitAny: API objects are free-form JSON for the tests that read them
+  getConfigMap(namespace: string, name: string): any | undefined;
+  /**
+   * Writes a ConfigMap's data as another actor would (`kubectl create`, `edit`, `replace`): a new
+   * resourceVersion, created when absent; `null` deletes it.
+   */
+  putConfigMap(namespace: string, name: string, data: Record<string, string> | null): void;
   /**
    * A bad build for this workload: a rollout to a template that names one of these images never
    * becomes available (as "flap"), while a rollout back to other images settles as its mode says.
@@ -211,6 +222,7 @@ export async function startApiServer(opts: StartApiServerOptions = {}): Promise<
       store,
       token: () => token,
       url: "",
+      configMaps: new ConfigMaps(store),
       events: [],
       watch: {
         bookmarkMs: opts.bookmarkMs ?? 1000,
@@ -314,6 +326,15 @@ function makeHandle(rt: Runtime, d: HandleDeps): SimApiServer {
       requireObject(store, kind, ns, name);
       d.controllers.forget(kind, ns, name);
       store.delete(kind, ns, name);
+    },
+    ensureNamespace: (name) => store.ensureNamespace(name),
+    getConfigMap: (ns, name) => rt.state.configMaps.get(ns, name),
+    putConfigMap(ns, name, data) {
+      if (data === null) rt.state.configMaps.delete(ns, name);
+      else {
+        store.ensureNamespace(ns);
+        rt.state.configMaps.put(ns, name, { metadata: {}, data });
+      }
     },
     faults: { add: (rule) => rt.faults.add(rule), clear: () => rt.faults.clear() },
     get log() {

@@ -104,8 +104,13 @@ function startingPoint(live: Json | undefined, requested: Json | undefined): Ent
 
 /** What a write through `writer` compares: stripped metadata, then spec or status (the reset fields). */
 function view(obj: JsonObject, writer: Writer): JsonObject {
-  if (writer.subresource === "status") return { status: (obj.status as Json) ?? {} };
   const m = (obj.metadata ?? {}) as JsonObject;
+  // The apps status strategies reset spec and labels, not annotations: the deployment
+  // controller's revision annotation, written with UpdateStatus, is the status entry's.
+  if (writer.subresource === "status") {
+    const metadata: JsonObject = m.annotations === undefined ? {} : { annotations: m.annotations as Json };
+    return { metadata, status: (obj.status as Json) ?? {} };
+  }
   const metadata: JsonObject = {};
   if (m.labels !== undefined) metadata.labels = m.labels as Json;
   if (m.annotations !== undefined) metadata.annotations = m.annotations as Json;

@@ -1,5 +1,6 @@
 // Maps a request path to its handler: discovery, workloads and events, after the bearer
 // token check. Unknown paths answer the real server's generic 404 Status.
+import { type ConfigMaps, serveConfigMaps } from "./configmaps.ts";
 import { discovery } from "./discovery.ts";
 import { createEvent, type EventApi } from "./events.ts";
 import { type Ctx, sendJson, sendStatus } from "./http.ts";
@@ -12,6 +13,7 @@ import { serveReplicaSets, serveWorkloads } from "./workloads.ts";
 
 export interface RouterState {
   store: Store;
+  configMaps: ConfigMaps;
   token: () => string;
   url: string;
   events: JsonObject[];
@@ -19,6 +21,7 @@ export interface RouterState {
 }
 
 const WORKLOAD_PATH = /^\/apis\/apps\/v1\/(?:namespaces\/([^/]+)\/)?([a-z]+)(?:\/([^/]+))?(?:\/([^/]+))?$/;
+const CONFIGMAP_PATH = /^\/api\/v1\/(?:namespaces\/([^/]+)\/)?configmaps(?:\/([^/]+))?$/;
 const NAMESPACE_PATH = /^\/api\/v1\/namespaces(?:\/([^/]+))?$/;
 const EVENT_PATH =
   /^\/(?:api\/v1|apis\/events\.k8s\.io\/v1)\/(?:namespaces\/([^/]+)\/)?events(?:\/([^/]+))?$/;
@@ -41,6 +44,8 @@ export function route(ctx: Ctx, state: RouterState) {
     const [, namespace, , name, subresource] = w;
     return serveWorkloads(ctx, state.store, { res, namespace, name, subresource }, state.watch);
   }
+  const cm = CONFIGMAP_PATH.exec(ctx.path);
+  if (cm) return serveConfigMaps(ctx, state.store, state.configMaps, cm[1], cm[2]);
   const ns = NAMESPACE_PATH.exec(ctx.path);
   if (ns) return serveNamespaces(ctx, state.store, ns[1]);
   const e = EVENT_PATH.exec(ctx.path);

@@ -208,8 +208,9 @@ export class Store {
   }
 
   /**
-   * A controller's writes: its annotations (a main-resource Update by kube-controller-manager,
-   * which never touches an image), then /status (an Update of subresource status).
+   * A controller's writes: its annotations and status in one Update of subresource status by
+   * kube-controller-manager (which never touches an image), as the real deployment controller's
+   * UpdateStatus does.
    */
   updateStatus(
     kind: WorkloadKind,
@@ -224,11 +225,11 @@ export class Store {
     next.status = clone(status);
     for (const [k, v] of Object.entries(annotations ?? {})) setAnnotation(next, k, v);
     if (deepEqual(old, next)) return clone(old);
-    for (const subresource of [undefined, "status"] as const) {
-      const live = meta(next).managedFields as Json | undefined;
-      const w = { live, requested: live, before: old, after: next, creating: false };
-      this.#track(next, w, { manager: CONTROLLER_MANAGER, ...(subresource ? { subresource } : {}) });
-    }
+    // The deployment controller writes the revision annotation with UpdateStatus too (metadata is
+    // writable through /status), so the real server files both under the status entry.
+    const live = meta(next).managedFields as Json | undefined;
+    const w = { live, requested: live, before: old, after: next, creating: false };
+    this.#track(next, w, { manager: CONTROLLER_MANAGER, subresource: "status" });
     return this.#commit("MODIFIED", next);
   }
 

@@ -76,6 +76,9 @@ describe("charts/image-refresh/values.schema.json", () => {
     "30m1h",
     "10",
     "1d",
+    "2d12h",
+    "0d0h",
+    "1h1d",
     " 10m",
   ];
   for (const field of ["rolloutTimeout", "minimumAge"] as const)

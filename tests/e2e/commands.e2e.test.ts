@@ -1,6 +1,7 @@
 // The operator surface of the compiled binary: status, rearm, reject and demo, per image.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { runBinary } from "../support/binary.ts";
+import { specExitCode } from "../support/spec-outcomes.ts";
 import { PREFIX, STATE_PATH, startWorld, type World, writes } from "../support/world.ts";
 
 const k = (name: string) => `${PREFIX}/${name}`;
@@ -75,11 +76,25 @@ describe("status", () => {
       arrange();
       w.api.clearLog();
       const r = await w.run(["status", "--json"]);
-      expect(r.code).toBe(0);
+      // Usable as a check: 1 when the next tick's verdict for a printed image exits 1.
+      const outcomes = Object.values(want).map((v) => v.split("/")[0] as string);
+      expect(r.code).toBe(outcomes.some((o) => specExitCode(o) === 1) ? 1 : 0);
       expect(verdicts(JSON.parse(r.stdout))).toEqual(want);
       expect(writes(w.api)).toEqual([]);
     });
   }
+
+  test("the exit code counts the printed images only: api held exits 1, status node-agent 0", async () => {
+    w.registry.push("myorg/api", "stable");
+    w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt-api")]: "x" });
+    const all = await w.run(["status"]);
+    expect(all.stdout).toContain("image api (myorg/api): HELD (attempt_untrusted)");
+    expect(all.code).toBe(1);
+    expect((await w.run(["status", "api"])).code).toBe(1);
+    const other = await w.run(["status", "node-agent"]);
+    expect(other.stdout).toContain("image node-agent (myorg/node-agent): NOOP (unchanged)");
+    expect(other.code).toBe(0);
+  });
 
   test("status IMAGE shows that image only; an unknown IMAGE is a usage error naming the keys", async () => {
     const one = await w.run(["status", "--json", "node-agent"]);

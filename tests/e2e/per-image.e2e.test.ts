@@ -259,6 +259,14 @@ test("JSON logs carry image, outcome, reason, digest and attempt as fields", asy
   const verdict = lines.find((l) => l.image === "api" && l.outcome === "refreshed");
   expect(verdict).toMatchObject({ image: "api", outcome: "refreshed", reason: "digest_changed", digest });
   expect(lines.find((l) => l.image === "api" && l.attempt === 1)).toBeDefined();
+  // Every line whose message names an attempt carries that number, not the counter after its reset.
+  const named = lines.flatMap((l) => {
+    const m = /attempt (\d+)\/\d+/.exec(l.msg);
+    return m ? [[l.msg, l.attempt, Number(m[1])]] : [];
+  });
+  expect(named.length).toBeGreaterThanOrEqual(2);
+  for (const [msg, field, inMessage] of named)
+    expect({ msg, attempt: field }).toEqual({ msg, attempt: inMessage });
   expect(lines.at(-1)).toMatchObject({
     outcome: "refreshed",
     msg: "refreshed: api: refreshed; node-agent: noop",

@@ -123,8 +123,13 @@ describe("refresh", () => {
     w.registry.push("myorg/api", "stable");
     const r = await w.run();
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('has no container named "nope"');
+    // The containers that do exist are listed, so a typo in the config is found at once.
+    expect(r.stderr).toContain(
+      'Deployment apps/api-proxy has no container named "nope" (its containers: "proxy")',
+    );
     expect(writes(w.api)).toEqual([]);
+    const s = await w.run(["status", "api"]);
+    expect(s.stdout).toContain('ERROR has no container named "nope" (its containers: "proxy")');
   });
 
   // Patching such a target would start no rollout (OnDelete replaces pods only when they are

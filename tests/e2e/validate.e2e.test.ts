@@ -63,7 +63,8 @@ describe("validate, config only", () => {
 describe("validate --manifests on every shipped overlay", () => {
   const all = overlays();
   test("there are overlays to check", () => expect(all).toContain("examples/two-deployments-and-daemonset"));
-  for (const overlay of all)
+  // The base is not an installation: it renders the placeholder image on purpose.
+  for (const overlay of all.filter((o) => o !== "base"))
     withKubectl(`k8s/${overlay}: exit 0`, async () => {
       const path = write(`${overlay.replaceAll("/", "-")}.yaml`, renderText(overlay));
       const r = await runBinary(["validate", "--manifests", path]);
@@ -72,6 +73,14 @@ describe("validate --manifests on every shipped overlay", () => {
         stdout: expect.stringContaining("the Roles grant exactly what the config needs"),
       });
     });
+});
+
+withKubectl("k8s/base itself: exit 2, its CronJob still runs the placeholder image", async () => {
+  const r = await runBinary(["validate", "--manifests", write("base.yaml", renderText("base"))]);
+  expect(r.code).toBe(2);
+  expect(r.stdout).toContain(
+    "CronJob image-refresh: container image-refresh still runs the placeholder image image-refresh:set-me",
+  );
 });
 
 type Obj = Record<string, any>;
@@ -98,6 +107,32 @@ describe("validate --manifests on broken overlays", () => {
       "no Events",
       (o) => role(o, "apps").rules.pop(),
       "RBAC does not grant create on events.events.k8s.io in namespace apps",
+    ],
+    [
+      "no Events where the DaemonSet is",
+      (o) => role(o, "agents").rules.pop(),
+      "RBAC does not grant create on events.events.k8s.io in namespace agents",
+    ],
+    [
+      "no create of the store",
+      (o) => role(o, "image-refresh").rules.shift(),
+      "RBAC does not grant create on configmaps in namespace image-refresh",
+    ],
+    [
+      // Real RBAC never matches a create by resourceNames: its URL names no object.
+      "the store's create limited by name",
+      (o) => (role(o, "image-refresh").rules[0].resourceNames = ["image-refresh-state"]),
+      "RBAC does not grant create on configmaps in namespace image-refresh",
+    ],
+    [
+      "the store under another name",
+      (o) => (role(o, "image-refresh").rules[1].resourceNames = ["other"]),
+      "RBAC does not grant get, patch on configmaps/image-refresh-state in namespace image-refresh",
+    ],
+    [
+      "every configmap readable",
+      (o) => delete role(o, "image-refresh").rules[1].resourceNames,
+      "RBAC grants more than this config needs: get, patch on configmaps in namespace image-refresh",
     ],
     [
       "an extra name",
@@ -160,6 +195,11 @@ describe("validate --manifests on broken overlays", () => {
           value: "15m",
         }),
       "activeDeadlineSeconds 3900 does not cover 3 workloads × 2 waits (onFailure: revert) × rolloutTimeout 900s + 120s = 5520s",
+    ],
+    [
+      "the placeholder image left in",
+      (o) => (job(o).spec.jobTemplate.spec.template.spec.containers[0].image = "image-refresh:set-me"),
+      "still runs the placeholder image image-refresh:set-me; set your own build in the overlay's images:",
     ],
     [
       "a binding to a missing Role",

@@ -7,11 +7,22 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type Command, parseArgs } from "../../lib/cli.ts";
 import { needTools } from "../support/tools.ts";
 import { cronJobOf, render } from "./checks.ts";
 
 const NS = "image-refresh";
 const gate = needTools([{ tool: "kubectl", apt: "kubernetes-client" }]);
+const ROOT = join(import.meta.dir, "..", "..");
+const DOC = readFileSync(join(ROOT, "docs", "on-call.md"), "utf8");
+
+/** Every args list docs/on-call.md gives a one-off Job: the table's `["…"]` cells and the -p patches. */
+function documentedArgs(): string[][] {
+  const cells = [...DOC.matchAll(/`(\["[^`]*"\])`/g)].map((m) => m[1] as string);
+  const patches = [...DOC.matchAll(/"value":(\["[^\]]*"\])\}\]'/g)].map((m) => m[1] as string);
+  const unique = [...new Set([...cells, ...patches])];
+  return unique.map((text) => JSON.parse(text) as string[]);
+}
 
 /** The commands of docs/on-call.md, as argv lists, for `args`. */
 function oneOffJob(name: string, args: string[]): string[][] {
@@ -139,7 +150,14 @@ describe.skipIf(gate)("a one-off Job from the CronJob, as docs/on-call.md runs i
     return { code: 0, err: "" };
   }
 
-  for (const args of [["status"], ["rearm"], ["rearm", "api"]]) {
+  test("the doc gives status, rearm and reject as one-off Jobs", () => {
+    const commands = new Set(documentedArgs().map((a) => a[0]));
+    expect([...commands].sort()).toEqual(["rearm", "reject", "status"]);
+    // Each is a command line the binary takes (an unknown flag or a second IMAGE for reject is not).
+    for (const args of documentedArgs()) expect(parseArgs(args).command).toBe(args[0] as Command);
+  });
+
+  for (const args of documentedArgs()) {
     test(`args ${JSON.stringify(args)}: the CronJob's pod, with only the args changed`, async () => {
       created.length = 0;
       expect(await pipeline(oneOffJob(`image-refresh-${args.join("-")}`, args))).toEqual({
@@ -161,12 +179,47 @@ describe.skipIf(gate)("a one-off Job from the CronJob, as docs/on-call.md runs i
   }
 
   test("docs/on-call.md shows this very pipeline", () => {
-    const doc = readFileSync(join(import.meta.dir, "..", "..", "docs", "on-call.md"), "utf8");
+    const doc = DOC;
     expect(doc).toContain("--from=cronjob/image-refresh --dry-run=client -o json");
     expect(doc).toContain(`kubectl patch --local -f - --type=json -o json`);
     expect(doc).toContain(
       '-p \'[{"op":"replace","path":"/spec/template/spec/containers/0/args","value":["rearm"]}]\'',
     );
     expect(doc).toContain(`kubectl -n ${NS} create -f -`);
+  });
+});
+
+describe("docs/on-call.md's alert table", () => {
+  const rules = Bun.YAML.parse(readFileSync(join(ROOT, "k8s", "monitoring", "rules.yaml"), "utf8")) as {
+    groups: Array<{ rules: Array<{ alert?: string }> }>;
+  };
+  const alerts = rules.groups.flatMap((g) => g.rules.flatMap((r) => (r.alert ? [r.alert] : [])));
+  const rows = [...DOC.matchAll(/^\| `(ImageRefresh\w+)` \| ([^|]+) \| ([^|]+) \|$/gm)];
+
+  test("one row per alert of k8s/monitoring/rules.yaml, none for an alert that does not exist", () => {
+    expect(alerts.length).toBeGreaterThan(10);
+    expect(rows.map((r) => r[1]).sort()).toEqual([...alerts].sort());
+  });
+  test("every row says what it means and what to do", () => {
+    for (const [, alert, means, doThis] of rows)
+      expect({ alert, means: (means ?? "").length > 10, do: (doThis ?? "").length > 10 }).toEqual({
+        alert,
+        means: true,
+        do: true,
+      });
+  });
+});
+
+describe("the README's alert list", () => {
+  test("names every alert of k8s/monitoring/rules.yaml", () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const section = readme.slice(
+      readme.indexOf("### Alerts"),
+      readme.indexOf("\n## ", readme.indexOf("### Alerts")),
+    );
+    const rules = readFileSync(join(ROOT, "k8s", "monitoring", "rules.yaml"), "utf8");
+    const alerts = [...rules.matchAll(/- alert: (\w+)/g)].map((m) => m[1] as string);
+    expect(alerts.length).toBeGreaterThan(10);
+    expect(alerts.filter((a) => !section.includes(`\`${a}\``))).toEqual([]);
   });
 });

@@ -161,6 +161,27 @@ describe("the checks themselves catch mistakes", () => {
     );
   });
 
+  test("the store's Role: create on configmaps and get/patch on its name, nothing else", () => {
+    const expected = expectedPermissions(config);
+    expect([...expected].filter((p) => p.includes("configmaps")).sort()).toEqual([
+      "image-refresh||configmaps|*|create",
+      "image-refresh||configmaps|image-refresh-state|get",
+      "image-refresh||configmaps|image-refresh-state|patch",
+    ]);
+    // Events go where the workloads are, so agents needs them too.
+    expect(expected.has("agents|events.k8s.io|events|*|create")).toBe(true);
+    const renamed: Config = { ...config, store: { namespace: "image-refresh", name: "other" } };
+    const granted = grantedPermissions(objects, serviceAccountOf(objects));
+    expect([...expectedPermissions(renamed)].filter((p) => !granted.has(p))).toEqual([
+      "image-refresh||configmaps|other|get",
+      "image-refresh||configmaps|other|patch",
+    ]);
+    // Unset, the store namespace is the pod's: the caller must say which.
+    const podDefault: Config = { ...config, store: { name: "image-refresh-state" } };
+    expect(() => expectedPermissions(podDefault)).toThrow(/store's namespace is unknown/);
+    expect(expectedPermissions(podDefault, "image-refresh")).toEqual(expected);
+  });
+
   test("list/watch on the state object alone is more than it needs", () => {
     const stateOnly: Config = { ...config, images: [] };
     expect(expectedPermissions(stateOnly).has("apps|apps|deployments|api|watch")).toBe(false);
@@ -171,7 +192,9 @@ describe("the checks themselves catch mistakes", () => {
 describe("the image each kustomization runs", () => {
   const imageOf = (dir: string) =>
     cronJobOf(render(dir)).spec.jobTemplate.spec.template.spec.containers[0]?.image;
-  // Every kustomization shipped under k8s/ other than the base is an overlay a user copies.
+  // Every kustomization under k8s/ other than the base is an overlay: the shipped examples and any
+  // a user adds (README: k8s/overlays/<name>). A user's overlay is judged only by what the README
+  // says these tests check: it sets its own image, its RBAC is exact, its deadline covers the waits.
   const overlays = [...new Bun.Glob("**/kustomization.yaml").scanSync(K8S)]
     .map((p) => p.replace(/\/kustomization\.yaml$/, ""))
     .filter((d) => d !== "base");
@@ -188,6 +211,18 @@ describe("the image each kustomization runs", () => {
       expect(image).not.toContain("set-me");
       expect(image).toMatch(/^[a-z0-9.-]+\.[a-z]+(:[0-9]+)?\/[a-z0-9._/-]+(:[\w.-]+|@sha256:[0-9a-f]{64})$/);
     });
+    test(`k8s/${dir} keeps the RBAC exact for its config.yaml and the deadline above every wait`, () => {
+      const objects = render(dir);
+      const job = cronJobOf(objects);
+      const config = shippedConfig(objects, job.spec.jobTemplate.spec.template.spec.containers[0]?.env);
+      const granted = [...grantedPermissions(objects, serviceAccountOf(objects))].sort();
+      expect(granted).toEqual([...expectedPermissions(config)].sort());
+      expect(job.spec.jobTemplate.spec.activeDeadlineSeconds ?? 0).toBeGreaterThan(minimumDeadline(config));
+    });
+  }
+  // The shipped examples' own comment lists the namespaces to create first (README, install step
+  // 4): that sentence must stay true. It is documentation of ours, not a rule for a user's overlay.
+  for (const dir of overlays.filter((d) => d.startsWith("examples/")))
     test(`k8s/${dir} names every namespace it needs but does not create`, () => {
       const objects = render(dir);
       const created = new Set(objects.filter((o) => o.kind === "Namespace").map((o) => o.metadata.name));
@@ -197,5 +232,4 @@ describe("the image each kustomization runs", () => {
       const listed = line.split(/[,\s]+/).filter(Boolean);
       expect(listed.sort()).toEqual([...used].filter((n) => !created.has(n)).sort());
     });
-  }
 });

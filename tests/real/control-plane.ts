@@ -15,6 +15,8 @@ import { freePort, type Peer, spawnPeer, waitReady } from "./processes.ts";
 export interface ControlPlane {
   dir: string;
   server: string;
+  /** etcd's client URL (plain HTTP on 127.0.0.1), for stories that compact its history. */
+  etcdUrl: string;
   caPem: string;
   caKeyPem: string;
   caPath: string;
@@ -34,6 +36,8 @@ export interface StartOptions {
   hardLimitS?: number;
   /** kube-controller-manager --controllers; default the ones the stories need. */
   controllers?: string[];
+  /** More kube-apiserver flags, after the fixture's own (e.g. a watch cache size). */
+  apiserverArgs?: string[];
 }
 
 // Names from cmd/kube-controller-manager/names/controller_names.go.
@@ -161,7 +165,14 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
     peers.push(etcd.peer);
     const port = await freePort();
     const server = `https://127.0.0.1:${port}`;
-    const apiserver = spawnPeer("kube-apiserver", apiserverArgs(files, etcd.url, port), { dir, hardLimitS });
+    const apiserver = spawnPeer(
+      "kube-apiserver",
+      [...apiserverArgs(files, etcd.url, port), ...(opts.apiserverArgs ?? [])],
+      {
+        dir,
+        hardLimitS,
+      },
+    );
     peers.push(apiserver);
     const admin = apiClient(server, adminToken, tls.caPem);
     await waitReady(apiserver, async () => (await admin.request("GET", "/readyz")).status === 200, 90_000);
@@ -175,6 +186,7 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
     return {
       dir,
       server,
+      etcdUrl: etcd.url,
       caPem: tls.caPem,
       caKeyPem: tls.caKeyPem,
       caPath: files.ca,

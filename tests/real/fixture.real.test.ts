@@ -3,7 +3,10 @@
 // making a Deployment, a DaemonSet and a Job do what the real controllers need, as the real
 // kubectl judges them. Every other real-tier file relies on these.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { type Cluster, startCluster } from "./cluster.ts";
+import { helm } from "./kubectl.ts";
 import { daemonSet, deployment, job, namespace } from "./manifests.ts";
 import { needPeers } from "./peers.ts";
 
@@ -82,4 +85,81 @@ describe.skipIf(missing)("the real control plane fixture", () => {
     expect(stuck.code).toBe(1);
     expect(stuck.out).toContain("1 out of 2 new replicas have been updated");
   }, 120_000);
+
+  test("a flapping build's pod goes Ready and not Ready in turn, its restartCount growing; a slow one is Ready late", async () => {
+    c.kubelet.build(DIGEST("f"), "flapping");
+    c.kubelet.build(DIGEST("5"), "slow");
+    const items = [
+      deployment("fixture", "flappy", { image: `example.test/flappy@${DIGEST("f")}` }),
+      deployment("fixture", "slowpoke", { image: `example.test/slowpoke@${DIGEST("5")}` }),
+    ];
+    await c.kubectl(["apply", "-f", "-"], {
+      stdin: JSON.stringify({ apiVersion: "v1", kind: "List", items }),
+    });
+    const seen = { flappy: new Set<string>(), slowpoke: new Set<string>() };
+    let restarts = 0;
+    const started = Date.now();
+    let slowReadyAt = 0;
+    while (Date.now() - started < 8000) {
+      for (const app of ["flappy", "slowpoke"] as const) {
+        const pods = (await c.cp.admin.get(`/api/v1/namespaces/fixture/pods?labelSelector=app%3D${app}`))
+          .items;
+        for (const p of pods) {
+          const ready = p.status?.conditions?.find((x: { type: string }) => x.type === "Ready")?.status;
+          if (ready) seen[app].add(ready);
+          if (app === "flappy")
+            restarts = Math.max(restarts, p.status?.containerStatuses?.[0]?.restartCount ?? 0);
+          if (app === "slowpoke" && ready === "True" && !slowReadyAt) slowReadyAt = Date.now() - started;
+        }
+      }
+      await Bun.sleep(100);
+    }
+    expect([...seen.flappy].sort()).toEqual(["False", "True"]);
+    expect(restarts).toBeGreaterThan(0);
+    expect(slowReadyAt).toBeGreaterThan(3000);
+  }, 60_000);
+});
+
+const noHelm = needPeers(["kube", "helm3", "helm4"], "tests/real/fixture.real.test.ts");
+
+describe.skipIf(noHelm)("the built helm v3 and v4 against the real control plane", () => {
+  let c: Cluster;
+  beforeAll(async () => {
+    c = await startCluster();
+    await c.kubectl(["create", "namespace", "charts"]);
+  }, 180_000);
+  afterAll(async () => {
+    await c?.stop();
+  });
+
+  for (const major of [3, 4] as const) {
+    test(`helm ${major} installs a chart; its field manager is recorded`, async () => {
+      const chart = join(c.cp.dir, `chart${major}`);
+      mkdirSync(join(chart, "templates"), { recursive: true });
+      writeFileSync(join(chart, "Chart.yaml"), `apiVersion: v2\nname: web${major}\nversion: 0.1.0\n`);
+      const d = deployment("charts", `web${major}`, { image: "{{ .Values.image }}" });
+      writeFileSync(join(chart, "templates", "deployment.yaml"), JSON.stringify(d));
+      const h = helm(major, c.cp.adminKubeconfig, c.cp.dir);
+      const image = `example.test/web@${DIGEST("c")}`;
+      const r = await h([
+        "install",
+        `web${major}`,
+        chart,
+        "-n",
+        "charts",
+        "--set",
+        `image=${image}`,
+        "--wait",
+        "--timeout=60s",
+      ]);
+      expect(r.err).toBe("");
+      expect(r.code).toBe(0);
+      const w = await c.cp.admin.get(`/apis/apps/v1/namespaces/charts/deployments/web${major}`);
+      expect(w.spec.template.spec.containers[0].image).toBe(image);
+      const managers = w.metadata.managedFields.map(
+        (f: { manager: string; operation: string }) => `${f.manager} ${f.operation}`,
+      );
+      expect(managers).toContain(major === 3 ? "helm Update" : "helm Apply");
+    }, 120_000);
+  }
 });

@@ -102,8 +102,23 @@ export async function applyWorkloads(c: Cluster, o: Overlay, host: string): Prom
   for (const w of seedWorkloads(o, host)) await rolledOut(c, w);
 }
 
-/** Deletes the seeded workloads and waits until they and their pods are gone. */
+/**
+ * Deletes the seeded workloads (and their pods) and every ConfigMap in the CronJob's namespace
+ * that the rendering did not make (the product's own store, once it keeps one there), so the
+ * next story starts from a fresh install.
+ */
 export async function deleteWorkloads(c: Cluster, o: Overlay, host: string): Promise<void> {
+  const ns = o.sa.namespace;
+  const rendered = new Set(o.objects.filter((x) => x.kind === "ConfigMap").map((x) => x.metadata.name));
+  const maps: Array<{ metadata: { name: string } }> = (
+    await c.cp.admin.get(`/api/v1/namespaces/${ns}/configmaps`)
+  ).items;
+  for (const m of maps)
+    if (!rendered.has(m.metadata.name) && m.metadata.name !== "kube-root-ca.crt")
+      await ok(
+        c.kubectl(["delete", "configmap", m.metadata.name, "-n", ns, "--wait"]),
+        `delete configmap ${m.metadata.name}`,
+      );
   for (const w of seedWorkloads(o, host)) {
     const m = w.metadata as { namespace: string; name: string };
     const ref = `${String(w.kind).toLowerCase()}/${m.name}`;

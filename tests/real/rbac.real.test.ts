@@ -13,6 +13,7 @@ import type { K8sObject } from "../../lib/manifests.ts";
 import { type SimRegistry, startRegistry } from "../../sim/registry.ts";
 import { generateTls } from "../../sim/tls.ts";
 import { type AuditEntry, type Cluster, startCluster } from "./cluster.ts";
+import { productEvents } from "./events.ts";
 import { ok } from "./kubectl.ts";
 import { list } from "./manifests.ts";
 import { applyWorkloads, deleteWorkloads, type Overlay, renderOverlay, writeTickConfig } from "./overlay.ts";
@@ -222,6 +223,23 @@ describe.skipIf(missing)(`k8s/${DIR} on the real API server, as the CronJob's Se
     // simulator might); no write met anything but its answer or a precondition's 409.
     expect(asked.filter((e) => e.resource === "events" && e.code !== 201)).toEqual([]);
     expect(asked.filter((e) => e.code >= 400 && e.code !== 409)).toEqual([]);
+    // The Events the real server holds from the product are what `kubectl events` shows.
+    const ours = await productEvents(c);
+    expect(new Set(ours.map((e) => `${e.type} ${e.reason}`))).toEqual(
+      new Set([
+        "Normal Refreshed",
+        "Warning PinRestored",
+        "Warning RolloutFailed",
+        "Warning RolloutReverted",
+        "Warning RefreshLockedOut",
+        "Warning BuildRejected",
+      ]),
+    );
+    // Every transition of the story left its Event, all about the state object, in its namespace.
+    const { namespace, name } = o.config.state;
+    expect(new Set(ours.map((e) => e.about))).toEqual(
+      new Set([`${namespace} ${o.config.state.kind}/${name}`]),
+    );
     // The cluster holds every target pinned to the build it settled on, rolled out: the newest
     // for the Deployments' image, the re-armed one (not the rejected one) for the DaemonSet's.
     await expectPinned();

@@ -14,6 +14,10 @@ if ! command -v go >/dev/null 2>&1 && ! sh peers/build.sh --cached >/dev/null 2>
   echo "$line"
   exit 0
 fi
-if command -v go >/dev/null 2>&1; then nice -n 10 sh peers/build.sh; fi
+if command -v go >/dev/null 2>&1; then
+  nice -n 10 sh peers/build.sh
+  nice -n 10 bash peers/otel/build.sh
+fi
 bun run build
-exec bun test --timeout 600000 tests/real "$@"
+# bunfig.toml keeps tests/real out of a plain `bun test`; a pattern given here replaces it.
+exec bun test --path-ignore-patterns='node_modules/**' --timeout 600000 tests/real "$@"

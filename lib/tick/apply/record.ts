@@ -122,7 +122,10 @@ export async function recordDigests(
     return;
   }
   for (const [key, d] of entries) {
-    run.ctx.log.info(`recorded ${key}=${d}`, { image: key, digest: d });
+    run.ctx.log.info(`${run.ctx.dryRun ? "would record" : "recorded"} ${key}=${d}`, {
+      image: key,
+      digest: d,
+    });
     // Every target of a refreshed image settled on this pin: in sync with what is recorded now.
     const v = run.verdicts.get(key) as ImageVerdict;
     if (v.outcome === "refreshed") v.inSync = true;

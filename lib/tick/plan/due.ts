@@ -108,6 +108,7 @@ export function due({ j, img, counters, c, o, digest, live, repin }: DueInput): 
     due: { digest, count: count + 1, ...(repin ? { repin: true, only: repin.only } : {}) },
     verdict: {
       short: `attempt ${count + 1}/${max}`,
+      attempt: count + 1,
       attemptCount: 0,
       lockedOut: false,
       ...(repin ? { restoredFrom: repin.managers } : {}),

@@ -41,7 +41,7 @@ export function liveImage(img: ImageConfig, o: Observed, c: Config): LiveImage |
     if (!w) live.problems.push(`${what} was not read`);
     else if (!w.found) live.problems.push(`${what}: ${w.message}`);
     else if (w.images[t.container] === undefined)
-      live.problems.push(`${what} has no container named "${t.container}"`);
+      live.problems.push(`${what} ${noSuchContainer(t.container, w.images)}`);
     else {
       if (w.blocked && !live.blocked.includes(`${what}: ${w.blocked}`))
         live.blocked.push(`${what}: ${w.blocked}`);
@@ -65,6 +65,13 @@ function classify(
   if (ref.digest !== undefined) return { state: "pinned", digest: ref.digest };
   // A runtime pulls a reference without tag or digest as :latest.
   return { state: (ref.tag ?? "latest") === tag ? "floating" : "other_tag" };
+}
+
+/** A wrong container name in the config is found faster when the message lists the right ones. */
+export function noSuchContainer(name: string, images: Record<string, string>): string {
+  const there = Object.keys(images);
+  const list = there.length ? there.map((n) => `"${n}"`).join(", ") : "none";
+  return `has no container named "${name}" (its containers: ${list})`;
 }
 
 /** `Deployment apps/api container api`. */

@@ -1,0 +1,87 @@
+// The book: the store's ConfigMap `data`, parsed once into typed fields per image. Inside the
+// tick nobody rebuilds a key name or reads raw data; a change to the book is a set of key
+// writes (a value, or null to remove) that `storeWrite` turns into one request.
+import {
+  type FieldKind,
+  IMAGE_FIELDS,
+  IMAGE_KEYS,
+  type ImageField,
+  INSTALLATION_FIELDS,
+  INSTALLATION_KEYS,
+  type InstallationField,
+} from "./keys.ts";
+import { type Field, type KindValue, parseValue } from "./values.ts";
+
+export type ImageBook = { [F in ImageField]: Field<KindValue[FieldKind<F>]> };
+export type InstallationBook = {
+  [F in InstallationField]: Field<KindValue[(typeof INSTALLATION_KEYS)[F]["kind"]]>;
+};
+
+export interface Book {
+  /** The store's resourceVersion; undefined while the ConfigMap does not exist. */
+  resourceVersion?: string;
+  images: Record<string, ImageBook>;
+  installation: InstallationBook;
+  /** Data keys that belong to no configured image: kept as they are, never rewritten. */
+  other: Record<string, string>;
+}
+
+/** What the API server answered for the store: undefined for NotFound. */
+export interface StoreObject {
+  resourceVersion: string;
+  data: Record<string, string>;
+}
+
+export function imageBook(read: (f: ImageField) => string | undefined): ImageBook {
+  const out = {} as Record<ImageField, unknown>;
+  for (const f of IMAGE_FIELDS) out[f] = parseValue(IMAGE_KEYS[f].kind, read(f));
+  return out as ImageBook;
+}
+
+/** Parses the store for the configured image keys; a missing store is an empty book. */
+export function parseBook(store: StoreObject | undefined, imageKeys: readonly string[]): Book {
+  const data = store?.data ?? {};
+  const known = new Set<string>();
+  const images: Record<string, ImageBook> = {};
+  for (const key of imageKeys) {
+    images[key] = imageBook((f) => {
+      const name = IMAGE_KEYS[f].name(key);
+      known.add(name);
+      return data[name];
+    });
+  }
+  const installation = {} as Record<InstallationField, unknown>;
+  for (const f of INSTALLATION_FIELDS) {
+    const row = INSTALLATION_KEYS[f];
+    known.add(row.name());
+    installation[f] = parseValue(row.kind, data[row.name()]);
+  }
+  const other: Record<string, string> = {};
+  for (const [k, v] of Object.entries(data)) if (!known.has(k)) other[k] = v;
+  return {
+    ...(store ? { resourceVersion: store.resourceVersion } : {}),
+    images,
+    installation: installation as InstallationBook,
+    other,
+  };
+}
+
+/** The book as ConfigMap data again: what it read, with its changes. */
+export function bookData(book: Book): Record<string, string> {
+  const out: Record<string, string> = { ...book.other };
+  for (const [key, image] of Object.entries(book.images))
+    for (const f of IMAGE_FIELDS) {
+      const v = image[f];
+      if (v.kind !== "absent") out[IMAGE_KEYS[f].name(key)] = v.raw;
+    }
+  for (const f of INSTALLATION_FIELDS) {
+    const v = book.installation[f];
+    if (v.kind !== "absent") out[INSTALLATION_KEYS[f].name()] = v.raw;
+  }
+  return out;
+}
+
+/** True when the store holds any entry of this image (then legacy annotations are ignored). */
+export function hasEntries(image: ImageBook): boolean {
+  return IMAGE_FIELDS.some((f) => image[f].kind !== "absent");
+}

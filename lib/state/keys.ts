@@ -1,0 +1,140 @@
+// The store's keys in one table (image-refresh's own ConfigMap). Each row says what kind of
+// value a key holds and which operations touch it; reset, rearm, reject, record and migration
+// derive their key lists from here, so a new key is one row and no hand-kept list forgets it.
+
+/** What a key's value is, which decides how it is parsed and when it is believed. */
+export type KeyKind = "counter" | "marker" | "digest" | "list" | "time" | "traceparent";
+
+/**
+ * reset: removed when every workload of the image settled on a refresh.
+ * rearm: removed by `rearm` (and by `reject`, which re-arms).
+ * reject: written by `reject`.
+ * record: written when a digest is recorded.
+ * migrate: carried over from the legacy annotations of the `state` workload.
+ */
+export type Operation = "reset" | "rearm" | "reject" | "record" | "migrate";
+
+export type ImageField =
+  | "digest"
+  | "attempt"
+  | "flap"
+  | "failed"
+  | "traceparent"
+  | "skip"
+  | "unresolved"
+  | "repin"
+  | "rejected"
+  | "candidates"
+  | "paused";
+
+export interface KeyRow {
+  /** The data key for an image key, e.g. `refresh-attempt-api`. */
+  name: (key: string) => string;
+  kind: KeyKind;
+  ops: readonly Operation[];
+  /** What it means, as `status` and the docs say it. */
+  meaning: string;
+}
+
+export const IMAGE_KEYS = {
+  digest: {
+    name: (k) => `last-refreshed-${k}-digest`,
+    kind: "digest",
+    ops: ["record", "migrate"],
+    meaning: "the digest last recorded: every target settled on it",
+  },
+  attempt: {
+    name: (k) => `refresh-attempt-${k}`,
+    kind: "counter",
+    ops: ["reset", "rearm", "migrate"],
+    meaning: "consecutive failed rollout attempts",
+  },
+  flap: {
+    name: (k) => `refresh-flap-detected-${k}`,
+    kind: "marker",
+    ops: ["reset", "rearm", "migrate"],
+    meaning: "present while locked out; the count that tripped it",
+  },
+  failed: {
+    name: (k) => `failed-${k}-digest`,
+    kind: "digest",
+    ops: ["reset", "rearm"],
+    meaning: "the digest whose rollout failed last",
+  },
+  traceparent: {
+    name: (k) => `refresh-attempt-traceparent-${k}`,
+    kind: "traceparent",
+    ops: ["reset", "rearm", "migrate"],
+    meaning: "the traceparent of the tick that wrote the attempt count",
+  },
+  skip: {
+    name: (k) => `skip-streak-${k}`,
+    kind: "counter",
+    ops: ["migrate"],
+    meaning: "consecutive ticks with a target not settled",
+  },
+  unresolved: {
+    name: (k) => `unresolved-streak-${k}`,
+    kind: "counter",
+    ops: ["migrate"],
+    meaning: "consecutive ticks the digest could not be resolved",
+  },
+  repin: {
+    name: (k) => `repin-streak-${k}`,
+    kind: "counter",
+    ops: ["rearm", "migrate"],
+    meaning: "consecutive re-pins without a tick that found the pin in place",
+  },
+  rejected: {
+    name: (k) => `rejected-${k}-digest`,
+    kind: "digest",
+    ops: ["rearm", "reject", "migrate"],
+    meaning: "a digest a human rejected",
+  },
+  candidates: {
+    name: (k) => `candidates-${k}`,
+    kind: "list",
+    ops: ["record", "migrate"],
+    meaning: "builds waiting out minimumAge, <digest>=<first seen>, newest first",
+  },
+  // Not a published key: the live image whose pause was announced, so its Event is posted once.
+  paused: {
+    name: (k) => `paused-${k}`,
+    kind: "marker",
+    ops: ["migrate"],
+    meaning: "the live image whose pause was announced",
+  },
+} as const satisfies Record<ImageField, KeyRow>;
+
+/** The kind of an image field, at the type level (so the book's fields are typed by their row). */
+export type FieldKind<F extends ImageField> = (typeof IMAGE_KEYS)[F]["kind"];
+
+export const IMAGE_FIELDS = Object.keys(IMAGE_KEYS) as ImageField[];
+
+/** The installation's own keys (not per image). */
+export const INSTALLATION_KEYS = {
+  retryAfter: {
+    name: () => "registry-retry-after",
+    kind: "time",
+    ops: ["migrate"],
+    meaning: "the time before which the registry asked not to be called again",
+  },
+} as const satisfies Record<string, KeyRow>;
+
+export type InstallationField = keyof typeof INSTALLATION_KEYS;
+export const INSTALLATION_FIELDS = Object.keys(INSTALLATION_KEYS) as InstallationField[];
+
+/** The image fields an operation touches, in table order. */
+export function fieldsFor(op: Operation): ImageField[] {
+  return IMAGE_FIELDS.filter((f) => (IMAGE_KEYS[f].ops as readonly Operation[]).includes(op));
+}
+
+/** The legacy annotations' single-counter names (no `-<key>`): they count for every image. */
+export const LEGACY_SINGLE: Partial<Record<ImageField, string>> = {
+  attempt: "refresh-attempt",
+  flap: "refresh-flap-detected",
+  traceparent: "refresh-attempt-traceparent",
+};
+
+/** The shell job's skip streak, one for the whole state workload. */
+export const LEGACY_SKIP_STREAK = "refresh-skip-streak";

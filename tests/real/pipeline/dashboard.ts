@@ -1,0 +1,74 @@
+// Runs every PromQL query of k8s/monitoring/dashboard.json (its durations compressed like the
+// rules') against the pipeline's Prometheus while the scenarios run, and keeps, per query,
+// whether it ever returned data, whether it errored, and the series names it reads that
+// Prometheus does not hold. The traces panel (TraceQL, for Tempo) is not a Prometheus query.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { scaleExpr } from "./compress.ts";
+import { MONITORING } from "./configs.ts";
+import type { Pipeline } from "./pipeline.ts";
+
+interface Target {
+  panel: string;
+  expr: string;
+}
+
+export interface Dashboard {
+  targets: Target[];
+  /** Runs every query once now. */
+  sample(): Promise<void>;
+  errors(): string[];
+  unknownSeries(): string[];
+  empty(): string[];
+  stop(): void;
+}
+
+export function dashboardTargets(): Target[] {
+  const d = JSON.parse(readFileSync(join(MONITORING, "dashboard.json"), "utf8")) as {
+    panels: Array<{ title: string; targets?: Array<{ expr?: string }> }>;
+  };
+  return d.panels.flatMap((p) =>
+    (p.targets ?? []).filter((t) => t.expr).map((t) => ({ panel: p.title, expr: t.expr as string })),
+  );
+}
+
+/** Metric names an expression reads (identifiers followed by `{`, `[` or `)` that are not functions). */
+export function seriesNames(expr: string): string[] {
+  const names = expr.match(/\b(image_refresh_[a-z0-9_]+|kube_[a-z0-9_]+)\b(?!\s*=)/g) ?? [];
+  return [...new Set(names.filter((n) => !/^image_refresh_(image|outcome)$/.test(n)))];
+}
+
+export function dashboardProbe(p: Pipeline, every = 3000): Dashboard {
+  const targets = dashboardTargets();
+  const data = new Set<Target>();
+  const errs = new Map<Target, string>();
+  const held = new Set<string>();
+  const sample = async () => {
+    for (const t of targets) {
+      try {
+        if ((await p.query(scaleExpr(t.expr))).length > 0) data.add(t);
+      } catch (err) {
+        errs.set(t, (err as Error).message);
+      }
+    }
+    const names = (await fetch(`http://127.0.0.1:${p.ports.prometheus}/api/v1/label/__name__/values`)
+      .then((r) => r.json())
+      .catch(() => ({ data: [] }))) as { data: string[] };
+    for (const n of names.data) held.add(n);
+  };
+  const timer = setInterval(() => void sample(), every);
+  const name = (t: Target) => `${t.panel}: ${t.expr}`;
+  return {
+    targets,
+    sample,
+    errors: () => [...errs].map(([t, e]) => `${name(t)}: ${e}`),
+    unknownSeries: () =>
+      targets.flatMap((t) =>
+        seriesNames(t.expr)
+          .filter((n) => !held.has(n))
+          .map((n) => `${t.panel}: ${n}`),
+      ),
+    empty: () => targets.filter((t) => !data.has(t)).map(name),
+    stop: () => clearInterval(timer),
+  };
+}
