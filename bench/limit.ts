@@ -8,9 +8,9 @@
 // realm is known in advance (in the plan), which is why there is no challenge probe: a real
 // client learns the realm from one.
 //
-// Where the simulated API server has no ConfigMaps yet (before the store), the plan's storePath
-// names the legacy state workload instead: the same one GET of one object, and the recorded
-// digests are read from its annotations.
+// Where the product still keeps its bookkeeping on the state workload (before the store), the
+// plan's storePath names that workload instead: the same one GET of one object, and the
+// recorded digests are read from its annotations.
 //
 // Usage: limit <plan.json>   (trust comes from NODE_EXTRA_CA_CERTS, as for the product)
 import { readFileSync } from "node:fs";

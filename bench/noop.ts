@@ -28,7 +28,7 @@ export async function recordedWorld(opts: Parameters<typeof startBenchWorld>[0] 
   const first = await runProduct(w);
   if (first.code !== 0 || outcomeOf(first) !== "recorded")
     throw new Error(`Cannot prepare the bench world: first tick ended ${first.code}\n${first.stderr}`);
-  w.mirrorToState();
+  await w.mirrorToState();
   return w;
 }
 
@@ -124,8 +124,8 @@ export async function noopSection(ctx: BenchContext): Promise<string[]> {
     );
     const [p, t, l, , k, kr] = ms as [Measured, Measured, Measured, Measured, Measured, Measured];
     const readCount = reads.split("\n");
-    // Without ConfigMaps in the simulator the limit's store GET reads the state workload, which
-    // today's tick reads once as a target: one API GET more than the tick, by construction.
+    // While the tick keeps its bookkeeping on the state workload, the limit's store GET reads
+    // that workload, which the tick reads once as a target: one API GET more, by construction.
     const standIn = w.storePath === STORE_PATH ? 0 : 1;
     const same = (m: Measured) =>
       m.api.every((n) => n + standIn === l.api[0]) && m.registry.every((n) => n === l.registry[0]);
@@ -140,7 +140,7 @@ export async function noopSection(ctx: BenchContext): Promise<string[]> {
       `- Same requests as the limit: ${verdict(same(t))} with \`registry.token\` set (${span(t.api)} API + ${span(t.registry)} registry, limit ${span(l.api)} + ${span(l.registry)}${extraNote(t, l)}); without it ${same(p) ? "also the same" : `${span(p.api)} + ${span(p.registry)}${extraNote(p, l)}`}.`,
       ...(standIn
         ? [
-            "- This simulator has no ConfigMaps: the limit's store GET reads the state workload instead (one GET of one object, as the store's), so it makes one API request more than a tick that keeps its bookkeeping on that workload.",
+            "- This binary keeps its bookkeeping on the state workload: the limit's store GET reads that workload instead (one GET of one object, as the store's), so it makes one API request more than this tick.",
           ]
         : []),
       `- Within 1.3× of the limit (the budget): ${verdict(p.ms.median <= 1.3 * l.ms.median && t.ms.median <= 1.3 * l.ms.median)} (wall ${ratio(p.ms.median, l.ms.median)}, CPU ${ratio(p.cpu.median, l.cpu.median)}; with \`registry.token\` wall ${ratio(t.ms.median, l.ms.median)}, CPU ${ratio(t.cpu.median, l.cpu.median)}).`,

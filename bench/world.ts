@@ -61,8 +61,8 @@ export interface BenchWorld {
   tokenConfigPath: string;
   images: Image[];
   /**
-   * What the limit reads as the store: the ConfigMap when the simulator serves ConfigMaps (the
-   * product keeps its bookkeeping there), else the legacy state workload, the same one GET.
+   * What the limit reads as the store: the ConfigMap when the product keeps its bookkeeping
+   * there, else the legacy state workload, the same one GET of one object.
    */
   storePath: string;
   /** Every distinct target workload once, in config order (the state object too when it is one). */
@@ -90,7 +90,7 @@ export interface BenchWorld {
    * job kept them, so the shell-shaped kubectl way reads the same bookkeeping. Without the store
    * the product wrote them there itself, and this does nothing.
    */
-  mirrorToState(): void;
+  mirrorToState(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -170,11 +170,15 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
   const configPath = join(dir, "config.json");
   writeFileSync(caPath, tls.caPem);
   writeFileSync(kubeconfigPath, api.kubeconfig({ server: apiUrl }));
-  const store = hasStore(api);
-  writeFileSync(configPath, JSON.stringify(configFor(registry.host, images, store), null, 2));
+  const model = configModel();
+  // With `state` legacy, the tick keeps its bookkeeping in the store (a ConfigMap); its
+  // namespace exists, as the install makes it, and the first tick creates the ConfigMap.
+  const store = model.storeKey && !model.stateRequired;
+  if (store) (api as unknown as { ensureNamespace(ns: string): void }).ensureNamespace(STORE.namespace);
+  writeFileSync(configPath, JSON.stringify(configFor(registry.host, images, model), null, 2));
   // The same, with the token endpoint configured: no challenge probe (README, registry.token).
   const tokenConfigPath = join(dir, "config-token.json");
-  const withToken = configFor(registry.host, images, store);
+  const withToken = configFor(registry.host, images, model);
   withToken.registry = { host: registry.host, token: { realm: `${registry.url}/token`, service: SERVICE } };
   writeFileSync(tokenConfigPath, JSON.stringify(withToken, null, 2));
   return {
@@ -213,7 +217,7 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
     pushAll() {
       for (const img of images) registry.push(img.repository, TAG, { multiArch: img.key === "node-agent" });
     },
-    mirrorToState() {
+    async mirrorToState() {
       if (!store) return;
       const data: Record<string, string> =
         (
@@ -225,6 +229,14 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
       for (const [k, v] of Object.entries(data))
         if (/^last-refreshed-.+-digest$/.test(k)) annotations[`${PREFIX}/${k}`] = v;
       api.setAnnotations(STATE.kind, STATE.namespace, STATE.name, annotations);
+      // An annotation write moves the Deployment's generation: wait until its controller saw it,
+      // so that the ticks measured next find it settled.
+      for (let i = 0; i < 200; i++) {
+        const o = api.getObject(STATE.kind, STATE.namespace, STATE.name);
+        if ((o?.status?.observedGeneration ?? 0) >= (o?.metadata?.generation ?? 0)) return;
+        await Bun.sleep(10);
+      }
+      throw new Error("Cannot prepare the bench world: the state workload never observed its annotations");
     },
     async stop() {
       relay?.stop();
@@ -257,17 +269,28 @@ function addWorkloads(api: SimApiServer, images: Image[], ref: (repository: stri
   }
 }
 
-/** Whether this simulator serves ConfigMaps, where the store lives (it did not before the store). */
-function hasStore(api: SimApiServer): boolean {
-  return "putConfigMap" in api;
+/**
+ * What the binary's config takes, from its own JSON Schema: `store` (where its bookkeeping
+ * lives) and whether `state` is still required (the tick keeps its bookkeeping on that workload)
+ * or legacy. Read from `image-refresh schema`, so that the bench fits the binary it measures.
+ */
+export function configModel(binary = BINARY): { storeKey: boolean; stateRequired: boolean } {
+  const r = Bun.spawnSync([binary, "schema"], { stdout: "pipe", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`Cannot read ${binary} schema: ${r.stderr.toString()}`);
+  const schema = JSON.parse(r.stdout.toString()) as { properties: object; required?: string[] };
+  return { storeKey: "store" in schema.properties, stateRequired: !!schema.required?.includes("state") };
 }
 
-function configFor(host: string, images: Image[], store: boolean) {
+const BINARY = join(import.meta.dir, "..", "dist", "image-refresh");
+
+function configFor(host: string, images: Image[], model: ReturnType<typeof configModel>) {
   return {
     tag: TAG,
     registry: { host } as { host: string; token?: { realm: string; service: string } },
+    // Named outside a pod, where the store's namespace cannot default to the pod's.
+    ...(model.storeKey ? { store: STORE } : {}),
     // With the store, an installation keeps nothing on a workload: no legacy state object.
-    ...(store ? { store: STORE } : { state: STATE }),
+    ...(model.stateRequired ? { state: STATE } : {}),
     annotationPrefix: PREFIX,
     maxRefreshAttempts: 3,
     maxSkipTicks: 8,
