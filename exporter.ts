@@ -22,9 +22,9 @@ import { type Attributes, noopTelemetry, type Telemetry } from "./lib/telemetry.
 
 export interface CreateTelemetryOptions {
   env: Env;
-  stateKind: "Deployment" | "DaemonSet" | "StatefulSet";
-  stateNamespace: string;
-  stateName: string;
+  /** The store, image-refresh's own ConfigMap: this installation's identity. */
+  storeNamespace: string;
+  storeName: string;
   version: string;
   /** Where configuration and export problems go; a WARNING line on stderr by default. */
   warn?: (msg: string) => void;
@@ -36,12 +36,9 @@ function stderrWarn(msg: string): void {
   writeStderr(`[image-refresh] WARNING: ${msg}\n`);
 }
 
-/** Attributes that name the state object, on the resource and on every metric point. */
-function stateAttributes(opts: CreateTelemetryOptions): Attributes {
-  return {
-    "k8s.namespace.name": opts.stateNamespace,
-    [`k8s.${opts.stateKind.toLowerCase()}.name`]: opts.stateName,
-  };
+/** The installation, `<store namespace>/<store name>`, on the resource and on every metric point. */
+function installationAttributes(opts: CreateTelemetryOptions): Attributes {
+  return { "image_refresh.installation": `${opts.storeNamespace}/${opts.storeName}` };
 }
 
 function buildResource(opts: CreateTelemetryOptions, cfg: TelemetryEnv): Resource {
@@ -50,8 +47,9 @@ function buildResource(opts: CreateTelemetryOptions, cfg: TelemetryEnv): Resourc
   const ours = {
     "service.name": "image-refresh",
     "service.version": opts.version,
-    "service.instance.id": `${opts.stateNamespace}/${opts.stateName}`,
-    ...stateAttributes(opts),
+    "service.instance.id": `${opts.storeNamespace}/${opts.storeName}`,
+    "k8s.namespace.name": opts.storeNamespace,
+    ...installationAttributes(opts),
     ...cfg.resource,
   };
   return defaultResource().merge(resourceFromAttributes(ours));
@@ -84,7 +82,7 @@ export async function createTelemetry(opts: CreateTelemetryOptions): Promise<Tel
     ...createTracing(tracerProvider.getTracer(INSTRUMENTATION_SCOPE, opts.version), fallback),
     ...createMetrics(
       meterProvider.getMeter(INSTRUMENTATION_SCOPE, opts.version),
-      stateAttributes(opts),
+      installationAttributes(opts),
       warn,
     ),
     shutdown(timeoutMs) {

@@ -92,7 +92,12 @@ async function runCommand(
     case "rearm":
       return (await import("./lib/commands/rearm.ts")).rearmCommand(rt, args.dryRun, args.images);
     case "reject":
-      return (await import("./lib/commands/reject.ts")).rejectCommand(rt, args.dryRun, args.images);
+      return (await import("./lib/commands/reject.ts")).rejectCommand(
+        rt,
+        args.dryRun,
+        args.images,
+        args.digest,
+      );
     default: {
       const { tickCommand } = await import("./lib/commands/tick.ts");
       mark("tick-imported");

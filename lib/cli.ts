@@ -27,8 +27,22 @@ export interface CliArgs {
   logFormat?: "text" | "json";
   /** Image keys named after status, rearm or reject. */
   images: string[];
+  /** reject: the build to reject (default: the failed build, else the tag's current digest). */
+  digest?: string;
   /** validate: rendered manifests (`kubectl kustomize` output) to check against the config. */
   manifests?: string;
+}
+
+/** `reject IMAGE [DIGEST]`: a second word is the digest, in the registry's own form. */
+function rejectArgs(args: CliArgs): void {
+  if (args.images.length === 2 && /^sha256:[0-9a-f]{64}$/.test(args.images[1] as string))
+    args.digest = args.images.pop();
+  else if (args.images.length === 2)
+    throw new UsageError(`Cannot reject ${args.images[1]}: a DIGEST is sha256: and 64 hex digits`);
+  if (args.images.length !== 1)
+    throw new UsageError(
+      "reject needs exactly one IMAGE (an image key from the config), and optionally a DIGEST",
+    );
 }
 
 export class UsageError extends Error {
@@ -89,8 +103,7 @@ export function parseArgs(argv: readonly string[]): CliArgs {
     else args.command = command as Command;
   }
   if (!args.help) checkFlags(args.command, given);
-  if (args.command === "reject" && args.images.length !== 1 && !args.help)
-    throw new UsageError("reject needs exactly one IMAGE (an image key from the config)");
+  if (args.command === "reject" && !args.help) rejectArgs(args);
   return args;
 }
 
@@ -115,8 +128,8 @@ export const HELP = `image-refresh: keep Kubernetes workloads on the newest buil
 Usage:
   image-refresh [tick]   run one tick (the default command)
   image-refresh status [IMAGE...]  per image: recorded, registry and live digests, counters, verdict, what to do
-  image-refresh rearm [IMAGE...]   clear a lockout (all images and the legacy keys when none is named)
-  image-refresh reject IMAGE       "not this build": the tag's current digest is never rolled out; the next build is
+  image-refresh rearm [IMAGE...]   clear a lockout, a failed build and a rejection (every image when none is named)
+  image-refresh reject IMAGE [DIGEST]  "not this build": that digest (default: the failed build, else the tag's current one) never rolls out
   image-refresh demo     run a scripted scenario against the built-in simulated cluster and registry
   image-refresh playground  simulated cluster and registry seeded from --config, for your own ticks and moves
   image-refresh validate check the config offline (with --manifests FILE, also rendered manifests)

@@ -3,7 +3,8 @@ import { ConfigError, loadConfig, parseConfig } from "./config.ts";
 import { parseDuration } from "./duration.ts";
 import { exampleConfig } from "./example-config.ts";
 
-const BASE = exampleConfig();
+// With the legacy `state` set, so its validation is covered too.
+const BASE = { ...exampleConfig(), state: { kind: "Deployment", namespace: "apps", name: "api" } };
 
 function parse(tweak: (c: any) => void = () => {}, env: Record<string, string> = {}) {
   const c = structuredClone(BASE) as any;
@@ -124,8 +125,10 @@ images:
     expect(problemsOf(() => parse((c) => (c.annotationPrefix = "Bad_Prefix")))).toEqual([
       "annotationPrefix: must be a DNS subdomain",
     ]);
-    expect(problemsOf(() => parse((c) => delete c.state))).toEqual([
-      "state: Invalid input: expected object, received undefined",
+    // `state` is legacy and optional; without it and without a default namespace, a target's is missing.
+    expect(problemsOf(() => parse((c) => (delete c.state, delete c.namespace, delete c.store)))).toEqual([
+      "images[0].targets[0].namespace: not set, and there is no default (set namespace at the top, or store.namespace)",
+      "images[0].targets[1].namespace: not set, and there is no default (set namespace at the top, or store.namespace)",
     ]);
   });
 

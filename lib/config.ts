@@ -132,7 +132,8 @@ export const configSchema = z.strictObject({
   registry,
   namespace: z.optional(namespace),
   store,
-  state: z.strictObject({ kind, namespace, name }),
+  // Legacy: the workload whose annotations held the bookkeeping before the store; read to migrate.
+  state: z.optional(z.strictObject({ kind, namespace, name })),
   annotationPrefix,
   maxRefreshAttempts: count(3),
   maxSkipTicks: count(8),
@@ -172,7 +173,8 @@ export interface Config {
   namespace?: string;
   /** image-refresh's own ConfigMap; `namespace` undefined means the pod's (see storeRef). */
   store: { namespace?: string; name: string };
-  state: { kind: WorkloadKind; namespace: string; name: string };
+  /** Legacy: the workload whose annotations held the bookkeeping before the store (migrated from). */
+  state?: { kind: WorkloadKind; namespace: string; name: string };
   annotationPrefix: string;
   maxRefreshAttempts: number;
   maxSkipTicks: number;
@@ -251,12 +253,12 @@ export function parseConfig(
 export { formatPath };
 
 /** Keys and target namespaces filled in from their defaults. */
-function normalise(list: z.output<typeof images>, stateNamespace: string): ImageConfig[] {
+function normalise(list: z.output<typeof images>, stateNamespace: string | undefined): ImageConfig[] {
   return list.map((img) => ({
     repository: img.repository,
     key: img.key ?? (img.repository.split("/").pop() as string),
     pinned: img.pinned,
-    targets: img.targets.map((t) => ({ ...t, namespace: t.namespace ?? stateNamespace })),
+    targets: img.targets.map((t) => ({ ...t, namespace: t.namespace ?? stateNamespace ?? "" })),
   }));
 }
 
@@ -269,7 +271,7 @@ function finish(c: z.output<typeof configSchema>): Config {
     registry: c.registry,
     ...(c.namespace !== undefined ? { namespace: c.namespace } : {}),
     store: c.store,
-    state: c.state,
+    ...(c.state ? { state: c.state } : {}),
     annotationPrefix: c.annotationPrefix,
     maxRefreshAttempts: c.maxRefreshAttempts,
     maxSkipTicks: c.maxSkipTicks,
@@ -279,7 +281,7 @@ function finish(c: z.output<typeof configSchema>): Config {
     onFailure: c.onFailure,
     reconcile: c.reconcile,
     minimumAgeMs: ms(c.minimumAge),
-    images: normalise(c.images, c.namespace ?? c.state.namespace),
+    images: normalise(c.images, c.namespace ?? c.state?.namespace ?? c.store.namespace),
   };
 }
 
@@ -295,8 +297,12 @@ function checksAcross(list: ImageConfig[], reg: Config["registry"] | undefined):
 function crossFieldProblems(doc: Record<string, unknown>): string[] {
   const imgs = parse(images, doc.images);
   const reg = parse(registry, doc.registry);
-  const ns = parse(namespace, doc.namespace ?? (doc.state as { namespace?: unknown } | undefined)?.namespace);
-  const list = imgs.ok ? normalise(imgs.value, ns.ok ? ns.value : "") : [];
+  const store = (doc.store as { namespace?: unknown } | undefined)?.namespace;
+  const given = doc.namespace ?? (doc.state as { namespace?: unknown } | undefined)?.namespace ?? store;
+  const ns = parse(namespace, given);
+  // A default that is given but invalid was named already; the targets are not said to lack one.
+  const fallback = ns.ok ? ns.value : given === undefined ? undefined : "-";
+  const list = imgs.ok ? normalise(imgs.value, fallback) : [];
   return checksAcross(list, reg.ok ? reg.value : undefined);
 }
 
@@ -317,6 +323,10 @@ function crossChecks(images: ImageConfig[]): string[] {
         `images[${i}].key: the default key ${JSON.stringify(img.key)} (the repository's last segment) ${KEY_RULE}; set key explicitly`,
       );
     img.targets.forEach((t, j) => {
+      if (t.namespace === "")
+        problems.push(
+          `images[${i}].targets[${j}].namespace: not set, and there is no default (set namespace at the top, or store.namespace)`,
+        );
       const id = `${t.kind}/${t.namespace}/${t.name}/${t.container}`;
       const owner = containers.get(id);
       if (owner) problems.push(`images[${i}].targets[${j}]: container ${id} is already a target of ${owner}`);

@@ -5,7 +5,6 @@
 import * as z from "zod/mini";
 import type { Config } from "./config.ts";
 import { formatPath, parse } from "./issues.ts";
-import { distinctTargets, PLURAL } from "./workload.ts";
 
 export interface K8sObject {
   apiVersion: string;
@@ -13,6 +12,8 @@ export interface K8sObject {
   metadata: { name: string; namespace?: string };
   [field: string]: unknown;
 }
+
+const RESOURCE = { Deployment: "deployments", DaemonSet: "daemonsets", StatefulSet: "statefulsets" } as const;
 
 /** Startup, the state read, registry lookups, bookkeeping writes and the 5 s telemetry flush. */
 export const DEADLINE_SLACK_SECONDS = 120;
@@ -101,7 +102,11 @@ export function configMapText(objects: readonly K8sObject[]): string | undefined
 
 /** `namespace|group|resource|name` of every workload the product reads and patches (pinned images' excluded). */
 export function targetsOf(config: Config): string[] {
-  return distinctTargets(config, "unpinned").map((t) => `${t.namespace}|apps|${PLURAL[t.kind]}|${t.name}`);
+  const seen = new Set<string>();
+  for (const image of config.images)
+    if (!image.pinned)
+      for (const t of image.targets) seen.add(`${t.namespace}|apps|${RESOURCE[t.kind]}|${t.name}`);
+  return [...seen];
 }
 
 /**
@@ -122,7 +127,7 @@ export function expectedPermissions(config: Config, storeNamespace = config.stor
     out.add(`${t.split("|")[0]}|events.k8s.io|events|*|create`);
   }
   const s = config.state;
-  for (const v of ["get", "patch"]) out.add(`${s.namespace}|apps|${PLURAL[s.kind]}|${s.name}|${v}`);
+  if (s) for (const v of ["get", "patch"]) out.add(`${s.namespace}|apps|${RESOURCE[s.kind]}|${s.name}|${v}`);
   out.add(`${storeNamespace}||configmaps|*|create`);
   for (const v of ["get", "patch"]) out.add(`${storeNamespace}||configmaps|${config.store.name}|${v}`);
   return out;

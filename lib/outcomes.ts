@@ -29,7 +29,7 @@ export const OUTCOME_TABLE = {
   stale: row(1, "error"),
   held: row(1, "error", true),
   // A lockout or a pause exists to stop churning the workload: an image sharing it waits too.
-  locked_out: row(0, "warn", true),
+  locked_out: row(1, "error", true),
   paused: row(0, "warn", true),
   // pending is a soak doing its job: the message says when, nothing for a human to do.
   pending: row(0, "info"),

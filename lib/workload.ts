@@ -44,9 +44,9 @@ export function refOf(w: WorkloadRef): WorkloadRef {
   return { kind: w.kind, namespace: w.namespace, name: w.name };
 }
 
-/** The state object's reference. */
-export function stateRef(c: { state: WorkloadRef }): WorkloadRef {
-  return refOf(c.state);
+/** The legacy state object's reference, while the config names one (the migration reads it). */
+export function stateRef(c: { state?: WorkloadRef }): WorkloadRef | undefined {
+  return c.state ? refOf(c.state) : undefined;
 }
 
 interface HasTargets {

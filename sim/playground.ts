@@ -68,7 +68,9 @@ export function seedPlayground(config: Config, api: SimApiServer, registry: SimR
       manager: HELM_MANAGER,
     });
   const s = config.state;
-  if (!workloads.some((w) => id(w) === id(s)))
+  // image-refresh's own namespace, where its store is created by the first write.
+  api.ensureNamespace(config.store.namespace ?? "image-refresh");
+  if (s && !workloads.some((w) => id(w) === id(s)))
     api.addWorkload({
       kind: s.kind,
       namespace: s.namespace,

@@ -43,6 +43,14 @@ export class ManifestStore {
     return top.digest;
   }
 
+  /** Points `tag` at a build pushed before (its owner moved the tag back). */
+  retag(repository: string, tag: string, digest: string): void {
+    const repo = this.#repos.get(repository);
+    if (!repo?.manifests.has(digest))
+      throw new Error(`Cannot retag ${repository}:${tag}: no ${digest} was pushed`);
+    repo.tags.set(tag, digest);
+  }
+
   /** The manifest for a tag or digest as the client's Accept list allows it; see negotiate(). */
   lookup(repository: string, reference: string, accept: readonly string[]): Lookup {
     const repo = this.#repos.get(repository);

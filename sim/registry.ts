@@ -49,6 +49,8 @@ export interface SimRegistry {
   /** `127.0.0.1:<port>` */
   readonly host: string;
   push(repository: string, tag: string, opts?: { multiArch?: boolean; oci?: boolean }): string;
+  /** Moves a tag back to a build pushed before. */
+  retag(repository: string, tag: string, digest: string): void;
   readonly faults: FaultSet;
   readonly log: RegistryLogEntry[];
   clearLog(): void;
@@ -106,6 +108,7 @@ export async function startRegistry(opts: StartRegistryOptions = {}): Promise<Si
     url,
     host: `127.0.0.1:${port}`,
     push: (repository, tag, o) => sim.store.push(repository, tag, o),
+    retag: (repository, tag, digest) => sim.store.retag(repository, tag, digest),
     faults: sim.faults,
     log,
     clearLog: () => void log.splice(0),

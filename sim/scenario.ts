@@ -1,7 +1,7 @@
 // The standard scenario: one application as SPEC's configuration example describes it, shared
 // by `image-refresh demo`, the end-to-end tests and the benchmarks so they all tell one story.
 // Containers name the simulated registry's host, as a real pod spec must for its pulls to reach it.
-// Deployment apps/api (the state object, with a sidecar we never touch) and apps/api-proxy follow
+// Deployment apps/api (with a sidecar we never touch) and apps/api-proxy follow
 // myorg/api; DaemonSet agents/node-agent follows the multi-arch myorg/node-agent.
 //
 // `pinned` (the tests' default) seeds the containers already pinned to the builds the registry
@@ -17,6 +17,8 @@ export function seedScenario(
   registry: SimRegistry,
   opts: { pinned?: boolean } = {},
 ): void {
+  // image-refresh's own namespace, where its store (a ConfigMap) is created by the first write.
+  api.ensureNamespace("image-refresh");
   const api1 = registry.push("myorg/api", "stable");
   const agent1 = registry.push("myorg/node-agent", "stable", { multiArch: true });
   const pinned = opts.pinned ?? true;

@@ -133,8 +133,9 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
     out(`\n── tick ${++n}: ${title}`);
     const r = await runTick((await runtime()).tickContext(false));
     out(`  outcome: ${r.outcome} (${r.reason}): ${r.message}`);
-    const a = api.getObject("Deployment", "apps", "api").metadata.annotations ?? {};
-    for (const [k, v] of Object.entries(a)) if (k.startsWith("image-refresh.io/")) out(`  ${k}: ${v}`);
+    // The bookkeeping, as the store (image-refresh's own ConfigMap) holds it after the tick.
+    const book: Record<string, string> = api.getConfigMap("image-refresh", "image-refresh-state")?.data ?? {};
+    for (const [k, v] of Object.entries(book)) out(`  store ${k}: ${v}`);
     return r.outcome;
   };
   const outcomes: string[] = [];
@@ -236,8 +237,7 @@ async function soakChapter(d: {
 /** Sleeps until a candidate's first-seen time (the API server's clock) is minimumAge behind. */
 async function untilAged(api: SimApiServer, digest: string): Promise<void> {
   const raw: string =
-    api.getObject("Deployment", "apps", "api").metadata.annotations?.["image-refresh.io/candidates-api"] ??
-    "";
+    api.getConfigMap("image-refresh", "image-refresh-state")?.data?.["candidates-api"] ?? "";
   const seen = Date.parse(
     raw
       .split(",")

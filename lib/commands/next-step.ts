@@ -2,13 +2,11 @@
 // the compiler flags a reason added without its next step.
 import type { Config } from "../config.ts";
 import type { ImageVerdict, Reason } from "../tick/model.ts";
-import { describeWorkload } from "../workload.ts";
 
 interface Ask {
   key: string;
   v: ImageVerdict;
   c: Config;
-  prefix: string;
 }
 
 const NOTHING = "nothing to do";
@@ -18,11 +16,11 @@ const NEXT_STEP: Record<Reason, (a: Ask) => string> = {
   pinned: () => NOTHING,
   first_observation: () => "nothing: the next tick records it",
   digest_changed: () => "nothing: the next tick rolls it out",
-  not_settled: () => NOTHING,
-  skip_ceiling: () => NOTHING,
-  skip_streak_untrusted: () => NOTHING,
-  flap_lockout: ({ key }) =>
-    `check the workloads, then \`image-refresh rearm ${key}\` to retry this build or \`image-refresh reject ${key}\` to wait for the next`,
+  not_settled: () => "wait for the workload to settle (kubectl rollout status)",
+  skip_ceiling: () => "find out why the workload does not settle (kubectl rollout status, kubectl describe)",
+  skip_streak_untrusted: ({ key }) => `remove skip-streak-${key} from the store (kubectl edit configmap)`,
+  // The verdict's sentence tells the failed build from a newer one and gives the right command.
+  flap_lockout: ({ v }) => v.message.slice(v.message.indexOf("check its workloads")),
   attempt_untrusted: ({ key }) => `check the workloads, then \`image-refresh rearm ${key}\``,
   target_unavailable: () => "make the target workload readable and rollable, or fix its entry in the config",
   target_mismatch: () =>
@@ -30,10 +28,10 @@ const NEXT_STEP: Record<Reason, (a: Ask) => string> = {
   shared_workload: () => `deal with the image it waits for (\`image-refresh status\`)`,
   unresolved: () => "check the repository and tag, the registry's CA and the pull secret",
   unresolved_ceiling: () => "check the repository and tag, the registry's CA and the pull secret",
-  unresolved_streak_untrusted: ({ key, prefix }) =>
-    `remove ${prefix}/unresolved-streak-${key} from the state object`,
-  build_rejected: ({ key, c, prefix }) =>
-    `nothing: the next build of :${c.tag} rolls out (to allow this one again: kubectl annotate ${c.state.kind.toLowerCase()} -n ${c.state.namespace} ${c.state.name} ${prefix}/rejected-${key}-digest-)`,
+  unresolved_streak_untrusted: ({ key }) =>
+    `remove unresolved-streak-${key} from the store (kubectl edit configmap)`,
+  build_rejected: ({ key, c }) =>
+    `nothing: the next build of :${c.tag} rolls out (to allow this one again: \`image-refresh rearm ${key}\`)`,
   pinned_by_human: ({ v }) =>
     `when the pin is no longer needed, set the container back to the tag: ${v.resume ?? "kubectl set image"}`,
   tag_rerendered: () =>
@@ -52,16 +50,15 @@ const NEXT_STEP: Record<Reason, (a: Ask) => string> = {
   revert_failed: () => NOTHING,
   reset_failed: () => NOTHING,
   record_failed: () => NOTHING,
-  state_unreadable: () => NOTHING,
+  store_unreadable: () => NOTHING,
   stopped: () => NOTHING,
   unexpected: () => NOTHING,
 };
 
-export function nextStep(key: string, v: ImageVerdict | undefined, settled: boolean, c: Config): string {
-  if (!settled) return `wait for ${describeWorkload(c.state)} to settle (kubectl rollout status)`;
+export function nextStep(key: string, v: ImageVerdict | undefined, c: Config): string {
   if (!v) return NOTHING;
   // In sync but locked out: the next build will be held, so say now how to re-arm.
   if (v.lockedOut && v.reason === "unchanged")
     return `locked out: check the workloads, then \`image-refresh rearm ${key}\` before the next build arrives`;
-  return NEXT_STEP[v.reason]({ key, v, c, prefix: c.annotationPrefix });
+  return NEXT_STEP[v.reason]({ key, v, c });
 }

@@ -1,20 +1,29 @@
-// `image-refresh reject IMAGE`: "not this build". Asks the registry for the tag's current digest,
-// stores it as the image's rejected digest and re-arms the image in the same guarded PATCH: that
-// build is never rolled out, and the tag's next build is eligible as usual.
-import { annotationKeys } from "../annotations.ts";
-import { type EventInput, postEvent } from "../kube/events.ts";
+// `image-refresh reject IMAGE [DIGEST]`: "not this build". The digest is DIGEST when given (any
+// build, a soaking candidate included), else the image's failed build when it has one, else the
+// tag's current digest (asked of the registry). It is stored as the image's rejected digest and
+// the image is re-armed in the same guarded write: that build never rolls out, the next is eligible.
+import type { Workload } from "../kube/workloads.ts";
+import { reject } from "../state/change.ts";
+import { trusted } from "../state/values.ts";
 import type { Attributes } from "../telemetry.ts";
-import { workloadAttributes } from "../workload.ts";
-import { checkImageKeys, rearmWrites, updateState } from "./rearm.ts";
+import { postEvent } from "../tick/apply/state.ts";
+import { workloadId } from "../tick/model.ts";
+import { targetsOf } from "../tick/plan/combine.ts";
+import { checkImageKeys } from "./rearm.ts";
 import type { Runtime } from "./runtime.ts";
+import { updateStore } from "./store-update.ts";
 
-export async function rejectCommand(rt: Runtime, dryRun: boolean, named: readonly string[]): Promise<number> {
+export async function rejectCommand(
+  rt: Runtime,
+  dryRun: boolean,
+  named: readonly string[],
+  digest?: string,
+): Promise<number> {
   checkImageKeys(rt.config, named);
   const key = named[0] as string;
   const img = rt.config.images.find((i) => i.key === key);
-  const s = rt.config.state;
   const attrs: Attributes = {
-    ...workloadAttributes(s),
+    "image_refresh.installation": `${rt.store.namespace}/${rt.store.name}`,
     "image_refresh.dry_run": dryRun,
     "image_refresh.image": key,
   };
@@ -24,59 +33,58 @@ export async function rejectCommand(rt: Runtime, dryRun: boolean, named: readonl
       return 1;
     }
     const tick = rt.tickContext(dryRun);
-    const r = (await tick.resolve([img.repository])).get(img.repository);
-    if (!r?.ok) {
-      const why = r ? `${r.reason}: ${r.message}` : "not resolved";
-      rt.log.error(
-        `cannot reject the current build of ${img.repository}:${rt.config.tag}: the registry did not say which it is (${why})`,
-      );
-      root.setError("unresolved");
-      return 1;
+    let chosen = digest;
+    const r = await updateStore(rt, { dryRun, what: "reject" }, (book) => {
+      chosen = digest ?? trusted(book.images[key]?.failed ?? { kind: "absent" }) ?? chosen;
+      if (chosen === undefined) return { change: {} };
+      return { change: reject(book, key, chosen), summary: `${key}: rejected ${chosen}` };
+    });
+    if (r.result === "nothing") {
+      // No DIGEST and no failed build: the tag's current one, from the registry.
+      const current = (await tick.resolve([img.repository])).get(img.repository);
+      if (!current?.ok) {
+        const why = current ? `${current.reason}: ${current.message}` : "not resolved";
+        rt.log.error(
+          `cannot reject the current build of ${img.repository}:${rt.config.tag}: the registry did not say which it is (${why})`,
+        );
+        root.setError("unresolved");
+        return 1;
+      }
+      return rejectCommand(rt, dryRun, named, current.digest);
     }
-    const rejected = annotationKeys(rt.config.annotationPrefix).image(key).rejected;
-    let state: EventInput["regarding"] | undefined;
-    const result = await updateState(
-      rt,
-      { dryRun, root, what: "reject", done: "rejected the build on" },
-      (a, st) => {
-        state = st;
-        return { ...rearmWrites(rt.config, a, [key]), [rejected]: r.digest };
-      },
-    );
-    root.setAttributes({ "image_refresh.reject.result": result, "image_refresh.digest": r.digest });
-    if (result === "failed") {
+    root.setAttributes({
+      "image_refresh.reject.result": r.result,
+      ...(chosen ? { "image_refresh.digest": chosen } : {}),
+    });
+    if (r.result === "failed") {
       root.setError("reject_failed");
       return 1;
     }
-    rt.log.info(
-      `${dryRun ? "would reject" : "rejected"} ${img.repository}@${r.digest}: ${key} ${dryRun ? "would" : "will"} not roll out this build; the next build of :${rt.config.tag} rolls out as usual`,
-      { image: key, digest: r.digest },
-    );
-    if (!dryRun && state)
-      await postRejected(
-        rt,
-        tick.instance,
-        state,
-        `${img.repository}@${r.digest} rejected by a human: ${key} waits for the next build`,
-      );
+    const note = `${img.repository}@${chosen} ${dryRun ? "would be rejected" : "rejected"} by a human: ${key} ${dryRun ? "would" : "will"} not roll out this build; the next build of :${rt.config.tag} rolls out as usual`;
+    rt.log.info(dryRun ? `would reject ${img.repository}@${chosen}: ${key} would not roll out this build; the next build of :${rt.config.tag} rolls out as usual` : note, { image: key, digest: chosen });
+    if (r.result === "written" && !dryRun) await announce(rt, tick, note, img);
     return 0;
   });
 }
 
-/** The pause begins here, so its one Warning Event is posted here; failing to post is a WARNING. */
-function postRejected(
+/** The pause begins here, so its one Warning Event is posted here, about the image's targets. */
+async function announce(
   rt: Runtime,
-  instance: string,
-  regarding: EventInput["regarding"],
+  tick: ReturnType<Runtime["tickContext"]>,
   note: string,
+  img: NonNullable<Runtime["config"]["images"][number]>,
 ): Promise<void> {
-  const input = {
-    regarding,
-    type: "Warning" as const,
-    reason: "BuildRejected" as const,
-    action: "Reject",
-    note,
-    reportingInstance: instance,
-  };
-  return postEvent(rt.kube, input, { namespace: rt.config.state.namespace, log: rt.log });
+  const refs = targetsOf(img);
+  const objects = new Map<string, Workload>();
+  await Promise.all(
+    refs.map(async (ref) => {
+      const w = await rt.kube.get(ref).catch(() => undefined);
+      if (w) objects.set(workloadId(ref), w);
+    }),
+  );
+  await postEvent(
+    { ctx: tick, obs: { objects } },
+    { eventType: "Warning", reason: "BuildRejected", note },
+    refs,
+  );
 }

@@ -5,7 +5,8 @@ import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import type { CliArgs } from "../cli.ts";
 import { UsageError } from "../cli.ts";
-import { type Config, ConfigError, loadConfig } from "../config.ts";
+import { type Config, ConfigError, loadConfig, storeRef } from "../config.ts";
+import type { ConfigMapRef } from "../kube/configmaps.ts";
 import { resolveConnection } from "../kube/kubeconfig.ts";
 import { createKubeClient, type KubeClient } from "../kube/workloads.ts";
 import { createLogger, type Logger } from "../log.ts";
@@ -20,13 +21,15 @@ import { mark } from "../startup-timing.ts";
 import { telemetryConfigured } from "../telemetry/env.ts";
 import { noopTelemetry, type Telemetry } from "../telemetry.ts";
 import type { TickContext } from "../tick/context.ts";
-import { distinctTargets, stateRef } from "../workload.ts";
+import { distinctTargets } from "../workload.ts";
 
 export type Env = Record<string, string | undefined>;
 mark("runtime-module");
 
 export interface Runtime {
   config: Config;
+  /** image-refresh's own ConfigMap: the configured namespace, else the pod's. */
+  store: ConfigMapRef;
   log: Logger;
   telemetry: Telemetry;
   kube: KubeClient;
@@ -58,6 +61,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
   const readFile = opts.readFile ?? ((p: string) => readFileSync(p, "utf8"));
   const format = logFormat(args, env);
   const config = loadConfig(args.config, env, readFile);
+  const store = storeRef(config, readFile);
   mark("config");
   const conn = resolveConnection({
     kubeconfigFlag: args.kubeconfig,
@@ -74,7 +78,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
   let log: Logger | undefined;
   const early = opts.log ?? createLogger({ format });
   const warn = (message: string) => (log ?? early).warn(message);
-  const telemetry = opts.telemetry ?? (await loadTelemetry(config, env, warn));
+  const telemetry = opts.telemetry ?? (await loadTelemetry(store, env, warn));
   log =
     opts.log ??
     createLogger({ format, ids: () => telemetry.activeIds(), debug: env.IMAGE_REFRESH_DEBUG === "1" });
@@ -89,6 +93,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
   if (pull.warning) log.warn(pull.warning);
   const tickContext = (dryRun: boolean): TickContext => ({
     config,
+    store,
     kube,
     log,
     telemetry,
@@ -110,18 +115,18 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
       }),
   });
   mark("runtime");
-  return { config, log, telemetry, kube, controller, tickContext, anonymousBecause: pull.warning };
+  return { config, store, log, telemetry, kube, controller, tickContext, anonymousBecause: pull.warning };
 }
 
 /**
- * A tick's first read (the state object) sent as soon as the configuration is known to be
- * valid, so that it travels while the tick's own modules load; the tick's read of it takes the
- * answer. Not with telemetry exported: every request span belongs under the tick's span, which
- * does not exist yet.
+ * A tick's first read (the store) sent as soon as the configuration is known to be valid, so
+ * that it travels while the tick's own modules load; the tick's read of it takes the answer.
+ * Not with telemetry exported: every request span belongs under the tick's span, which does not
+ * exist yet.
  */
 export function startFirstRead(rt: Runtime, env: Env): void {
   if (telemetryConfigured(env)) return;
-  rt.kube.prefetch(stateRef(rt.config));
+  rt.kube.configMaps.prefetch(rt.store);
 }
 
 interface PullSecret {
@@ -160,17 +165,19 @@ function pullSecret(args: CliArgs, config: Config, readFile: (p: string) => stri
   };
 }
 
-async function loadTelemetry(config: Config, env: Env, warn: (message: string) => void): Promise<Telemetry> {
+async function loadTelemetry(
+  store: ConfigMapRef,
+  env: Env,
+  warn: (message: string) => void,
+): Promise<Telemetry> {
   if (!telemetryConfigured(env)) return noopTelemetry();
   // Loaded only here: importing the SDK costs ~20 ms that a tick with telemetry off must not pay.
   const { createTelemetry } = await import("../../exporter.ts");
   const { VERSION } = await import("../version.ts");
-  const s = config.state;
   return createTelemetry({
     env,
-    stateKind: s.kind,
-    stateNamespace: s.namespace,
-    stateName: s.name,
+    storeNamespace: store.namespace,
+    storeName: store.name,
     version: VERSION,
     warn,
   });

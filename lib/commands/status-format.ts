@@ -1,16 +1,16 @@
 // `status` as text: one block per image, what the operator reads first on top.
-import { readCounter } from "../annotations.ts";
-import { formatWait } from "../duration.ts";
+import { parseValue } from "../state/values.ts";
+import { age } from "../tick/plan/soak.ts";
 import type { CandidateStatus, ImageStatus, StatusReport, TargetStatus } from "./status-report.ts";
 
 /**
- * The lockout is decided by the count alone: a flap marker left behind after
+ * The lockout is decided by the count alone (SPEC): a flap marker left behind after
  * maxRefreshAttempts was raised above the count is stale, and the next refresh goes ahead.
  */
 function lockoutNote(i: ImageStatus): string {
-  const n = readCounter(i.attemptCount ?? undefined);
+  const n = parseValue("counter", i.attemptCount ?? undefined);
   if (n.kind === "trusted" && n.value >= i.maxRefreshAttempts)
-    return ` — LOCKED OUT${i.flapDetected !== null ? ` (flap detected at ${i.flapDetected})` : ""}`;
+    return ` — LOCKED OUT${i.flapDetected !== null ? ` (flap detected at ${i.flapDetected})` : ""}${i.failedDigest ? `; failed build ${i.failedDigest}` : ""}`;
   if (i.flapDetected !== null)
     return ` — the flap marker (${i.flapDetected}) is stale: the count is below the maximum, so the next refresh goes ahead`;
   return "";
@@ -24,8 +24,8 @@ function candidateLines(list: CandidateStatus[]): string[] {
       const left = Date.parse(x.dueAt) - Date.parse(x.firstSeen) - x.ageSeconds * 1000;
       const when = x.due
         ? "aged: the newest aged candidate rolls out on the next tick"
-        : `due ${x.dueAt} (in ${formatWait(left)})`;
-      return `    ${x.digest} first seen ${x.firstSeen} (${formatWait(x.ageSeconds * 1000)} ago), ${when}`;
+        : `due ${x.dueAt} (in ${age(left)})`;
+      return `    ${x.digest} first seen ${x.firstSeen} (${age(x.ageSeconds * 1000)} ago), ${when}`;
     }),
   ];
 }
@@ -40,14 +40,13 @@ const CLASSIFIED: Record<NonNullable<TargetStatus["classification"]>, string> = 
 
 export function formatReport(r: StatusReport): string {
   const lines = [
-    `state object: ${r.state.workload} (${r.state.settled ? "settled" : "not settled"}: ${r.state.message})`,
-    `skip streak: ${r.skipStreak ?? 0}/${r.maxSkipTicks}`,
+    `store: configmap ${r.store.name}${r.store.exists ? "" : " (not created yet: the first tick that writes creates it)"}`,
   ];
   if (r.anonymousRegistry) lines.push(`registry asked ANONYMOUSLY: ${r.anonymousRegistry}`);
   const legacy = Object.entries(r.legacy);
   if (legacy.length)
     lines.push(
-      `legacy keys (count for every image until the next counter write): ${legacy.map(([k, v]) => `${k}=${v}`).join(" ")}`,
+      `legacy annotations the next write carries into the store: ${legacy.map(([k, v]) => `${k}=${v}`).join(" ")}`,
     );
   for (const i of r.images) {
     lines.push("");
@@ -59,6 +58,7 @@ export function formatReport(r: StatusReport): string {
     if (!i.pinned)
       lines.push(`  registry: ${i.registryDigest ?? `(cannot resolve: ${i.registryError ?? "not asked"})`}`);
     lines.push(`  refresh attempts: ${i.attemptCount ?? 0}/${i.maxRefreshAttempts}${lockoutNote(i)}`);
+    lines.push(`  skip streak: ${i.skipStreak ?? 0}/${i.maxSkipTicks}`);
     lines.push(`  unresolved streak: ${i.unresolvedStreak ?? 0}/${i.maxUnresolvedTicks}`);
     if (i.rejectedDigest) lines.push(`  rejected build: ${i.rejectedDigest}`);
     if (i.candidates) lines.push(...candidateLines(i.candidates));

@@ -1,15 +1,16 @@
 // What `status` reports: the tick's own observation and plan (observe.ts, plan/plan.ts), so an
 // image's verdict is the one the next tick reaches whichever images are named; the names narrow
-// only what is printed. What the tick does not read (the targets of pinned images; the registry
-// and the targets while the state object is unsettled) is read for display only, after the plan.
-import { annotationKeys, imageCounters } from "../annotations.ts";
+// only what is printed. The targets of pinned images, which the tick does not read, are read for
+// display only, after the plan.
 import type { Config } from "../config.ts";
-import type { ImageVerdict, Observed, ObservedDigest, ObservedWorkload } from "../tick/model.ts";
-import { observe, observeWorkload, registryNotBefore } from "../tick/observe.ts";
+import type { Field } from "../state/values.ts";
+import { rawOf } from "../state/values.ts";
+import type { Observed, ObservedWorkload } from "../tick/model.ts";
+import { observe, observeWorkload } from "../tick/observe.ts";
 import { dueAt, parseCandidates, stamp } from "../tick/plan/candidates.ts";
 import { type LiveContainer, liveImage, noSuchContainer } from "../tick/plan/live.ts";
 import { plan } from "../tick/plan/plan.ts";
-import { describeWorkload, distinctTargets, stateRef, workloadId } from "../workload.ts";
+import { describeWorkload, distinctTargets, workloadId } from "../workload.ts";
 import { nextStep } from "./next-step.ts";
 import type { Runtime } from "./runtime.ts";
 
@@ -41,6 +42,10 @@ export interface ImageStatus {
   attemptCount: string | null;
   maxRefreshAttempts: number;
   flapDetected: string | null;
+  /** The build whose rollout failed last (kept with the lockout). */
+  failedDigest: string | null;
+  skipStreak: string | null;
+  maxSkipTicks: number;
   unresolvedStreak: string | null;
   maxUnresolvedTicks: number;
   rejectedDigest: string | null;
@@ -64,32 +69,30 @@ export interface CandidateStatus {
 }
 
 export interface StatusReport {
-  state: { workload: string; settled: boolean; message: string };
-  skipStreak: string | null;
-  maxSkipTicks: number;
-  /** Legacy single-counter keys still present (they count for every image). */
+  /** image-refresh's own ConfigMap, `<namespace>/<name>`, and whether it exists yet. */
+  store: { name: string; exists: boolean };
+  /** Legacy annotations the next write carries into the store. */
   legacy: Record<string, string>;
   images: ImageStatus[];
   /** Set when the registry was asked anonymously although the config names a pull secret. */
   anonymousRegistry?: string;
 }
 
+const raw = <T>(f: Field<T> | undefined): string | null => (f ? (rawOf(f) ?? null) : null);
+
 export async function buildReport(rt: Runtime, named: readonly string[] = []): Promise<StatusReport> {
   const c = rt.config;
-  const ctx = rt.tickContext(true);
-  const obs = await observe(ctx);
-  const settled = obs.observed.state.settled;
+  // The tick's own reads, with a dry-run context: nothing is written.
+  const obs = await observe(rt.tickContext(true));
   const verdicts = new Map(plan(obs.observed, c).images.map((v) => [v.key, v]));
   const wanted = c.images.filter((i) => named.length === 0 || named.includes(i.key));
-  const shown = await forDisplay(rt, obs, wanted);
+  const shown = await forDisplay(rt, obs.observed, wanted);
   // Ages are told by the API server's clock, as the tick judges them.
   const clock = obs.observed.clock ?? Math.floor(Date.now() / 1000) * 1000;
-  const a = obs.state.metadata.annotations;
-  const keys = annotationKeys(c.annotationPrefix);
   const images = wanted.map((img): ImageStatus => {
-    const counters = imageCounters(a, c.annotationPrefix, img.key);
+    const b = obs.observed.book.images[img.key];
     const r = shown.digests?.[img.key];
-    const recorded = a[keys.digest(img.key)] ?? null;
+    const recorded = b?.digest.kind === "trusted" ? b.digest.value : null;
     const v = verdicts.get(img.key);
     const containers = liveImage(img, shown, c)?.containers ?? [];
     return {
@@ -99,15 +102,20 @@ export async function buildReport(rt: Runtime, named: readonly string[] = []): P
       recordedDigest: recorded,
       registryDigest: r?.ok ? r.digest : null,
       registryError: r && !r.ok ? `${r.failure}: ${r.message}` : undefined,
-      attemptCount: counters.attemptFrom ? (a[counters.attemptFrom] ?? null) : null,
+      attemptCount: raw(b?.attempt),
       maxRefreshAttempts: c.maxRefreshAttempts,
-      flapDetected: counters.flap ?? null,
-      unresolvedStreak: a[keys.image(img.key).unresolved] ?? null,
+      flapDetected: raw(b?.flap),
+      failedDigest: raw(b?.failed),
+      skipStreak: raw(b?.skip),
+      maxSkipTicks: c.maxSkipTicks,
+      unresolvedStreak: raw(b?.unresolved),
       maxUnresolvedTicks: c.maxUnresolvedTicks,
-      rejectedDigest: counters.rejected ?? null,
-      ...candidatesOf(a[keys.image(img.key).candidates], clock, c),
-      verdict: verdictOf(v, settled, c),
-      next: nextStep(img.key, v, settled, c),
+      rejectedDigest: raw(b?.rejected),
+      ...candidatesOf(raw(b?.candidates) ?? undefined, clock, c),
+      verdict: v
+        ? { outcome: v.outcome, reason: v.reason, message: v.message }
+        : { outcome: "noop", reason: "unchanged", message: "" },
+      next: nextStep(img.key, v, c),
       targets: img.targets.map((t) => ({
         ...targetStatus(shown.workloads?.[workloadId(t)], describeWorkload(t), t.container, recorded),
         ...classified(
@@ -117,62 +125,33 @@ export async function buildReport(rt: Runtime, named: readonly string[] = []): P
       })),
     };
   });
+  const legacy = Object.fromEntries(
+    Object.entries(obs.migration).filter((e): e is [string, string] => e[1] !== null),
+  );
   return {
-    state: { workload: describeWorkload(c.state), settled, message: obs.observed.state.settleMessage },
-    skipStreak: a[keys.skipStreak] ?? null,
-    maxSkipTicks: c.maxSkipTicks,
-    legacy: Object.fromEntries(
-      Object.entries(keys.legacy).flatMap(([, k]) => (a[k] !== undefined ? [[k, a[k]]] : [])),
-    ),
+    store: {
+      name: `${rt.store.namespace}/${rt.store.name}`,
+      exists: obs.stored.resourceVersion !== undefined,
+    },
+    legacy,
     images,
   };
 }
 
-/**
- * The observation widened, for display only, by what the printed images need and the tick did not
- * read: their targets (each once, the state object not again) and, while unsettled, their
- * registry digests (respecting a stored Retry-After like a tick: the quota is the workloads').
- */
-async function forDisplay(
-  rt: Runtime,
-  obs: Awaited<ReturnType<typeof observe>>,
-  wanted: Config["images"],
-): Promise<Observed> {
-  const o = obs.observed;
+/** The observation widened, for display only, by the printed images' targets the tick did not read (a pinned image's). */
+async function forDisplay(rt: Runtime, o: Observed, wanted: Config["images"]): Promise<Observed> {
   const workloads: Record<string, ObservedWorkload> = { ...o.workloads };
-  const stateId = workloadId(stateRef(rt.config));
   const unread = distinctTargets({ images: wanted }).filter((t) => workloads[workloadId(t)] === undefined);
   const reads = await Promise.all(
-    unread.map(async (t): Promise<ObservedWorkload> => {
-      if (workloadId(t) === stateId) return observeWorkload(obs.state);
-      return rt.kube.get(t).then(observeWorkload, (e: Error) => ({ found: false, message: e.message }));
-    }),
+    unread.map(
+      (t): Promise<ObservedWorkload> =>
+        rt.kube.get(t).then(observeWorkload, (e: Error) => ({ found: false, message: e.message })),
+    ),
   );
   unread.forEach((t, i) => {
     workloads[workloadId(t)] = reads[i] as ObservedWorkload;
   });
-  return { ...o, workloads, digests: o.digests ?? (await unsettledDigests(rt, obs, wanted)) };
-}
-
-async function unsettledDigests(
-  rt: Runtime,
-  obs: Awaited<ReturnType<typeof observe>>,
-  wanted: Config["images"],
-): Promise<Record<string, ObservedDigest>> {
-  const c = rt.config;
-  const repos = [...new Set(wanted.filter((i) => !i.pinned).map((i) => i.repository))];
-  if (repos.length === 0) return {};
-  const notBefore = registryNotBefore(obs.state.metadata.annotations, c.annotationPrefix, Date.now());
-  const results = await rt.tickContext(true).resolve(repos, { notBefore });
-  const out: Record<string, ObservedDigest> = {};
-  for (const img of wanted) {
-    const r = results.get(img.repository);
-    if (r)
-      out[img.key] = r.ok
-        ? { ok: true, digest: r.digest }
-        : { ok: false, failure: r.reason, message: r.message };
-  }
-  return out;
+  return { ...o, workloads };
 }
 
 function candidatesOf(raw: string | undefined, clock: number, c: Config): Pick<ImageStatus, "candidates"> {
@@ -185,17 +164,6 @@ function candidatesOf(raw: string | undefined, clock: number, c: Config): Pick<I
     due: clock >= dueAt(x, c.minimumAgeMs),
   }));
   return { candidates };
-}
-
-function verdictOf(v: ImageVerdict | undefined, settled: boolean, c: Config): ImageStatus["verdict"] {
-  if (!settled)
-    return {
-      outcome: "skipped",
-      reason: "not_settled",
-      message: `${describeWorkload(c.state)} is not settled; the next tick skips`,
-    };
-  if (!v) return { outcome: "noop", reason: "unchanged", message: "" };
-  return { outcome: v.outcome, reason: v.reason, message: v.message };
 }
 
 function classified(x: LiveContainer | undefined, recorded: string | null): Partial<TargetStatus> {

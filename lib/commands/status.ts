@@ -4,7 +4,6 @@
 
 import { exitCodeFor, type Outcome } from "../outcomes.ts";
 import { writeStdout } from "../output.ts";
-import { workloadAttributes } from "../workload.ts";
 import { checkImageKeys } from "./rearm.ts";
 import type { Runtime } from "./runtime.ts";
 import { formatReport } from "./status-format.ts";
@@ -16,16 +15,15 @@ export async function statusCommand(
   named: readonly string[] = [],
 ): Promise<number> {
   checkImageKeys(rt.config, named);
-  const s = rt.config.state;
-  const attrs = workloadAttributes(s);
+  const attrs = { "image_refresh.installation": `${rt.store.namespace}/${rt.store.name}` };
   return rt.telemetry.command("image-refresh status", attrs, async (root) => {
     let report: StatusReport;
     try {
       report = await buildReport(rt, named);
       if (rt.anonymousBecause) report.anonymousRegistry = rt.anonymousBecause;
     } catch (err) {
-      rt.log.error(`cannot read the state object: ${(err as Error).message}`);
-      root.setError("state_unreadable");
+      rt.log.error(`cannot read the store: ${(err as Error).message}`);
+      root.setError("store_unreadable");
       return 1;
     }
     root.setAttributes({

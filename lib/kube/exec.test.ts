@@ -115,11 +115,11 @@ describe("a token from an exec plugin", () => {
     const d = scratch();
     const cmd = plugin(d, credential({ token: w.api.token }, V1BETA1));
     const kc = kubeconfig(d, { apiVersion: V1BETA1, command: cmd });
-    w.api.setAnnotations("Deployment", "apps", "api", { [`${PREFIX}/refresh-attempt`]: "3" });
+    w.setBook({ "refresh-attempt-api": "3" });
     const r = await w.run(["rearm", "--kubeconfig", kc]);
     expect(r.code).toBe(0);
-    expect(r.stderr).toContain("re-armed Deployment apps/api");
-    expect(w.ours()[`${PREFIX}/refresh-attempt`]).toBeUndefined();
+    expect(r.stderr).toContain("re-armed: api: removed refresh-attempt-api (was 3)");
+    expect(w.book()["refresh-attempt-api"]).toBeUndefined();
     expect(runs(d)).toBe(1);
     expect(info(d)).toEqual({ kind: "ExecCredential", apiVersion: V1BETA1, spec: { interactive: false } });
   });

@@ -41,7 +41,7 @@ describe("the store client", () => {
     const r = await readStore(api(), fresh(), KEYS);
     expect(r.book.resourceVersion).toBeUndefined();
     expect(r.book.images.api?.attempt).toEqual({ kind: "absent" });
-    expect(r.clock).toBe(NOW.getTime());
+    expect(r.date).toBe(NOW.toUTCString());
   });
 
   test("the first write creates; a second creator from the same empty book gets a conflict", async () => {

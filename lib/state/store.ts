@@ -10,8 +10,8 @@ import { type Change, storeWrite } from "./change.ts";
 
 export interface StoreRead {
   book: Book;
-  /** ms since the epoch from the answer's `Date`; undefined when the server sent none. */
-  clock?: number;
+  /** The answer's `Date` header as sent (null when there is none): the tick's clock. */
+  date: string | null;
 }
 
 export async function readStore(
@@ -20,8 +20,7 @@ export async function readStore(
   imageKeys: readonly string[],
 ): Promise<StoreRead> {
   const { object, date } = await api.read(ref);
-  const clock = date === null ? Number.NaN : Date.parse(date);
-  return { book: parseBook(object, imageKeys), ...(Number.isFinite(clock) ? { clock } : {}) };
+  return { book: parseBook(object, imageKeys), date };
 }
 
 export type WriteResult =

@@ -90,3 +90,8 @@ export function countOf(f: Field<number>): number | undefined {
 
 /** The value when trusted, else undefined. */
 export const trusted = <T>(f: Field<T>): T | undefined => (f.kind === "trusted" ? f.value : undefined);
+
+/** The value to show in logs for a stored value that may be anything a human typed. */
+export function quoteForLog(value: string): string {
+  return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value);
+}

@@ -1,5 +1,6 @@
 // Everything a tick needs from the world, injected so tests and the demo can supply their own.
 import type { Config } from "../config.ts";
+import type { ConfigMapRef } from "../kube/configmaps.ts";
 import type { KubeClient } from "../kube/workloads.ts";
 import type { Logger } from "../log.ts";
 import type { DigestResults } from "../registry/client.ts";
@@ -7,6 +8,8 @@ import type { Telemetry } from "../telemetry.ts";
 
 export interface TickContext {
   config: Config;
+  /** image-refresh's own ConfigMap: the configured namespace, else the pod's. */
+  store: ConfigMapRef;
   kube: KubeClient;
   /**
    * Resolves digests for repositories; called once per tick (run.ts memoises it across the rounds of one tick). With

@@ -2,6 +2,8 @@
 import type { EventReason } from "../kube/events.ts";
 import type { FieldOwner } from "../kube/managed-fields.ts";
 import type { Outcome } from "../outcomes.ts";
+import type { Book } from "../state/book.ts";
+import type { Change } from "../state/change.ts";
 import type { WorkloadRef } from "../workload.ts";
 
 /** Why an image (or the tick) ended as it did: a closed set, shared by logs, spans, Events and tests. */
@@ -37,11 +39,14 @@ export const REASONS = [
   "revert_failed",
   "reset_failed",
   "record_failed",
-  "state_unreadable",
+  "store_unreadable",
   "stopped",
   "unexpected",
 ] as const;
 export type Reason = (typeof REASONS)[number];
+
+export type { WorkloadRef } from "../workload.ts";
+export { describeWorkload, workloadId } from "../workload.ts";
 
 export type ObservedDigest =
   | { ok: true; digest: string }
@@ -57,35 +62,28 @@ export type ObservedWorkload =
       /** Each container's JSON-pointer path in the object, by container name: what a patch addresses. */
       paths?: Record<string, string>;
       blocked?: string;
+      /** kubectl rollout status' verdict: settled, and what it says when not. */
+      settled: boolean;
+      settleMessage: string;
     }
   | { found: false; message: string };
 
 export interface Observed {
-  state: {
-    annotations: Record<string, string>;
-    settled: boolean;
-    settleMessage: string;
-    /**
-     * Who last changed each image's recorded digest (managedFields), by image key; absent when
-     * nobody is on record. Someone else than image-refresh means it was written back.
-     */
-    digestOwners?: Record<string, FieldOwner[]>;
-  };
-  /** By image key; absent when the settled guard stopped the tick before the registry. */
+  /** The store's book, with the legacy annotations of images the store has no entry of yet. */
+  book: Book;
+  /** By image key, for every image that is not pinned. */
   digests?: Record<string, ObservedDigest>;
-  /** Live container images (containers and init containers) by workloadId: every target, every settled tick. */
+  /** Every target of every image that is not pinned, by workloadId, read before any decision. */
   workloads?: Record<string, ObservedWorkload>;
   /** Images whose attempt count another tick raised while this one was deciding: that tick owns them. */
   claimed?: string[];
   /**
-   * The registry's quota, as this tick met it: `retryAfter` is a 429's Retry-After to store (RFC
-   * 3339); `held` means a stored one was still in force, so the registry was not called.
+   * The registry's quota, as this tick met it: `retryAfter` is the time (ms, the tick's clock +
+   * a 429's Retry-After) to store; `held` means a stored one was still in force, so the registry
+   * was not called.
    */
-  registry?: { retryAfter?: string; held: boolean };
-  /**
-   * The tick's clock in ms (the state GET's `Date`, whole seconds), for the times
-   * stored in `candidates-<key>`; set on every settled tick (absent when the settled guard stopped it).
-   */
+  registry?: { retryAfter?: number; held: boolean };
+  /** The tick's clock in ms: the store GET's `Date` (whole seconds), for every stored time. */
   clock?: number;
 }
 
@@ -116,19 +114,23 @@ export interface ImageVerdict {
   restoredFrom?: string[];
   /** A pause: the command that hands the container back. */
   resume?: string;
-  /** Lines logged at warn beside the verdict (an unreadable annotation this tick rewrites). */
+  /** The skip streak as the tick leaves it (undefined: no honest count). */
+  skipStreak?: number;
+  /** A target unsettled for maxSkipTicks ticks in a row. */
+  frozen?: boolean;
+  /** Lines logged at warn beside the verdict (an unreadable store key this tick rewrites). */
   warnings?: string[];
 }
 
-/** The one compare-and-swap write before any workload is touched (the attempts and the streaks). */
+/** The one compare-and-swap write of the store before any workload is touched (counts and streaks). */
 export interface StateWrite {
-  /** Annotations to set (a string) or remove (null), except the attempt keys below. */
-  annotations: Record<string, string | null>;
-  /** Each due image's new count; apply adds the count and this tick's traceparent per image. */
-  attempts: Record<string, number>;
+  /** Store keys to set or remove, except the attempt keys below. */
+  change: Change;
+  /** Each due image's new count; apply adds the count, this tick's traceparent and the digest tried. */
+  attempts: Record<string, { count: number; digest: string }>;
   /** Due images whose rollout is a re-pin to the recorded digest (a tag re-rendered over the pin). */
   repins: string[];
-  /** Images whose unresolved streak goes up: the write must land, or the tick fails. */
+  /** Images whose unresolved or skip streak goes up: the write must land, or the tick fails. */
   streaks: string[];
   /** Images whose flap marker is written. */
   flaps: string[];
@@ -156,23 +158,23 @@ export interface Rollout {
 }
 
 export type Action =
-  | { type: "write-streak"; value: number }
-  | { type: "clear-streak" }
   | ({ type: "write-state" } & StateWrite)
   | ({ type: "rollout" } & Rollout)
   /** Resets the counters of the images that settled; the value is the count this tick wrote. */
   | { type: "reset"; counts: Record<string, number> }
-  /** `candidates`: minimumAge lists by image key, rewritten in the same patch (null: removed). */
+  /** `candidates`: minimumAge lists by image key, rewritten in the same write (null: removed). */
   | { type: "record-digests"; digests: Record<string, string>; candidates?: Record<string, string | null> }
   /** Re-pinned images whose rollouts settled: one PinRestored Event naming who had removed the pin. */
   | { type: "pin-restored"; images: string[] }
-  | { type: "event"; eventType: "Normal" | "Warning"; reason: EventReason; note: string; image?: string };
-
-/** The skip streak as the tick found it and as it leaves it when every write succeeds (undefined: no honest count). */
-export interface SkipStreak {
-  before?: number;
-  after?: number;
-}
+  /** An Event about each of `regarding` (the image's targets; for a freeze, the workload that does not settle). */
+  | {
+      type: "event";
+      eventType: "Normal" | "Warning";
+      reason: EventReason;
+      note: string;
+      image?: string;
+      regarding: WorkloadRef[];
+    };
 
 export interface Decision {
   outcome: Outcome;
@@ -183,5 +185,4 @@ export interface Decision {
   /** Image groups that move together, by Rollout.group. */
   groups: Record<number, string[]>;
   actions: Action[];
-  skipStreak: SkipStreak;
 }

@@ -1,48 +1,46 @@
-// Observe: the reads of a tick. One GET of the state object; the registry only when it is
-// settled; the target workloads only when a refresh could actually start.
-import { annotationKeys } from "../annotations.ts";
+// Observe: the reads of a tick, in one round: the store (image-refresh's own ConfigMap), every
+// distinct target workload and, while migrating, the legacy `state` workload (usually a target
+// already: one read serves both), all concurrently; then the registry.
 import type { Config } from "../config.ts";
+import type { ConfigMapRef } from "../kube/configmaps.ts";
 import { type FieldOwner, ownersOf } from "../kube/managed-fields.ts";
 import { containerImages } from "../kube/objects.ts";
 import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { KubeClient, Workload } from "../kube/workloads.ts";
 import { DigestResults } from "../registry/client.ts";
-import { stateRef, type WorkloadRef, workloadId } from "../workload.ts";
+import type { Book } from "../state/book.ts";
+import type { Change } from "../state/change.ts";
+import { bookWithLegacy, type LegacyInput, legacyAnnotations, migrationChange } from "../state/legacy.ts";
+import { readStore } from "../state/store.ts";
+import { stateRef } from "../workload.ts";
 import type { TickContext } from "./context.ts";
-import type { Observed, ObservedDigest, ObservedWorkload } from "./model.ts";
+import {
+  type Observed,
+  type ObservedDigest,
+  type ObservedWorkload,
+  type WorkloadRef,
+  workloadId,
+} from "./model.ts";
 import { targetsToRead } from "./plan/plan.ts";
 
 export interface Observation {
   observed: Observed;
-  state: Workload;
+  /** The store as read (without legacy values): what every write is decided against. */
+  stored: Book;
+  /** The legacy annotations to carry into the store with the first write (empty: none). */
+  migration: Change;
+  /** The legacy `state` workload and what it holds, while one is configured. */
+  legacy?: { ref: WorkloadRef; input: LegacyInput; annotations: Record<string, string> };
+  /** Every workload read, by workloadId: what Events are about. */
+  objects: Map<string, Workload>;
 }
 
-/**
- * Reads the state object. A Deployment's generation moves when its annotations change — our own
- * bookkeeping writes included — and until the controller observes that, kubectl's rules say "not
- * settled". That is a matter of milliseconds, so when it is the only reason we re-read briefly
- * rather than count a skip the tick caused itself.
- */
-export async function readState(
-  ctx: TickContext,
-): Promise<{ state: Workload; status: ReturnType<typeof rolloutStatus>; date: string | null }> {
-  const ref = stateRef(ctx.config);
-  let { workload: state, date } = await ctx.kube.getDated(ref);
-  let status = rolloutStatus(state);
-  const graceUntil = ctx.now() + Math.min(2000, ctx.config.requestTimeoutMs);
-  for (let wait = 50; !status.done && onlyUnobserved(state) && ctx.now() + wait <= graceUntil; wait *= 2) {
-    await ctx.sleep(wait);
-    ({ workload: state, date } = await ctx.kube.getDated(ref));
-    status = rolloutStatus(state);
-  }
-  return { state, status, date };
-}
+export { stateRef } from "../workload.ts";
 
 /**
- * The tick's clock: the API server's `Date` on the state GET, one clock for every
- * node. IMF-fixdate only (RFC 9110 §5.6.7), whole seconds. Missing or unreadable (a proxy in
- * front that drops it): the local clock, said at warn when times are stored by it (`loud`, a
- * minimumAge), at debug otherwise.
+ * The tick's clock: the API server's `Date` on the store GET, one clock for every node.
+ * IMF-fixdate only (RFC 9110 §5.6.7), whole seconds. Missing or unreadable (a proxy in front that
+ * drops it): the local clock, said at warn when times are stored by it (`loud`), at debug otherwise.
  */
 export function tickClock(date: string | null, ctx: Pick<TickContext, "now" | "log">, loud: boolean): number {
   const at = date !== null && IMF_FIXDATE.test(date.trim()) ? Date.parse(date) : Number.NaN;
@@ -57,120 +55,124 @@ export function tickClock(date: string | null, ctx: Pick<TickContext, "now" | "l
 const IMF_FIXDATE =
   /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
 
-function onlyUnobserved(w: Workload): boolean {
-  return w.metadata.generation > (w.status.observedGeneration ?? 0);
-}
-
-/** The state object could not be read: outcome `error` with reason state_unreadable. */
-export class StateUnreadable extends Error {
-  override name = "StateUnreadable";
+/** The store could not be read: `error` with reason store_unreadable; nothing is written. */
+export class StoreUnreadable extends Error {
+  override name = "StoreUnreadable";
   constructor(cause: unknown) {
     super((cause as Error)?.message ?? String(cause), { cause });
   }
 }
 
 export async function observe(ctx: TickContext): Promise<Observation> {
-  const { state, status, date } = await readState(ctx).catch((err: unknown) => {
-    throw new StateUnreadable(err);
+  const c = ctx.config;
+  const refs = targetsToRead(c);
+  const legacyRef = stateRef(c);
+  const all =
+    legacyRef && !refs.some((r) => workloadId(r) === workloadId(legacyRef)) ? [...refs, legacyRef] : refs;
+  const keys = c.images.map((i) => i.key);
+  const [store, ...reads] = await Promise.all([
+    readStore(ctx.kube.configMaps, ctx.store, keys).catch((err: unknown) => {
+      throw new StoreUnreadable(err);
+    }),
+    ...all.map((ref) => readWorkload(ctx.kube, ref)),
+  ]);
+  const objects = new Map<string, Workload>();
+  const workloads: Record<string, ObservedWorkload> = {};
+  all.forEach((ref, i) => {
+    const r = reads[i] as Workload | Error;
+    if (!(r instanceof Error)) objects.set(workloadId(ref), r);
+    if (refs.includes(ref))
+      workloads[workloadId(ref)] =
+        r instanceof Error ? { found: false, message: r.message } : observeWorkload(r);
   });
-  const observed: Observed = {
-    state: observeState(state, ctx.config, status.done, status.error ?? status.message),
-  };
-  // Only a minimumAge stores times by it; without one a missing Date is nothing to warn about.
-  if (status.done) observed.clock = tickClock(date, ctx, ctx.config.minimumAgeMs > 0);
-  if (!status.done) return { observed, state };
-  const resolved = await resolveImages(ctx, state.metadata.annotations);
+  const legacy = legacyOf(c, legacyRef, objects);
+  const book = legacy ? bookWithLegacy(store.book, legacy.input) : store.book;
+  // Stored times (candidates, the registry's Retry-After) are by this clock: a missing Date is said loudly
+  // when a minimumAge stores times by it.
+  const clock = tickClock(store.date, ctx, ctx.config.minimumAgeMs > 0);
+  const observed: Observed = { book, workloads, clock };
+  const resolved = await resolveImages(ctx, book, clock);
   observed.digests = resolved.digests;
   observed.registry = resolved.registry;
-  const refs = targetsToRead(observed, ctx.config);
-  if (refs.length > 0) {
-    const workloads: Record<string, ObservedWorkload> = {};
-    const stateId = workloadId(stateRef(ctx.config));
-    // Each distinct workload once, concurrently; the state object is often a target too and was
-    // read a moment ago, so it is not read again.
-    const reads = await Promise.all(
-      refs.map((ref) => readTarget(ctx.kube, ref, workloadId(ref) === stateId ? state : undefined)),
+  const migration = legacy ? migrationChange(store.book, legacy.input) : {};
+  if (
+    legacyRef &&
+    store.book.resourceVersion !== undefined &&
+    (!legacy || legacyAnnotations(legacy.input).length === 0)
+  )
+    ctx.log.warn(
+      `state names ${legacyRef.kind} ${legacyRef.namespace}/${legacyRef.name}, but its bookkeeping is in configmap ${ctx.store.namespace}/${ctx.store.name} now: remove state from the config`,
     );
-    refs.forEach((ref, i) => {
-      workloads[workloadId(ref)] = reads[i] as ObservedWorkload;
-    });
-    observed.workloads = workloads;
-  }
-  return { observed, state };
+  return { observed, stored: store.book, migration, ...(legacy ? { legacy } : {}), objects };
+}
+
+const readWorkload = (kube: KubeClient, ref: WorkloadRef): Promise<Workload | Error> =>
+  kube.get(ref).catch((err: Error) => err);
+
+/** The legacy state workload's annotations as the migration reader takes them; none when not read. */
+function legacyOf(
+  c: Config,
+  ref: WorkloadRef | undefined,
+  objects: Map<string, Workload>,
+): Observation["legacy"] {
+  if (!ref) return undefined;
+  const w = objects.get(workloadId(ref));
+  if (!w) return undefined;
+  const id = workloadId(ref);
+  const images = c.images.map((i) => ({
+    key: i.key,
+    onStateWorkload: i.targets.some((t) => workloadId(t) === id),
+  }));
+  const annotations = w.metadata.annotations;
+  return { ref, annotations, input: { annotations, prefix: c.annotationPrefix, images } };
 }
 
 /**
- * The registry's stored Retry-After, when it is a time still ahead: until then no
- * tick calls that registry. An unreadable value is ignored (and replaced by the next 429's).
+ * The registry's stored Retry-After, when it is a time still ahead by the tick's clock: until
+ * then no tick calls that registry. An unreadable value is ignored (the next 429's replaces it).
  */
-export function registryNotBefore(
-  annotations: Record<string, string>,
-  prefix: string,
-  now: number,
-): Date | undefined {
-  const raw = annotations[annotationKeys(prefix).retryAfter];
-  const at = raw === undefined ? Number.NaN : Date.parse(raw);
-  return Number.isFinite(at) && at > now ? new Date(at) : undefined;
+export function registryNotBefore(book: Book, clock: number): number | undefined {
+  const f = book.installation.retryAfter;
+  return f.kind === "trusted" && f.value > clock ? f.value : undefined;
 }
 
 async function resolveImages(
   ctx: TickContext,
-  annotations: Record<string, string>,
+  book: Book,
+  clock: number,
 ): Promise<{ digests: Record<string, ObservedDigest>; registry: NonNullable<Observed["registry"]> }> {
   const images = ctx.config.images.filter((i) => !i.pinned);
   const repos = [...new Set(images.map((i) => i.repository))];
-  const notBefore = registryNotBefore(annotations, ctx.config.annotationPrefix, ctx.now());
+  const until = registryNotBefore(book, clock);
+  // The registry client keeps this node's time: the stored time, moved by the clocks' difference.
+  const notBefore = until === undefined ? undefined : new Date(ctx.now() + (until - clock));
   const results: DigestResults = repos.length ? await ctx.resolve(repos, { notBefore }) : new DigestResults();
-  const registry = { held: notBefore !== undefined, retryAfter: results.retryAfter?.at.toISOString() };
+  const delay = results.retryAfter?.delayMs;
+  const registry = {
+    held: until !== undefined,
+    ...(delay !== undefined ? { retryAfter: clock + delay } : {}),
+  };
   const out: Record<string, ObservedDigest> = {};
   for (const img of images) {
     const r = results.get(img.repository);
     if (r?.ok) out[img.key] = { ok: true, digest: r.digest };
-    else {
-      // The registry client has warned with what to check; the verdict counts the streak.
+    // The registry client has warned with what to check; the verdict counts the streak.
+    else
       out[img.key] = {
         ok: false,
         failure: r?.reason ?? "not_resolved",
         message: r?.message ?? "not resolved",
       };
-    }
   }
   return { digests: out, registry };
 }
 
-async function readTarget(kube: KubeClient, ref: WorkloadRef, known?: Workload): Promise<ObservedWorkload> {
-  let w: Workload;
-  try {
-    w = known ?? (await kube.get(ref));
-  } catch (err) {
-    return { found: false, message: (err as Error).message };
-  }
-  return observeWorkload(w);
-}
-
-/** The state object as the plan sees it: its annotations, and who last wrote each recorded digest. */
-export function observeState(
-  state: Workload,
-  c: Config,
-  settled: boolean,
-  settleMessage: string,
-): Observed["state"] {
-  const keys = annotationKeys(c.annotationPrefix);
-  const owners = ownersOf(state.metadata.managedFields);
-  const digestOwners: Record<string, FieldOwner[]> = {};
-  for (const img of c.images) {
-    const by = owners.annotation(keys.image(img.key).digest);
-    if (by.length > 0) digestOwners[img.key] = by;
-  }
-  const out: Observed["state"] = { annotations: state.metadata.annotations, settled, settleMessage };
-  return Object.keys(digestOwners).length > 0 ? { ...out, digestOwners } : out;
-}
-
-/** A target as the plan sees it: each container's image, who last changed it, and its path. */
+/** A target as the plan sees it: each container's image, who last changed it, its path, whether it settled. */
 export function observeWorkload(w: Workload): ObservedWorkload {
   // A patch that can start no rollout would only fail the wait and count an attempt: it holds a
   // due refresh (verdict.ts), but the workload's images are still read.
   const blocked = rolloutBlocked(w);
+  const status = rolloutStatus(w);
   const images: Record<string, string> = {};
   const owners: Record<string, FieldOwner[]> = {};
   const paths: Record<string, string> = {};
@@ -181,5 +183,9 @@ export function observeWorkload(w: Workload): ObservedWorkload {
     const list = c.path.includes("/initContainers/") ? "initContainers" : "containers";
     owners[name] = managed.image(name, list);
   }
-  return { found: true, images, owners, paths, ...(blocked ? { blocked } : {}) };
+  // A workload that can start no rollout has no rollout to settle: the blocked rule holds it.
+  const settled = { settled: status.done || !!blocked, settleMessage: status.error ?? status.message };
+  return { found: true, images, owners, paths, ...settled, ...(blocked ? { blocked } : {}) };
 }
+
+export type { ConfigMapRef };

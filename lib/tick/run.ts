@@ -1,7 +1,6 @@
 // One tick: observe → plan → apply inside the root span, then the tick's metrics and its
 // outcome line. A lost compare-and-swap sends it back to observe (the registry is not asked again).
 
-import { imageCounters } from "../annotations.ts";
 import type { Outcome } from "../outcomes.ts";
 import { exitCodeFor, logLevelFor } from "../outcomes.ts";
 import { linkStories } from "../story.ts";
@@ -10,7 +9,7 @@ import { type Applied, apply } from "./apply/apply.ts";
 import { baseAttrs } from "./apply/state.ts";
 import type { TickContext } from "./context.ts";
 import type { Decision, ImageVerdict, Reason } from "./model.ts";
-import { type Observation, observe, StateUnreadable } from "./observe.ts";
+import { type Observation, observe, StoreUnreadable } from "./observe.ts";
 import { plan } from "./plan/plan.ts";
 
 export interface TickResult {
@@ -53,10 +52,14 @@ async function decideAndApply(ctx: TickContext, root: SpanHandle): Promise<Round
     try {
       obs = await observe(ctx);
     } catch (err) {
-      // Only a failed read of the state object is state_unreadable; anything else that escaped
+      // Only a failed read of the store is store_unreadable; anything else that escaped
       // observing (a bug, never a registry answer: those are per-image WARNINGs) is unexpected.
-      if (err instanceof StateUnreadable)
-        return { outcome: "error", reason: "state_unreadable", message: err.message };
+      if (err instanceof StoreUnreadable)
+        return {
+          outcome: "error",
+          reason: "store_unreadable",
+          message: `cannot read the store: ${err.message}`,
+        };
       return {
         outcome: "error",
         reason: "unexpected",
@@ -76,7 +79,7 @@ async function decideAndApply(ctx: TickContext, root: SpanHandle): Promise<Round
     }
     const counts = attemptCounts(ctx, obs);
     if (first === undefined) {
-      linkStories(ctx.telemetry, ctx.config, obs.state.metadata.annotations);
+      linkStory(ctx, obs);
       first = counts;
     }
     // An image whose count went up since the first read was claimed by another tick (a manual
@@ -99,13 +102,17 @@ async function decideAndApply(ctx: TickContext, root: SpanHandle): Promise<Round
 
 /** Each image's trusted count (own or legacy), else 0: only a count that went up means a claim. */
 function attemptCounts(ctx: TickContext, obs: Observation): Record<string, number> {
-  const a = obs.state.metadata.annotations;
   const out: Record<string, number> = {};
   for (const img of ctx.config.images) {
-    const c = imageCounters(a, ctx.config.annotationPrefix, img.key).attempt;
-    out[img.key] = c.kind === "trusted" ? c.value : 0;
+    const c = obs.observed.book.images[img.key]?.attempt;
+    out[img.key] = c?.kind === "trusted" ? c.value : 0;
   }
   return out;
+}
+
+/** Links this tick to the ticks that wrote the images' current attempts, so each story is one chain. */
+function linkStory(ctx: TickContext, obs: Observation): void {
+  linkStories(ctx.telemetry, obs.observed.book);
 }
 
 function report(ctx: TickContext, root: SpanHandle, r: Round, seconds: number): void {
@@ -114,15 +121,10 @@ function report(ctx: TickContext, root: SpanHandle, r: Round, seconds: number): 
   const code = exitCodeFor(r.outcome);
   root.setAttributes({ "image_refresh.outcome": r.outcome, "image_refresh.reason": r.reason });
   if (code !== 0) root.setError(r.reason, r.message);
-  const settled = r.obs?.observed.state.settled;
-  if (settled === false) telemetry.counter("image_refresh.skips", 1, attrs);
-  if (r.outcome === "frozen") root.addEvent("freeze", { "image_refresh.skip_streak": r.skipStreak ?? -1 });
   for (const v of r.images ?? []) reportImage(ctx, root, v);
   telemetry.counter("image_refresh.ticks", 1, { ...attrs, "image_refresh.outcome": r.outcome });
   // Gauges every tick, zeros included: each process starts from nothing, so "frozen now" must be
-  // a value, not a difference of counters. Without a read of the state there is no honest value.
-  if (r.skipStreak !== undefined) telemetry.gauge("image_refresh.skip_streak", r.skipStreak, attrs);
-  if (r.obs !== undefined) telemetry.gauge("image_refresh.frozen", r.outcome === "frozen" ? 1 : 0, attrs);
+  // a value, not a difference of counters. Without a read of the store there is no honest value.
   if (code === 0)
     telemetry.gauge("image_refresh.last_success_timestamp", Math.floor(ctx.now() / 1000), attrs);
   telemetry.histogram("image_refresh.tick.duration", seconds, {
@@ -146,6 +148,11 @@ function reportImage(ctx: TickContext, root: SpanHandle, v: ImageVerdict): void 
   if (v.outcome === "stale")
     root.addEvent("stale", { ...image, "image_refresh.unresolved_streak": v.unresolvedStreak ?? -1 });
   if (v.outcome === "paused") root.addEvent("pause", { ...image, "image_refresh.reason": v.reason });
+  if (v.outcome === "skipped" || v.outcome === "frozen") telemetry.counter("image_refresh.skips", 1, attrs);
+  if (v.outcome === "frozen")
+    root.addEvent("freeze", { ...image, "image_refresh.skip_streak": v.skipStreak ?? -1 });
+  if (v.skipStreak !== undefined) telemetry.gauge("image_refresh.skip_streak", v.skipStreak, attrs);
+  if (v.frozen !== undefined) telemetry.gauge("image_refresh.frozen", v.frozen ? 1 : 0, attrs);
   // An untrusted counter has no honest value: a 0 there would tell a dashboard all is well.
   if (v.attemptCount !== undefined) {
     telemetry.gauge("image_refresh.attempt_count", v.attemptCount, attrs);

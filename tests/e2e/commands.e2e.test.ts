@@ -2,10 +2,11 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { runBinary } from "../support/binary.ts";
 import { specExitCode } from "../support/spec-outcomes.ts";
-import { PREFIX, STATE_PATH, startWorld, type World, writes } from "../support/world.ts";
+import { PREFIX, STATE, STORE_PATH, startWorld, type World, writes } from "../support/world.ts";
 
 const k = (name: string) => `${PREFIX}/${name}`;
 const PER_IMAGE = ["refresh-attempt", "refresh-flap-detected", "refresh-attempt-traceparent", "repin-streak"];
+const LEGACY_STATE = { kind: STATE[0], namespace: STATE[1], name: STATE[2] };
 const cleared = (key: string) => PER_IMAGE.map((n) => k(`${n}-${key}`));
 const LEGACY = [k("refresh-attempt"), k("refresh-flap-detected"), k("refresh-attempt-traceparent")];
 const TRACE = `00-${"a".repeat(32)}-${"b".repeat(16)}-01`;
@@ -23,7 +24,7 @@ beforeEach(async () => {
   w.registry.faults.clear();
   w.api.setMode("Deployment", "apps", "api", "healthy");
   const ours = Object.keys(w.ours()).filter((x) => !x.includes("last-refreshed-"));
-  w.api.setAnnotations("Deployment", "apps", "api", Object.fromEntries(ours.map((x) => [x, null])));
+  w.setBook(Object.fromEntries(ours.map((x) => [x, null])));
   // A build pushed by an earlier test is rolled out first, so each test starts in sync.
   expect((await w.run()).code).toBe(0);
   w.api.clearLog();
@@ -45,7 +46,7 @@ describe("status", () => {
       "a new api build while api is locked out",
       () => {
         w.registry.push("myorg/api", "stable");
-        w.api.setAnnotations("Deployment", "apps", "api", {
+        w.setBook({
           [k("refresh-attempt-api")]: "3",
           [k("refresh-flap-detected-api")]: "3",
         });
@@ -56,7 +57,7 @@ describe("status", () => {
       "an untrusted count and a new build",
       () => {
         w.registry.push("myorg/api", "stable");
-        w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt-api")]: "x" });
+        w.setBook({ [k("refresh-attempt-api")]: "x" });
       },
       { api: "held/attempt_untrusted", "node-agent": "noop/unchanged" },
     ],
@@ -66,9 +67,9 @@ describe("status", () => {
       { api: "noop/unchanged", "node-agent": "unresolved/unresolved" },
     ],
     [
-      "a frozen state object",
+      "an unsettled target of api (node-agent's DaemonSet is not concerned)",
       () => w.api.setMode("Deployment", "apps", "api", "unsettled"),
-      { api: "skipped/not_settled", "node-agent": "skipped/not_settled" },
+      { api: "skipped/not_settled", "node-agent": "noop/unchanged" },
     ],
   ];
   for (const [name, arrange, want] of cases) {
@@ -118,7 +119,7 @@ describe("status", () => {
 
   // SPEC: lockout is decided by the count alone; raising maxRefreshAttempts above it lifts it.
   test("a flap marker left below a raised maximum is called stale, not LOCKED OUT", async () => {
-    w.api.setAnnotations("Deployment", "apps", "api", {
+    w.setBook({
       [k("refresh-attempt-api")]: "1",
       [k("refresh-flap-detected-api")]: "1",
     });
@@ -127,23 +128,10 @@ describe("status", () => {
     expect(r.stdout).not.toContain("LOCKED OUT");
   });
 
-  test("a lockout says so per image, with the way out; legacy keys count for every image", async () => {
-    w.api.setAnnotations("Deployment", "apps", "api", {
-      [k("refresh-attempt")]: "3",
-      [k("refresh-flap-detected")]: "3",
-    });
-    const r = await w.run(["status"]);
-    expect(r.stdout).toContain("legacy keys (count for every image until the next counter write)");
-    expect(r.stdout.match(/refresh attempts: 3\/3 — LOCKED OUT \(flap detected at 3\)/g)).toHaveLength(2);
-    expect(r.stdout).toContain(
-      "next: locked out: check the workloads, then `image-refresh rearm node-agent`",
-    );
-  });
-
-  test("an unreadable state object exits 1", async () => {
+  test("an unreadable store exits 1", async () => {
     w.api.faults.add({
       method: "GET",
-      path: STATE_PATH,
+      path: STORE_PATH,
       fault: { type: "status", code: 403, reason: "Forbidden" },
     });
     const r = await w.run(["status"]);
@@ -155,7 +143,7 @@ describe("status", () => {
 
 describe("rearm", () => {
   const locked = () =>
-    w.api.setAnnotations("Deployment", "apps", "api", {
+    w.setBook({
       [k("refresh-attempt-api")]: "3",
       [k("refresh-flap-detected-api")]: "3",
       [k("refresh-attempt-traceparent-api")]: TRACE,
@@ -163,47 +151,40 @@ describe("rearm", () => {
       [k("refresh-flap-detected-node-agent")]: "3",
     });
 
-  test("rearm api clears only api, in one guarded PATCH, even when unsettled", async () => {
+  test("rearm api clears only api, in one guarded PATCH of the store, even when unsettled, and says what it removed", async () => {
     locked();
     w.api.setMode("Deployment", "apps", "api", "unsettled");
     w.api.clearLog();
     const r = await w.run(["rearm", "api"]);
     expect(r.code).toBe(0);
-    expect(r.stderr).toContain("re-armed Deployment apps/api");
-    expect(writes(w.api)).toEqual([`PATCH ${STATE_PATH}`]);
+    expect(r.stderr).toContain(
+      "re-armed: api: removed refresh-attempt-api (was 3), refresh-flap-detected-api (was 3)",
+    );
+    expect(writes(w.api)).toEqual([`PATCH ${STORE_PATH}`]);
     const body = JSON.parse(w.api.log.find((e) => e.method === "PATCH")?.body ?? "{}");
     expect(body.metadata.resourceVersion).toBeString();
-    expect(body.metadata.annotations).toEqual({
-      [k("refresh-attempt-api")]: null,
-      [k("refresh-flap-detected-api")]: null,
-      [k("refresh-attempt-traceparent-api")]: null,
+    expect(body.data).toEqual({
+      "refresh-attempt-api": null,
+      "refresh-flap-detected-api": null,
+      "refresh-attempt-traceparent-api": null,
     });
     expect(w.ours()[k("refresh-attempt-node-agent")]).toBe("3");
     expect(w.ours()[k("refresh-flap-detected-node-agent")]).toBe("3");
   });
 
-  test("rearm with no IMAGE clears every image and the legacy keys", async () => {
+  test("rearm with no IMAGE clears every image's counters, failed digest, repin streak and rejection", async () => {
     locked();
-    w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt")]: "2" });
+    w.setBook({
+      "failed-api-digest": `sha256:${"9".repeat(64)}`,
+      "rejected-node-agent-digest": `sha256:${"8".repeat(64)}`,
+    });
     const r = await w.run(["rearm"]);
     expect(r.code).toBe(0);
-    for (const key of [...cleared("api"), ...cleared("node-agent"), ...LEGACY])
-      expect(w.ours()[key]).toBeUndefined();
+    for (const key of [...cleared("api"), ...cleared("node-agent")]) expect(w.ours()[key]).toBeUndefined();
+    expect(w.book()["failed-api-digest"]).toBeUndefined();
+    expect(w.book()["rejected-node-agent-digest"]).toBeUndefined();
+    expect(r.stderr).toContain("rejected-node-agent-digest (was");
     expect(w.ours()[k("last-refreshed-api-digest")]).toBeString();
-  });
-
-  test("rearm api with legacy keys: the others keep the legacy count as their own", async () => {
-    w.api.setAnnotations("Deployment", "apps", "api", {
-      [k("refresh-attempt")]: "3",
-      [k("refresh-flap-detected")]: "3",
-    });
-    const r = await w.run(["rearm", "api"]);
-    expect(r.code).toBe(0);
-    const a = w.ours();
-    expect(a[k("refresh-attempt")]).toBeUndefined();
-    expect(a[k("refresh-attempt-api")]).toBeUndefined();
-    expect(a[k("refresh-attempt-node-agent")]).toBe("3");
-    expect(a[k("refresh-flap-detected-node-agent")]).toBe("3");
   });
 
   test("nothing to clear: says so, writes nothing, exits 0", async () => {
@@ -218,7 +199,7 @@ describe("rearm", () => {
     const r = await w.run(["rearm", "--dry-run", "node-agent"]);
     expect(r.code).toBe(0);
     expect(r.stderr).toContain(
-      `dry run: would re-arm on Deployment apps/api: -${k("refresh-attempt-node-agent")} (was 3)`,
+      "dry run: would re-arm in configmap image-refresh/image-refresh-state: node-agent: removed refresh-attempt-node-agent (was 3)",
     );
     expect(writes(w.api)).toEqual([]);
     expect(w.ours()[k("refresh-attempt-node-agent")]).toBe("3");
@@ -228,7 +209,7 @@ describe("rearm", () => {
     locked();
     w.api.faults.add({
       method: "PATCH",
-      path: STATE_PATH,
+      path: STORE_PATH,
       times: 1,
       fault: { type: "status", code: 409, reason: "Conflict" },
     });
@@ -248,7 +229,7 @@ describe("rearm", () => {
 describe("reject", () => {
   test("stores the tag's current digest as rejected and re-arms the image in one PATCH; a Warning Event", async () => {
     const bad = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
-    w.api.setAnnotations("Deployment", "apps", "api", {
+    w.setBook({
       [k("refresh-attempt-node-agent")]: "3",
       [k("refresh-flap-detected-node-agent")]: "3",
     });
@@ -259,7 +240,8 @@ describe("reject", () => {
     const landed = w.api.log
       .filter((e) => e.method !== "GET" && e.status < 300)
       .map((e) => `${e.method} ${e.path}`);
-    expect(landed).toEqual([`PATCH ${STATE_PATH}`, "POST /apis/events.k8s.io/v1/namespaces/apps/events"]);
+    // About the image's target: the DaemonSet, in its own namespace.
+    expect(landed).toEqual([`PATCH ${STORE_PATH}`, "POST /apis/events.k8s.io/v1/namespaces/agents/events"]);
     const a = w.ours();
     expect(a[k("rejected-node-agent-digest")]).toBe(bad);
     expect(a[k("refresh-attempt-node-agent")]).toBeUndefined();
@@ -276,6 +258,7 @@ describe("reject", () => {
     expect(writes(w.api)).toEqual([]);
     expect((await w.run(["reject"])).code).toBe(2);
     expect((await w.run(["reject", "api", "node-agent"])).code).toBe(2);
+    expect((await w.run(["reject", "api", "sha256:abc"])).code).toBe(2);
     expect((await w.run(["reject", "nope"])).code).toBe(2);
   });
 
@@ -306,5 +289,5 @@ test("demo plays the per-image story offline and exits 0", async () => {
   expect(r.stdout).toContain(
     "outcome: locked_out (flap_lockout): api: refreshed; node-agent: locked_out 3/3",
   );
-  expect(r.stdout).toContain("rejected myorg/node-agent@sha256:");
+  expect(r.stdout).toMatch(/myorg\/node-agent@sha256:[0-9a-f]{64} rejected by a human/);
 }, 60_000);

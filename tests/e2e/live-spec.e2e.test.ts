@@ -42,10 +42,16 @@ async function setImage(
   await waitFor(w.api, kind, ns, name, settled);
 }
 
-/** Workload patches the API server accepted, by workload name. */
+/** Workload patches the API server accepted, by workload name (the store's are not workloads). */
 const workloadPatches = () =>
   w.api.log
-    .filter((e) => e.method === "PATCH" && e.status < 300 && !e.path.endsWith("/deployments/api"))
+    .filter(
+      (e) =>
+        e.method === "PATCH" &&
+        e.status < 300 &&
+        e.path.startsWith("/apis/apps/") &&
+        !e.path.endsWith("/deployments/api"),
+    )
     .map((e) => e.path.split("/").pop())
     .concat(
       w.api.log
@@ -57,7 +63,9 @@ const workloadPatches = () =>
         .map(() => "api"),
     );
 const events = () =>
-  w.api.log.filter((e) => e.method === "POST" && e.status < 300).map((e) => JSON.parse(e.body ?? "{}"));
+  w.api.log
+    .filter((e) => e.method === "POST" && e.status < 300 && e.path.endsWith("/events"))
+    .map((e) => JSON.parse(e.body ?? "{}"));
 const writes = () => w.api.log.filter((e) => e.method !== "GET");
 
 describe("a deploy tool renders the floating tag over the pin", () => {
@@ -74,7 +82,8 @@ describe("a deploy tool renders the floating tag over the pin", () => {
     expect(apiImage()).toBe(pin(R));
     expect(workloadPatches()).toEqual(["api"]);
     const ev = events();
-    expect(ev.map((e) => e.reason)).toEqual(["PinRestored"]);
+    // One Event about each workload of the image (its targets api and api-proxy).
+    expect(ev.map((e) => e.reason)).toEqual(["PinRestored", "PinRestored"]);
     expect(ev[0].type).toBe("Warning");
     expect(ev[0].note).toContain("helm");
     // The re-pin went through the attempt-before-patch path and was reset.
@@ -110,7 +119,12 @@ describe("a deploy tool renders the floating tag over the pin", () => {
     }
     expect(codes).toEqual([0, 1, 1, 1, 1, 1]);
     expect(workloadPatches()).toEqual(["api-proxy"]);
-    expect(events().map((e) => e.reason)).toEqual(["PinRestored", "PinContested"]);
+    expect(events().map((e) => e.reason)).toEqual([
+      "PinRestored",
+      "PinRestored",
+      "PinContested",
+      "PinContested",
+    ]);
     const contested = stderr[1] as string;
     expect(contested).toContain("held: api: held (argocd-controller); node-agent: noop");
     expect(contested).toContain("argocd-controller");
@@ -183,7 +197,7 @@ describe("a human's pin", () => {
     const second = await w.run();
     expect(second.code).toBe(0);
     expect(workloadPatches()).toEqual([]);
-    expect(events().map((e) => e.reason)).toEqual(["RefreshPaused"]);
+    expect(events().map((e) => e.reason)).toEqual(["RefreshPaused", "RefreshPaused"]);
     expect(proxyImage()).toBe(pin(old));
     // status names who pinned it and how to resume.
     const status = await w.run(["status", "api"]);
@@ -236,72 +250,71 @@ describe("a human's pin", () => {
   );
 });
 
-describe("a rollback of the state object itself", () => {
-  // The state object is also a target here (Deployment apps/api). Rolling it back restores its
-  // old template and its old annotations: the pin and the recorded digest come back together,
-  // so the pin looks like the record. The next tick must stand back, not roll the build forward.
-  async function refreshed(): Promise<{ old: string; R: string; before: Record<string, string> }> {
+describe("kubectl rollout undo of a target", () => {
+  // The bookkeeping lives in the store, which no rollback of a workload touches: the recorded
+  // digest, a count and a lockout stay. The container rolled back to an older pin by kubectl is a
+  // human's pin: the image is paused, and nothing retries the build the lockout stopped.
+  async function refreshedThenLocked(): Promise<{ old: string; R: string }> {
     await recorded(w);
-    const before = { ...w.api.getObject("Deployment", "apps", "api").metadata.annotations };
-    const old = w.ours()[k("last-refreshed-api-digest")] as string;
+    const old = w.book()["last-refreshed-api-digest"] as string;
     const R = w.registry.push("myorg/api", "stable");
     const r = await w.run();
     expect(r.stderr).toContain("refreshed: api: refreshed");
     expect(apiImage()).toBe(pin(R));
     await waitFor(w.api, "Deployment", "apps", "api", settled);
-    return { old, R, before };
+    // Then a bad build locked the image out (three failed attempts, as a tick leaves them).
+    const bad = w.registry.push("myorg/api", "stable");
+    w.setBook({ "refresh-attempt-api": "3", "refresh-flap-detected-api": "3", "failed-api-digest": bad });
+    return { old, R };
   }
 
-  /** After the rollback: paused, nothing patched; the tag set back hands the image back. */
-  async function standsBack(old: string, R: string, setBack: () => Promise<void>) {
-    expect(w.ours()[k("last-refreshed-api-digest")]).toBe(old);
+  async function standsBack(old: string, R: string) {
+    expect(apiImage()).toBe(pin(old));
     w.api.clearLog();
     const r = await w.run();
+    // Paused by the rollback (a human's pin, exit 0): nothing patched; R, the count and the lockout unchanged.
     expect(r.code).toBe(0);
-    expect(r.stderr).toContain("paused: api: paused (kubectl)");
-    expect(r.stderr).toContain("kubectl also wrote back the recorded digest");
+    expect(r.stderr).toContain("api: paused (kubectl)");
     expect(workloadPatches()).toEqual([]);
-    expect(apiImage()).toBe(pin(old));
-    expect(events().map((e) => e.reason)).toEqual(["RefreshPaused"]);
-    // status reaches the same verdict, from the same reading of managedFields.
-    const status = await w.run(["status", "api"]);
-    expect(status.stdout).toContain("PAUSED (pinned_by_human)");
-    await setBack();
+    expect(w.book()["last-refreshed-api-digest"]).toBe(R);
+    expect(w.book()["refresh-attempt-api"]).toBe("3");
+    expect(w.book()["refresh-flap-detected-api"]).toBe("3");
+    expect(events().map((e) => e.reason)).toEqual(["RefreshPaused", "RefreshPaused"]);
+    // Handed back with the tag, the image is still locked out: exit 1, the bad build is not tried.
+    await setImage("Deployment", "apps", "api", "api", tag(), "kubectl-set");
+    w.api.clearLog();
     const back = await w.run();
-    expect(back.stderr).toContain("refreshed: api: refreshed");
-    expect(apiImage()).toBe(pin(R));
-    expect((await w.run()).stderr).toContain("noop: api: noop");
+    expect(back.code).toBe(1);
+    expect(back.stderr).toContain("api: locked_out 3/3");
+    expect(workloadPatches()).toEqual([]);
   }
 
-  test("its pin and recorded digest written back by one writer: paused, then handed back with the tag", async () => {
-    const { old, R, before } = await refreshed();
-    // What `kubectl rollout undo` sends: the old template and the old annotations in one patch.
+  test("simulated: the old template written back by kubectl: paused, the lockout and count survive", async () => {
+    const { old, R } = await refreshedThenLocked();
     w.api.update(
       "Deployment",
       "apps",
       "api",
       (d) => {
         d.spec.template.spec.containers.find((x: { name: string }) => x.name === "api").image = pin(old);
-        d.metadata.annotations = before;
       },
       { manager: "kubectl" },
     );
     await waitFor(w.api, "Deployment", "apps", "api", settled);
-    await standsBack(old, R, () => setImage("Deployment", "apps", "api", "api", tag(), "kubectl-set"));
+    await standsBack(old, R);
   });
 
-  test.skipIf(noKubectl)("the real kubectl rollout undo: paused, then handed back with the tag", async () => {
-    const { old, R } = await refreshed();
-    const kubectl = kubectlFor(w.api, "image-refresh-undo-");
-    const undo = await kubectl("-n", "apps", "rollout", "undo", "deployment/api");
-    expect(undo.code, undo.err).toBe(0);
-    await waitFor(w.api, "Deployment", "apps", "api", settled);
-    await standsBack(old, R, async () => {
-      const set = await kubectl("-n", "apps", "set", "image", "deployment/api", `api=${tag()}`);
-      expect(set.code, set.err).toBe(0);
+  test.skipIf(noKubectl)(
+    "the real kubectl rollout undo: paused, the lockout and count survive, nothing retries the bad build",
+    async () => {
+      const { old, R } = await refreshedThenLocked();
+      const kubectl = kubectlFor(w.api, "image-refresh-undo-");
+      const undo = await kubectl("-n", "apps", "rollout", "undo", "deployment/api");
+      expect(undo.code, undo.err).toBe(0);
       await waitFor(w.api, "Deployment", "apps", "api", settled);
-    });
-  });
+      await standsBack(old, R);
+    },
+  );
 });
 
 describe("the wrong container", () => {

@@ -34,8 +34,9 @@ describe("a rollout's verdict at its deadline, behind a watch that never answers
       "attempt api=1",
       "image api",
       "image api-proxy",
-      "reset api",
+      "clear attempt api",
       "record api",
+      "event Refreshed",
       "event Refreshed",
     ]);
     expect(w.ours()[k("last-refreshed-api-digest")]).toBe(digest);
@@ -47,8 +48,9 @@ describe("a rollout's verdict at its deadline, behind a watch that never answers
 
   test("a workload that never settles still fails at the deadline and counts the attempt", async () => {
     w.api.setMode("Deployment", "apps", "api", "slow", { slowMs: 100 });
-    w.api.setMode("Deployment", "apps", "api-proxy", "unsettled");
+    // Settled before the tick (or the guard would skip the image); its new pods never become available.
     const digest = w.registry.push("myorg/api", "stable");
+    w.api.failImages("Deployment", "apps", "api-proxy", [`${w.registry.host}/myorg/api@${digest}`]);
     const r = await w.run();
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("rollout of Deployment apps/api-proxy did not settle (timeout)");

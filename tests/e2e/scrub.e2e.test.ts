@@ -106,7 +106,8 @@ describe("the API server echoes the bearer token", () => {
           JSON.stringify({
             tag: "stable",
             registry: { host: "127.0.0.1:1", insecure: true, endpoint: "http://127.0.0.1:1" },
-            state: { kind: "Deployment", namespace: "apps", name: "api" },
+            namespace: "apps",
+            store: { namespace: "image-refresh" },
             images: [
               { repository: "myorg/api", targets: [{ kind: "Deployment", name: "api", container: "api" }] },
             ],

@@ -53,7 +53,7 @@ describe("soak: minimumAge against the API server's clock", () => {
     expect(r.code).toBe(0);
     expect(r.out).toContain("api: pending");
     expect(r.out).toContain(`due ${at(T0 + 6 * H)}`);
-    expect(world.annotations()[CANDIDATES]).toBe(`${build}=${at(T0)}`);
+    expect(world.ours()[CANDIDATES]).toBe(`${build}=${at(T0)}`);
     expect(apiImage(world)).toBe(before);
 
     clock = T0 + 6 * H - 1000;
@@ -70,8 +70,8 @@ describe("soak: minimumAge against the API server's clock", () => {
     expect(r.out).toContain("api: refreshed");
     expect(apiImage(world)).toBe(pin(world, build));
     expect(proxyImage(world)).toBe(pin(world, build));
-    expect(world.annotations()[RECORDED]).toBe(build);
-    expect(world.annotations()[CANDIDATES]).toBeUndefined();
+    expect(world.ours()[RECORDED]).toBe(build);
+    expect(world.ours()[CANDIDATES]).toBeUndefined();
   }, 60_000);
 
   test("a tag that moves every tick under a soak still rolls out its oldest candidate once it aged (the ratchet)", async () => {
@@ -86,10 +86,10 @@ describe("soak: minimumAge against the API server's clock", () => {
     }
     const [b1, b2, b3, b4] = builds as [string, string, string, string];
     expect(apiImage(world)).toBe(pin(world, b1));
-    expect(world.annotations()[RECORDED]).toBe(b1);
+    expect(world.ours()[RECORDED]).toBe(b1);
     // The newer builds wait on with their first-seen times; the rolled-out one is gone.
     const left = [b4, b3, b2].map((b, i) => `${b}=${at(T0 + (3 - i) * 2 * H)}`);
-    expect(world.annotations()[CANDIDATES]).toBe(left.join(","));
+    expect(world.ours()[CANDIDATES]).toBe(left.join(","));
   }, 60_000);
 
   test("a pending build replaced before it aged and trimmed from the middle of the list (at most 5, the oldest kept) never rolls out; the others roll out in order", async () => {
@@ -100,7 +100,7 @@ describe("soak: minimumAge against the API server's clock", () => {
       builds.push(push(world));
       expect((await tick(world)).code).toBe(0);
     }
-    const list = (world.annotations()[CANDIDATES] ?? "").split(",").map((e) => e.split("=")[0]);
+    const list = (world.ours()[CANDIDATES] ?? "").split(",").map((e) => e.split("=")[0]);
     expect(list).toEqual([5, 4, 3, 2, 0].map((i) => builds[i]));
     // Ticks every 30 minutes from T0 + 3h until the last build has aged; the tag stays on it.
     const rolledOut: string[] = [];
@@ -108,12 +108,12 @@ describe("soak: minimumAge against the API server's clock", () => {
       clock = t;
       const r = await tick(world);
       expect(r.code).toBe(0);
-      const now = world.annotations()[RECORDED] as string;
+      const now = world.ours()[RECORDED] as string;
       if (rolledOut[rolledOut.length - 1] !== now && builds.includes(now)) rolledOut.push(now);
       expect(apiImage(world)).toBe(pin(world, now));
     }
     expect(rolledOut).toEqual([0, 2, 3, 4, 5].map((i) => builds[i] as string));
-    expect(world.annotations()[CANDIDATES]).toBeUndefined();
+    expect(world.ours()[CANDIDATES]).toBeUndefined();
   }, 120_000);
 
   test("minimumAge 0s is today's behaviour: the new build rolls out at once and no candidates are written", async () => {
@@ -123,17 +123,17 @@ describe("soak: minimumAge against the API server's clock", () => {
     expect(r.code).toBe(0);
     expect(r.out).toContain("api: refreshed");
     expect(apiImage(world)).toBe(pin(world, build));
-    expect(Object.keys(world.annotations()).filter((k) => k.includes("candidates"))).toEqual([]);
+    expect(Object.keys(world.ours()).filter((k) => k.includes("candidates"))).toEqual([]);
   }, 60_000);
 
   test("an unreadable candidates value: a WARNING names it, the list is rewritten, the build waits its full age", async () => {
     const world = await soakWorld();
     const build = push(world);
-    world.api.setAnnotations("Deployment", "apps", "api", { [CANDIDATES]: "not-a-list" });
+    world.setBook({ [CANDIDATES]: "not-a-list" });
     const r = await tick(world);
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/WARNING: .*candidates-api has entries that are not/);
-    expect(world.annotations()[CANDIDATES]).toBe(`${build}=${at(T0)}`);
+    expect(world.ours()[CANDIDATES]).toBe(`${build}=${at(T0)}`);
   }, 60_000);
 });
 

@@ -7,7 +7,7 @@ import { generateTls } from "../../sim/tls.ts";
 import {
   PREFIX,
   recorded,
-  STATE_PATH,
+  STORE_PATH,
   startWorld,
   type World,
   writeStory,
@@ -24,22 +24,20 @@ afterEach(async () => {
   await w.stop();
 });
 
-describe("state object unreadable", () => {
+describe("store unreadable", () => {
+  // NotFound is an empty store (the first write creates it); every other failure ends the tick.
   const cases: Array<[string, object, RegExp]> = [
-    [
-      "404",
-      { type: "status", code: 404, reason: "NotFound", message: 'deployments.apps "api" not found' },
-      /NotFound \(404\)/,
-    ],
     ["403", { type: "status", code: 403, reason: "Forbidden", message: "forbidden" }, /Forbidden \(403\)/],
+    ["500", { type: "status", code: 500, reason: "", message: "boom" }, /cannot read the store/],
     ["hang", { type: "hang" }, /Timeout|timed out/i],
   ];
   for (const [name, fault, re] of cases) {
     test(`${name}: exit 1 naming the reason, nothing written, registry not asked`, async () => {
-      w.api.faults.add({ method: "GET", path: STATE_PATH, fault: fault as never });
+      w.api.faults.add({ method: "GET", path: STORE_PATH, fault: fault as never });
       const r = await w.run();
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(re);
+      expect(r.stderr).toContain("store_unreadable");
       expect(r.stderr).toContain("error:");
       expect(writes(w.api)).toEqual([]);
       expect(w.registry.counts().head).toBe(0);
@@ -51,12 +49,12 @@ describe("attempt write fails", () => {
   test("500: held, no workload patch", async () => {
     await recorded(w);
     w.registry.push("myorg/api", "stable");
-    w.api.faults.add({ method: "PATCH", path: STATE_PATH, times: 1, fault: { type: "status", code: 500 } });
+    w.api.faults.add({ method: "PATCH", path: STORE_PATH, times: 1, fault: { type: "status", code: 500 } });
     const before = w.image("Deployment", "apps", "api", "api");
     const r = await w.run();
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("held:");
-    expect(writes(w.api)).toEqual([`PATCH ${STATE_PATH}`]);
+    expect(writes(w.api)).toEqual([`PATCH ${STORE_PATH}`]);
     expect(w.image("Deployment", "apps", "api", "api")).toBe(before);
   });
 
@@ -65,13 +63,13 @@ describe("attempt write fails", () => {
     w.registry.push("myorg/api", "stable");
     w.api.faults.add({
       method: "PATCH",
-      path: STATE_PATH,
+      path: STORE_PATH,
       fault: { type: "status", code: 409, reason: "Conflict" },
     });
     const r = await w.run();
     expect(r.code).toBe(1);
-    expect(writes(w.api).every((x) => x === `PATCH ${STATE_PATH}`)).toBe(true);
-    expect(w.api.log.filter((e) => e.method === "GET" && e.path === STATE_PATH).length).toBe(3);
+    expect(writes(w.api).every((x) => x === `PATCH ${STORE_PATH}`)).toBe(true);
+    expect(w.api.log.filter((e) => e.method === "GET" && e.path === STORE_PATH).length).toBe(3);
     expect(w.registry.counts().head).toBe(2); // the registry is asked once per tick, not per round
   });
 
@@ -80,7 +78,7 @@ describe("attempt write fails", () => {
     w.registry.push("myorg/api", "stable");
     w.api.faults.add({
       method: "PATCH",
-      path: STATE_PATH,
+      path: STORE_PATH,
       times: 1,
       fault: { type: "status", code: 409, reason: "Conflict" },
     });
@@ -95,13 +93,14 @@ describe("after the rollout", () => {
     await recorded(w);
     const before = w.ours()[k("last-refreshed-api-digest")];
     w.registry.push("myorg/api", "stable");
-    // The state object is also the first workload: the attempt write and its image patch pass,
-    // then the reset fails on every retry.
-    w.api.faults.add({ method: "PATCH", path: STATE_PATH, times: 2, fault: { type: "delay", ms: 0 } });
-    w.api.faults.add({ method: "PATCH", path: STATE_PATH, fault: { type: "status", code: 500 } });
+    // The attempt write passes, then the reset (the next store write) fails.
+    w.api.faults.add({ method: "PATCH", path: STORE_PATH, times: 1, fault: { type: "delay", ms: 0 } });
+    w.api.faults.add({ method: "PATCH", path: STORE_PATH, fault: { type: "status", code: 500 } });
     const r = await w.run();
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("its attempt counter on Deployment apps/api cannot be reset");
+    expect(r.stderr).toContain(
+      "its attempt counter in configmap image-refresh/image-refresh-state cannot be reset",
+    );
     expect(r.stderr).toContain("outcome=failed reason=reset_failed");
     expect(w.ours()[k("last-refreshed-api-digest")]).toBe(before);
     expect(w.ours()[k("refresh-attempt-api")]).toBe("1");
@@ -110,9 +109,9 @@ describe("after the rollout", () => {
   test("digest record fails: exit 1, the reset already landed", async () => {
     await recorded(w);
     w.registry.push("myorg/api", "stable");
-    // attempt write, image patch and reset pass; the digest record fails
-    w.api.faults.add({ method: "PATCH", path: STATE_PATH, times: 3, fault: { type: "delay", ms: 0 } });
-    w.api.faults.add({ method: "PATCH", path: STATE_PATH, fault: { type: "status", code: 500 } });
+    // attempt write and reset pass; the digest record fails
+    w.api.faults.add({ method: "PATCH", path: STORE_PATH, times: 2, fault: { type: "delay", ms: 0 } });
+    w.api.faults.add({ method: "PATCH", path: STORE_PATH, fault: { type: "status", code: 500 } });
     const r = await w.run();
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("cannot record the digest");
@@ -191,9 +190,10 @@ describe("registry faults are per image", () => {
     expect(held.stderr).toContain(
       "unresolved: api: unresolved 2/8 (rate_limited); node-agent: unresolved 2/8 (rate_limited)",
     );
-    expect(held.stderr).toContain(`not calling it before ${new Date(at).toISOString()}`);
+    // The stored time is the API server's clock + Retry-After; this node waits the same span.
+    expect(held.stderr).toMatch(/not calling it before \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/);
     // Once the time has passed, the registry is asked again and the stored time removed.
-    w.api.setAnnotations("Deployment", "apps", "api", {
+    w.setBook({
       [k("registry-retry-after")]: new Date(Date.now() - 1000).toISOString(),
     });
     const again = await w.run();
@@ -283,7 +283,7 @@ describe("dry run, bad input, security", () => {
   test("text: every line of a configuration error begins with [image-refresh]", async () => {
     w.writeConfig((cfg) => {
       cfg.images[0].targets[1].kind = "Pod";
-      cfg.state.kind = "Job";
+      cfg.store.name = "Not_A_Name";
     });
     const r = await w.run();
     expect(r.code).toBe(2);
@@ -293,7 +293,7 @@ describe("dry run, bad input, security", () => {
   });
   test("a field error and an error across fields are named together", async () => {
     w.writeConfig((c) => {
-      c.state.kind = "Job";
+      c.state = { kind: "Job", namespace: "apps", name: "api" };
       c.images[1].key = "api";
     });
     const r = await w.run();
@@ -343,31 +343,5 @@ describe("dry run, bad input, security", () => {
       expect(Object.keys(l)).toEqual(expect.arrayContaining(["time", "level", "msg", "trace_id", "span_id"]));
       expect(l.trace_id).toMatch(/^[0-9a-f]{32}$/);
     }
-  });
-
-  test("annotationPrefix tracebloc.io reads and writes the shell implementation's keys", async () => {
-    w.writeConfig((c) => (c.annotationPrefix = "tracebloc.io"));
-    const old = `sha256:${"0".repeat(64)}`;
-    w.api.setAnnotations("Deployment", "apps", "api", {
-      "tracebloc.io/last-refreshed-api-digest": old,
-      "tracebloc.io/last-refreshed-node-agent-digest": old,
-      "tracebloc.io/refresh-attempt": "1",
-    });
-    const r = await w.run();
-    expect(r.code).toBe(0);
-    const a = w.annotations();
-    expect(a["tracebloc.io/last-refreshed-api-digest"]).not.toBe(old);
-    // The legacy count carried over: this refresh is each image's attempt 2, and the first
-    // counter write removed the legacy key in the same patch.
-    expect(a["tracebloc.io/refresh-attempt"]).toBeUndefined();
-    expect(a["tracebloc.io/refresh-attempt-api"]).toBeUndefined();
-    const first = JSON.parse(
-      w.api.log.find((e) => e.method === "PATCH" && e.path === STATE_PATH)?.body ?? "{}",
-    );
-    expect(first.metadata.annotations).toMatchObject({
-      "tracebloc.io/refresh-attempt": null,
-      "tracebloc.io/refresh-attempt-api": "2",
-      "tracebloc.io/refresh-attempt-node-agent": "2",
-    });
   });
 });

@@ -2,7 +2,8 @@
 // never blamed on the state object when the state object was read fine (SPEC "Precise rules":
 // `error`: the state object could not be read, or anything unexpected).
 import { afterAll, beforeEach, expect, test } from "bun:test";
-import { type InProcessWorld, STATE_PATH, startInProcessWorld } from "../properties/inprocess.ts";
+import { type InProcessWorld, startInProcessWorld } from "../properties/inprocess.ts";
+import { STORE_PATH } from "../support/world.ts";
 
 const w: InProcessWorld = await startInProcessWorld();
 afterAll(() => w.stop());
@@ -20,8 +21,8 @@ test("a resolver that throws is unexpected, not state_unreadable; nothing is wri
   expect(w.api.log.filter((e) => e.method !== "GET")).toEqual([]);
 });
 
-test("a state object that cannot be read is state_unreadable", async () => {
-  w.api.faults.add({ method: "GET", path: STATE_PATH, fault: { type: "status", code: 403 } });
+test("a store that cannot be read is store_unreadable", async () => {
+  w.api.faults.add({ method: "GET", path: STORE_PATH, fault: { type: "status", code: 403 } });
   const { result } = await w.tick();
-  expect([result.outcome, result.reason]).toEqual(["error", "state_unreadable"]);
+  expect([result.outcome, result.reason]).toEqual(["error", "store_unreadable"]);
 });

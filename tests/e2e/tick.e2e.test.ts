@@ -5,7 +5,7 @@ import {
   apiRequests,
   PREFIX,
   recorded,
-  STATE_PATH,
+  STORE_PATH,
   startWorld,
   TARGET_READS,
   type World,
@@ -32,7 +32,8 @@ describe("first observation and no-op", () => {
     const a = w.ours();
     expect(a[k("last-refreshed-api-digest")]).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(a[k("last-refreshed-node-agent-digest")]).toMatch(/^sha256:[0-9a-f]{64}$/);
-    expect(writes(w.api)).toEqual([`PATCH ${STATE_PATH}`]);
+    // The first write creates the store: one POST, no workload touched.
+    expect(writes(w.api)).toEqual(["POST /api/v1/namespaces/image-refresh/configmaps"]);
     expect(w.image("Deployment", "apps", "api", "api")).toBe(before);
   });
 
@@ -41,8 +42,8 @@ describe("first observation and no-op", () => {
     const r = await w.run();
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("noop:");
-    // SPEC step 4: the state object once, then each other target workload once.
-    expect(apiRequests(w.api)).toEqual([`GET ${STATE_PATH}`, ...TARGET_READS]);
+    // One round: the store and each distinct target workload once, concurrently.
+    expect(apiRequests(w.api)).toEqual(TARGET_READS);
     // one challenge, one token request carrying both scopes, one HEAD per repository
     expect(w.registry.counts()).toMatchObject({ token: 1, head: 2, get: 0 });
     expect(w.registry.counts().challenge).toBeLessThanOrEqual(1);
@@ -54,7 +55,7 @@ describe("first observation and no-op", () => {
     const r = await w.run();
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("noop:");
-    expect(apiRequests(w.api)).toEqual([`GET ${STATE_PATH}`, ...TARGET_READS]);
+    expect(apiRequests(w.api)).toEqual(TARGET_READS);
     expect(w.registry.counts()).toEqual({ challenge: 0, token: 1, head: 2, get: 0 });
   });
 });
@@ -70,25 +71,35 @@ describe("refresh", () => {
       "attempt api=1",
       "image api",
       "image api-proxy",
-      "reset api",
+      "clear attempt api",
       "record api",
+      // One Event about each workload the refresh concerns.
+      "event Refreshed",
       "event Refreshed",
     ]);
-    const patches = w.api.log.filter((e) => e.method === "PATCH" && e.path === STATE_PATH && e.status < 300);
+    const patches = w.api.log.filter((e) => e.method === "PATCH" && e.path === STORE_PATH && e.status < 300);
     const bodies = patches.map((e) => JSON.parse(e.body ?? "{}"));
-    expect(bodies[0].metadata.annotations[k("refresh-attempt-api")]).toBe("1");
-    expect(bodies[0].metadata.annotations[k("refresh-attempt-traceparent-api")]).toMatch(
-      /^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/,
-    );
+    expect(bodies[0].data["refresh-attempt-api"]).toBe("1");
+    expect(bodies[0].data["refresh-attempt-traceparent-api"]).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
+    // The build tried is stored with the attempt: a failure names it.
+    expect(bodies[0].data["failed-api-digest"]).toBe(digest);
     expect(bodies[0].metadata.resourceVersion).toBeString();
-    // bodies[1] is the image patch of api itself; the reset tests the count it removes
-    const esc = (key: string) => `/metadata/annotations/${k(key).replace("/", "~1")}`;
-    expect(bodies[2]).toEqual([
-      { op: "test", path: esc("refresh-attempt-api"), value: "1" },
-      { op: "remove", path: esc("refresh-attempt-api") },
-      { op: "remove", path: esc("refresh-attempt-traceparent-api") },
-    ]);
-    expect(bodies[3].metadata.annotations).toEqual({ [k("last-refreshed-api-digest")]: digest });
+    // The reset: a separate compare-and-swap that removes the count, the traceparent and the failed digest.
+    expect(bodies[1]).toEqual({
+      metadata: { resourceVersion: expect.any(String) },
+      data: {
+        "refresh-attempt-api": null,
+        "failed-api-digest": null,
+        "refresh-attempt-traceparent-api": null,
+      },
+    });
+    expect(bodies[2].data).toEqual({ "last-refreshed-api-digest": digest });
+    expect(
+      w.api.events
+        .filter((e) => e.reason === "Refreshed")
+        .map((e) => e.regarding.name)
+        .sort(),
+    ).toEqual(["api", "api-proxy"]);
     const pinned = `${w.registry.host}/myorg/api@${digest}`;
     expect(w.image("Deployment", "apps", "api", "api")).toBe(pinned);
     expect(w.image("Deployment", "apps", "api-proxy", "proxy")).toBe(pinned);
@@ -172,8 +183,9 @@ describe("refresh", () => {
 describe("flapping workload", () => {
   test("attempts 1, 2, 3, then a lockout that holds until rearm", async () => {
     await recorded(w);
-    w.registry.push("myorg/node-agent", "stable", { multiArch: true });
-    w.api.setMode("DaemonSet", "agents", "node-agent", "flap");
+    const bad = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
+    // A bad build: its pods never become available; the revert to the old one settles.
+    w.api.failImages("DaemonSet", "agents", "node-agent", [`${w.registry.host}/myorg/node-agent@${bad}`]);
     for (const n of [1, 2, 3]) {
       const r = await w.run();
       expect(r.code).toBe(1);
@@ -181,24 +193,30 @@ describe("flapping workload", () => {
     }
     w.api.clearLog();
     const lock = await w.run();
-    expect(lock.code).toBe(0);
+    // A lockout waits for a human, so the Job says so: exit 1, every tick while it lasts.
+    expect(lock.code).toBe(1);
     expect(lock.stderr).toContain("locked_out:");
     expect(lock.stderr).toContain("image-refresh rearm node-agent");
     expect(w.ours()[k("refresh-flap-detected-node-agent")]).toBe("3");
+    expect(w.book()["failed-node-agent-digest"]).toMatch(/^sha256:/);
     expect(writes(w.api)).toEqual([
-      `PATCH ${STATE_PATH}`,
-      "POST /apis/events.k8s.io/v1/namespaces/apps/events",
+      `PATCH ${STORE_PATH}`,
+      "POST /apis/events.k8s.io/v1/namespaces/agents/events",
     ]);
-    expect(w.api.events.at(-1)).toMatchObject({ type: "Warning", reason: "RefreshLockedOut" });
+    expect(w.api.events.at(-1)).toMatchObject({
+      type: "Warning",
+      reason: "RefreshLockedOut",
+      regarding: { kind: "DaemonSet", name: "node-agent" },
+    });
     w.api.clearLog();
     const held = await w.run();
-    expect(held.code).toBe(0);
+    expect(held.code).toBe(1);
     expect(writes(w.api)).toEqual([]);
     const rearm = await w.run(["rearm"]);
     expect(rearm.code).toBe(0);
     expect(w.ours()[k("refresh-attempt-node-agent")]).toBeUndefined();
     expect(w.ours()[k("refresh-flap-detected-node-agent")]).toBeUndefined();
-    w.api.setMode("DaemonSet", "agents", "node-agent", "healthy");
+    w.api.failImages("DaemonSet", "agents", "node-agent", []);
     const again = await w.run();
     expect(again.code).toBe(0);
     expect(again.stderr).toContain("refreshed:");
@@ -206,14 +224,14 @@ describe("flapping workload", () => {
 
   test("success after earlier failures resets the counter", async () => {
     await recorded(w);
-    w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt-api")]: "2" });
+    w.setBook({ "refresh-attempt-api": "2" });
     w.registry.push("myorg/api", "stable");
     const r = await w.run();
     expect(r.code).toBe(0);
     const body = JSON.parse(
-      w.api.log.filter((e) => e.method === "PATCH" && e.path === STATE_PATH)[0]?.body ?? "{}",
+      w.api.log.filter((e) => e.method === "PATCH" && e.path === STORE_PATH)[0]?.body ?? "{}",
     );
-    expect(body.metadata.annotations[k("refresh-attempt-api")]).toBe("3");
+    expect(body.data["refresh-attempt-api"]).toBe("3");
     expect(w.ours()[k("refresh-attempt-api")]).toBeUndefined();
   });
 
@@ -232,7 +250,7 @@ describe("flapping workload", () => {
 
   test("an untrusted counter holds the tick: exit 1, no rollout", async () => {
     await recorded(w);
-    w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt-api")]: "2abc" });
+    w.setBook({ "refresh-attempt-api": "2abc" });
     w.registry.push("myorg/api", "stable");
     w.api.clearLog();
     const r = await w.run();
@@ -243,59 +261,48 @@ describe("flapping workload", () => {
   });
 });
 
-describe("settled guard and skip streak", () => {
-  test("below, at and past the ceiling; the freeze names every target and posts one Event", async () => {
+describe("settled guard and skip streak, per image", () => {
+  test("below, at and past the ceiling: only the unsettled workload's image freezes; one Event about that workload", async () => {
     await recorded(w);
     w.api.setMode("Deployment", "apps", "api", "unsettled");
+    w.registry.push("myorg/node-agent", "stable", { multiArch: true });
     const first = await w.run();
     expect(first.code).toBe(0);
-    expect(first.stderr).toContain("skipping tick 1/3");
-    expect(w.registry.counts().head).toBe(0);
+    expect(first.stderr).toContain("api: Deployment apps/api not settled");
+    expect(first.stderr).toContain("skip 1/3");
+    // The DaemonSet's image has nothing to do with it: it refreshes.
+    expect(first.stderr).toContain("node-agent: refreshed");
+    expect(w.book()["skip-streak-api"]).toBe("1");
     expect((await w.run()).code).toBe(0);
     const frozen = await w.run();
     expect(frozen.code).toBe(1);
-    expect(frozen.stderr).toContain("FROZEN");
-    for (const name of ["apps/api", "apps/api-proxy", "agents/node-agent"])
-      expect(frozen.stderr).toContain(name);
+    expect(frozen.stderr).toContain("FROZEN: api: Deployment apps/api not settled");
     const past = await w.run();
     expect(past.code).toBe(1);
-    expect(w.ours()[k("refresh-skip-streak")]).toBe("4");
-    expect(w.api.events.filter((e) => e.reason === "RefreshFrozen")).toHaveLength(1);
+    expect(w.book()["skip-streak-api"]).toBe("4");
+    const events = w.api.events.filter((e) => e.reason === "RefreshFrozen");
+    expect(events).toHaveLength(1);
+    expect(events[0].regarding).toMatchObject({ kind: "Deployment", namespace: "apps", name: "api" });
   });
 
-  test("settling clears the streak; a failed clear is a warning and the tick goes on", async () => {
+  test("settling removes the streak; a failed removal is a warning and the tick goes on", async () => {
     await recorded(w);
-    w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-skip-streak")]: "2" });
-    w.api.faults.add({ method: "PATCH", path: STATE_PATH, times: 1, fault: { type: "status", code: 500 } });
+    w.setBook({ "skip-streak-api": "2" });
+    w.api.faults.add({ method: "PATCH", path: STORE_PATH, times: 1, fault: { type: "status", code: 500 } });
     const r = await w.run();
     expect(r.code).toBe(0);
-    expect(r.stderr).toContain("WARNING: cannot clear the skip streak");
-    expect(w.registry.counts().head).toBe(2);
+    expect(r.stderr).toContain("WARNING: cannot remove streaks or markers");
     const again = await w.run();
     expect(again.code).toBe(0);
-    expect(w.ours()[k("refresh-skip-streak")]).toBeUndefined();
-  });
-
-  test("a clear that loses a race and then cannot re-read is still only a warning", async () => {
-    await recorded(w);
-    w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-skip-streak")]: "2" });
-    await Bun.sleep(100);
-    // The observing GET passes; the clear meets a 409; every later GET of the state fails.
-    w.api.faults.add({ method: "GET", path: STATE_PATH, times: 1, fault: { type: "delay", ms: 1 } });
-    w.api.faults.add({ method: "PATCH", path: STATE_PATH, times: 1, fault: { type: "status", code: 409 } });
-    w.api.faults.add({ method: "GET", path: STATE_PATH, fault: { type: "status", code: 503 } });
-    const r = await w.run();
-    expect(r.stderr).toContain("WARNING: cannot clear the skip streak");
-    expect(r.stderr).not.toContain("unexpected");
-    expect(r.code).toBe(0);
-    expect(r.stderr).toContain("noop:");
+    expect(w.book()["skip-streak-api"]).toBeUndefined();
   });
 
   test("a skip that cannot be counted fails the tick", async () => {
+    await recorded(w);
     w.api.setMode("Deployment", "apps", "api", "unsettled");
-    w.api.faults.add({ method: "PATCH", path: STATE_PATH, fault: { type: "status", code: 500 } });
+    w.api.faults.add({ method: "PATCH", path: STORE_PATH, fault: { type: "status", code: 500 } });
     const r = await w.run();
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("cannot write skip streak");
+    expect(r.stderr).toContain("cannot write the streak of api");
   });
 });

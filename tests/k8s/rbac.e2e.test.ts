@@ -93,8 +93,10 @@ async function worldFor(s: Shipped, rules?: RbacRule[]): Promise<World> {
         name: t.container,
         image: `${w.registry.host}/${image.repository}:${config.tag}`,
       });
-  const state = workload(config.state.kind, config.state.namespace, config.state.name);
-  if (state.containers.length === 0) state.containers.push({ name: "main", image: "busybox:1" });
+  if (config.state) {
+    const state = workload(config.state.kind, config.state.namespace, config.state.name);
+    if (state.containers.length === 0) state.containers.push({ name: "main", image: "busybox:1" });
+  }
   for (const wl of wanted.values()) {
     if (!w.api.getObject(wl.kind, wl.namespace, wl.name)) w.api.addWorkload(wl);
     else {
@@ -130,7 +132,7 @@ function outcomeOf(stderr: string): { outcome?: string; reason?: string } {
 async function step(w: World, s: Shipped, name: string, args: string[] = ["tick"]): Promise<Step> {
   const before = w.api.log.length;
   const r = await w.run(args, s.env);
-  const writes = writeStory({ ...w.api, log: w.api.log.slice(before) }, s.config.annotationPrefix);
+  const writes = writeStory({ ...w.api, log: w.api.log.slice(before) });
   return { step: name, code: r.code, ...outcomeOf(r.stderr), writes };
 }
 
@@ -152,8 +154,8 @@ async function story(w: World, s: Shipped): Promise<Step[]> {
   const steps = [await step(w, s, "first observation")];
   for (const image of config.images) if (image.pinned !== true) w.registry.push(image.repository, config.tag);
   steps.push(await step(w, s, "refresh"));
-  // An unsettled state object: counted skips (streak writes) up to the freeze and its Event.
-  const st = config.state;
+  // An unsettled target: counted skips (streak writes) up to the freeze and its Event.
+  const st = config.images[0]?.targets[0] as Config["images"][number]["targets"][number];
   w.api.setMode(st.kind, st.namespace, st.name, "unsettled");
   for (let n = 1; n <= config.maxSkipTicks; n++) steps.push(await step(w, s, `unsettled ${n}`));
   w.api.setMode(st.kind, st.namespace, st.name, "healthy");
@@ -199,8 +201,9 @@ for (const dir of KUSTOMIZATIONS) {
         ...Array.from({ length: s.config.maxSkipTicks - 1 }, (_, i) => [`unsettled ${i + 1}`, 0, "skipped"]),
         [`unsettled ${s.config.maxSkipTicks}`, 1, "frozen"],
         ...Array.from({ length: s.config.maxRefreshAttempts }, (_, i) => [`flap ${i + 1}`, 1, "failed"]),
-        ["lockout", 0, "locked_out"],
-        ["status", 0, undefined],
+        // A lockout fails the Job; status, usable as a check, says so too.
+        ["lockout", 1, "locked_out"],
+        ["status", 1, undefined],
         ["rearm", 0, undefined],
         ["refresh after rearm", 0, "refreshed"],
       ]);
@@ -216,7 +219,8 @@ for (const dir of KUSTOMIZATIONS) {
 
 describe("a Role missing a verb the rollout wait needs", () => {
   const s = shipped("base");
-  const state = s.config.state;
+  // The base's one target, Deployment default/app.
+  const state = s.config.images[0]?.targets[0] as { namespace: string; name: string };
   for (const verb of ["list", "watch"]) {
     test(`without "${verb}" the refresh fails with the API's Forbidden message and exit 1`, async () => {
       const rules = s.rules.map((r) => ({ ...r, verbs: r.verbs.filter((v) => v !== verb) }));

@@ -13,6 +13,7 @@ const config = parseConfig(
   JSON.stringify({
     tag: "stable",
     registry: { host: "docker.io" },
+    store: { namespace: "image-refresh" },
     state: { kind: "Deployment", namespace: "ops", name: "keeper" },
     images: [
       {

@@ -12,6 +12,7 @@ const CONFIG = `tag: stable
 registry:
   host: docker.io
   dockerConfigJson: /etc/image-refresh/pull-secret/.dockerconfigjson
+store: { namespace: image-refresh }
 state: { kind: Deployment, namespace: shop, name: web }
 rolloutTimeout: 10m
 images:

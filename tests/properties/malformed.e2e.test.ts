@@ -70,9 +70,8 @@ const cases: Case[] = [
   {
     // the push of the case above is still due: it was held. The legacy counter counts for every image.
     name: "a huge (legacy) attempt counter while a refresh is due",
-    setup: (w) =>
-      w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt")]: "9".repeat(HUGE) }),
-    undo: (w) => w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt")]: null }),
+    setup: (w) => w.setBook({ [k("refresh-attempt")]: "9".repeat(HUGE) }),
+    undo: (w) => w.setBook({ [k("refresh-attempt")]: null }),
     code: 1,
     says: [/refresh-attempt is .*not a count.*rearm api/, /held: api: held; node-agent: noop/],
     writesNothing: true,
@@ -81,12 +80,12 @@ const cases: Case[] = [
     name: "a huge skip streak on an unsettled state object",
     setup: (w) => {
       w.api.setMode("Deployment", "apps", "api", "unsettled");
-      w.api.setAnnotations("Deployment", "apps", "api", {
+      w.setBook({
         [k("refresh-skip-streak")]: `x${"7".repeat(HUGE)}`,
       });
     },
     undo: (w) => {
-      w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-skip-streak")]: null });
+      w.setBook({ [k("refresh-skip-streak")]: null });
       w.api.setMode("Deployment", "apps", "api", "healthy");
     },
     code: 1,
@@ -103,13 +102,13 @@ const cases: Case[] = [
         path: NODE_AGENT_MANIFEST,
         fault: { type: "status", code: 404 },
       });
-      w.api.setAnnotations("Deployment", "apps", "api", {
+      w.setBook({
         [k("unresolved-streak-node-agent")]: `x${"7".repeat(HUGE)}`,
       });
     },
     undo: (w) => {
       w.registry.faults.clear();
-      w.api.setAnnotations("Deployment", "apps", "api", { [k("unresolved-streak-node-agent")]: null });
+      w.setBook({ [k("unresolved-streak-node-agent")]: null });
     },
     code: 1,
     says: [/unresolved-streak-node-agent is .*not a count/, /error: api: refreshed; node-agent: error/],

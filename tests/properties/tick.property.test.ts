@@ -154,12 +154,12 @@ function startStory(legacy: ValueOf<typeof legacyArb>): void {
   w.reset();
   if (!legacy) return;
   const p = legacy.prefix;
-  w.api.setAnnotations("Deployment", "apps", "api", {
+  w.setBook({
     [`${p}/refresh-attempt`]: legacy.attempt,
     [`${p}/refresh-flap-detected`]: legacy.flap ?? null,
   });
   if (legacy.both)
-    w.api.setAnnotations("Deployment", "apps", "api", {
+    w.setBook({
       [`${p === PREFIX ? "tracebloc.io" : PREFIX}/refresh-attempt`]: "1",
     });
 }
@@ -245,7 +245,7 @@ async function step(s: ValueOf<typeof stepArb>, story: Story): Promise<void> {
     expect(await w.setImage(g.w, g.container, image, "argocd-controller")).toBe(200);
   }
   if (s.scribble)
-    w.api.setAnnotations("Deployment", "apps", "api", {
+    w.setBook({
       [k(`refresh-attempt-${s.scribble.key}`)]: s.scribble.value,
     });
   if (s.push === "api") w.current.api = w.registry.push("myorg/api", "stable");

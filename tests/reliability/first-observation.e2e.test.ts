@@ -16,7 +16,7 @@ describe("SPEC step 6: first-observation digests are recorded if nothing else wr
     const s = await makeScene("first");
     world = s.w;
     // api was recorded before (OLD) and changed; node-agent has never been recorded.
-    s.w.api.setAnnotations("Deployment", "apps", "api", { [k("last-refreshed-api-digest")]: OLD });
+    s.w.setBook({ [k("last-refreshed-api-digest")]: OLD });
     await pinTargets(s.w, { api: OLD });
     s.w.api.setMode("Deployment", "apps", "api-proxy", "deadline");
     const r = await s.w.run();
@@ -32,7 +32,7 @@ describe("SPEC step 6: first-observation digests are recorded if nothing else wr
   test("one image changed but the refresh is held (untrusted counter): the first-seen image is still recorded", async () => {
     const s = await makeScene("first");
     world = s.w;
-    s.w.api.setAnnotations("Deployment", "apps", "api", {
+    s.w.setBook({
       [k("last-refreshed-api-digest")]: OLD,
       [k("refresh-attempt-api")]: "x",
     });
@@ -46,7 +46,7 @@ describe("SPEC step 6: first-observation digests are recorded if nothing else wr
   test("first observation lost on a failed tick lets a later push go unrefreshed", async () => {
     const s = await makeScene("first");
     world = s.w;
-    s.w.api.setAnnotations("Deployment", "apps", "api", { [k("last-refreshed-api-digest")]: OLD });
+    s.w.setBook({ [k("last-refreshed-api-digest")]: OLD });
     await pinTargets(s.w, { api: OLD });
     s.w.api.setMode("Deployment", "apps", "api-proxy", "deadline");
     expect((await s.w.run()).code).toBe(1);

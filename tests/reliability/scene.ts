@@ -102,7 +102,7 @@ export async function makeScene(
     w.registry.faults.add({ method: "HEAD", path: "/v2/myorg/api/manifests/stable", fault: notFound });
   }
   if (scenario === "stale") a[k("unresolved-streak-api")] = String(MAX_UNRESOLVED - 1);
-  w.api.setAnnotations("Deployment", "apps", "api", a);
+  w.setBook(a);
   if (scenario === "unsettled") w.api.setMode("Deployment", "apps", "api", "unsettled");
   return { w, scenario, digests, before: w.ours() };
 }

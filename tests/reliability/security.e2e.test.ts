@@ -77,7 +77,7 @@ describe("secrets never leak", () => {
     for (const format of ["text", "json"]) {
       const tick = (extra: Record<string, string> = {}) =>
         run(w, ["tick", "--log-format", format], { ...env, ...otel, ...extra });
-      w.api.setAnnotations("Deployment", "apps", "api", {
+      w.setBook({
         [k("last-refreshed-api-digest")]: null,
         [k("last-refreshed-node-agent-digest")]: null,
       });

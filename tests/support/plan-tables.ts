@@ -4,7 +4,10 @@
 import { expect, test } from "bun:test";
 import { type Config, parseConfig } from "../../lib/config.ts";
 import { exampleConfig } from "../../lib/example-config.ts";
+import { parseBook } from "../../lib/state/book.ts";
+import { applyChange } from "../../lib/state/change.ts";
 import type { Action, Decision, Observed } from "../../lib/tick/model.ts";
+import { targetsOf } from "../../lib/tick/plan/combine.ts";
 import { plan } from "../../lib/tick/plan/plan.ts";
 
 export const D = (c: string) => `sha256:${c.repeat(64)}`;
@@ -19,31 +22,30 @@ export function config(tweak: (c: any) => void = () => {}): Config {
 }
 
 export function observed(tweak: (o: Observed) => void = () => {}): Observed {
+  const data = { "last-refreshed-api-digest": D("a"), "last-refreshed-node-agent-digest": D("b") };
+  const settled = { settled: true, settleMessage: "successfully rolled out" };
   const o: Observed = {
-    state: {
-      settled: true,
-      settleMessage: 'deployment "api" successfully rolled out',
-      annotations: {
-        [`${P}/last-refreshed-api-digest`]: D("a"),
-        [`${P}/last-refreshed-node-agent-digest`]: D("b"),
-      },
-    },
+    book: parseBook({ resourceVersion: "1", data }, ["api", "node-agent"]),
+    clock: Date.parse("2026-12-01T12:00:00Z"),
     digests: { api: { ok: true, digest: D("a") }, "node-agent": { ok: true, digest: D("b") } },
     workloads: {
       "Deployment/apps/api": {
         found: true,
         images: { api: `docker.io/myorg/api@${D("a")}`, sidecar: "envoy" },
         owners: { api: [ours], sidecar: [helm] },
+        ...settled,
       },
       "Deployment/apps/api-proxy": {
         found: true,
         images: { proxy: `docker.io/myorg/api@${D("a")}`, agent: `docker.io/myorg/node-agent@${D("b")}` },
         owners: { proxy: [ours], agent: [ours] },
+        ...settled,
       },
       "DaemonSet/agents/node-agent": {
         found: true,
         images: { agent: `docker.io/myorg/node-agent@${D("b")}` },
         owners: { agent: [ours] },
+        ...settled,
       },
     },
   };
@@ -51,9 +53,9 @@ export function observed(tweak: (o: Observed) => void = () => {}): Observed {
   return o;
 }
 
+/** Sets (or, with undefined, removes) a key of the store's book. */
 export const ann = (o: Observed, key: string, value: string | undefined) => {
-  if (value === undefined) delete o.state.annotations[`${P}/${key}`];
-  else o.state.annotations[`${P}/${key}`] = value;
+  o.book = applyChange(o.book, { [key]: value ?? null });
 };
 export const newApi = (o: Observed) => {
   o.digests = { ...o.digests, api: { ok: true, digest: D("c") } };
@@ -66,11 +68,14 @@ export const agentFails =
   (o: Observed) => {
     o.digests = { ...o.digests, "node-agent": { ok: false, failure, message: "manifest HEAD answered 404" } };
   };
+/** Deployment apps/api (a target of api) has not settled. */
 export const unsettled = (o: Observed) => {
-  o.state.settled = false;
-  o.state.settleMessage = "Waiting for deployment spec update to be observed...";
-  delete o.digests;
-  delete o.workloads;
+  const w = o.workloads?.["Deployment/apps/api"];
+  if (w?.found)
+    Object.assign(w, {
+      settled: false,
+      settleMessage: "Waiting for deployment spec update to be observed...",
+    });
 };
 export const both =
   (...fs: Array<(o: Observed) => void>) =>
@@ -81,15 +86,27 @@ export const both =
 export const shareProxy = (c: any) =>
   c.images[1].targets.push({ kind: "Deployment", name: "api-proxy", container: "agent" });
 
-export const write = (w: Partial<Extract<Action, { type: "write-state" }>>): Action => ({
+type StateWriteAction = Extract<Action, { type: "write-state" }>;
+/** A count given alone: the digest tried is the one the case's expected rollouts of that image name. */
+const DUE = "<the digest the expected rollouts name>";
+export const write = (
+  w: Partial<Omit<StateWriteAction, "attempts">> & {
+    attempts?: Record<string, number | { count: number; digest: string }>;
+  },
+): Action => ({
   type: "write-state",
-  annotations: {},
-  attempts: {},
+  change: {},
   repins: [],
   streaks: [],
   flaps: [],
   firstSeen: [],
   ...w,
+  attempts: Object.fromEntries(
+    Object.entries(w.attempts ?? {}).map(([k, v]) => [
+      k,
+      typeof v === "number" ? { count: v, digest: DUE } : v,
+    ]),
+  ),
 });
 export const roll = (
   name: string,
@@ -108,13 +125,17 @@ export const roll = (
 });
 export const API_C = `docker.io/myorg/api@${D("c")}`;
 export const AGENT_E = `docker.io/myorg/node-agent@${D("e")}`;
-export const REFRESH_API: Action[] = [
+export const REFRESH_API: Expected[] = [
   write({ attempts: { api: 1 } }),
   roll("api", [["api", API_C]], ["api"]),
   roll("api-proxy", [["proxy", API_C]], ["api"]),
   { type: "reset", counts: { api: 1 } },
   { type: "record-digests", digests: { api: D("c") } },
 ];
+
+type EventAction = Extract<Action, { type: "event" }>;
+/** An expected action; an image Event may leave out `regarding` (then: that image's targets). */
+export type Expected = Action | (Omit<EventAction, "regarding"> & { regarding?: EventAction["regarding"] });
 
 export type Case = {
   name: string;
@@ -124,7 +145,7 @@ export type Case = {
   reason?: Decision["reason"];
   /** Each image's verdict as `outcome/reason`. */
   images?: Record<string, string>;
-  actions: Action[];
+  actions: Expected[];
 };
 
 export const verdicts = (d: Decision) =>
@@ -139,14 +160,36 @@ export function runCases(cases: Case[]): void {
       expect(d.outcome).toBe(tc.outcome);
       if (tc.reason) expect(d.reason).toBe(tc.reason);
       if (tc.images) expect(verdicts(d)).toEqual(tc.images);
-      expect(d.actions).toEqual(withBefore(tc.actions, o));
+      expect(d.actions).toEqual(withBefore(tc.actions, o, config(tc.c)));
     });
   }
 }
 
-/** Each expected rollout container with the image it ran as observed: what a revert restores. */
-export function withBefore(actions: Action[], o: Observed): Action[] {
-  return actions.map((a) => {
+/**
+ * Each expected rollout container with the image it ran as observed (what a revert restores), and
+ * each expected image Event about that image's targets unless the case names the workloads.
+ */
+export function withBefore(actions: Expected[], o: Observed, c?: Config): Action[] {
+  const tried = (key: string) => {
+    for (const a of actions)
+      if (a.type === "rollout" && a.images.includes(key)) {
+        const mine = a.containers.find((x) => x.image.includes(`/${key}@`)) ?? a.containers[0];
+        return mine?.image.split("@")[1] ?? DUE;
+      }
+    return DUE;
+  };
+  return actions.map((a): Action => {
+    if (a.type === "write-state") {
+      const attempts = Object.fromEntries(
+        Object.entries(a.attempts).map(([k, v]) => [k, v.digest === DUE ? { ...v, digest: tried(k) } : v]),
+      );
+      return { ...a, attempts };
+    }
+    if (a.type === "event") {
+      if (a.regarding) return a as EventAction;
+      const img = c?.images.find((i) => i.key === a.image);
+      return { ...a, regarding: img ? targetsOf(img) : [] };
+    }
     if (a.type !== "rollout") return a;
     const seen = o.workloads?.[`${a.workload.kind}/${a.workload.namespace}/${a.workload.name}`];
     const images: Record<string, string> = seen?.found ? seen.images : {};

@@ -12,6 +12,9 @@ import { type RunResult, runBinary } from "./binary.ts";
 
 export const PREFIX = "image-refresh.io";
 export const STATE = ["Deployment", "apps", "api"] as const;
+/** The store: image-refresh's own ConfigMap, where the scenario's config keeps the bookkeeping. */
+export const STORE = ["image-refresh", "image-refresh-state"] as const;
+export const STORE_PATH = "/api/v1/namespaces/image-refresh/configmaps/image-refresh-state";
 
 export interface World {
   api: SimApiServer;
@@ -23,8 +26,14 @@ export interface World {
   /** Rewrites config.yaml; `tweak` edits the default config object. */
   writeConfig(tweak?: (c: any) => void): void;
   run(args?: string[], env?: Record<string, string>): Promise<RunResult>;
+  /** The annotations of Deployment apps/api (the legacy state object of the migration tests). */
   annotations(): Record<string, string>;
+  /** The store's data: image-refresh's bookkeeping. */
+  book(): Record<string, string>;
+  /** The store's data named as the legacy annotations were (`<prefix>/<key>`), for tests written so. */
   ours(): Record<string, string>;
+  /** Edits the store's data as a human with `kubectl edit` would (null removes a key; a `<prefix>/` is dropped). */
+  setBook(data: Record<string, string | null>): void;
   image(
     kind: "Deployment" | "DaemonSet" | "StatefulSet",
     ns: string,
@@ -73,10 +82,20 @@ export async function startWorld(opts: { now?: () => Date } = {}): Promise<World
     annotations() {
       return api.getObject(...STATE).metadata.annotations ?? {};
     },
+    book() {
+      return api.getConfigMap(...STORE)?.data ?? {};
+    },
+    setBook(data) {
+      const next: Record<string, string> = { ...world.book() };
+      for (const [name, v] of Object.entries(data)) {
+        const k = name.startsWith(`${PREFIX}/`) ? name.slice(PREFIX.length + 1) : name;
+        if (v === null) delete next[k];
+        else next[k] = v;
+      }
+      api.putConfigMap(...STORE, next);
+    },
     ours() {
-      return Object.fromEntries(
-        Object.entries(world.annotations()).filter(([k]) => k.startsWith(`${PREFIX}/`)),
-      );
+      return Object.fromEntries(Object.entries(world.book()).map(([k, v]) => [`${PREFIX}/${k}`, v]));
     },
     image(kind, ns, name, container) {
       const spec = api.getObject(kind, ns, name).spec.template.spec;
@@ -172,63 +191,53 @@ export function writes(api: SimApiServer): string[] {
 
 export const STATE_PATH = "/apis/apps/v1/namespaces/apps/deployments/api";
 /**
- * SPEC step 4: after the state object, a settled tick reads every other distinct target workload
- * of the scenario once, concurrently (so in no fixed order): sorted, as "GET path".
+ * A tick's first round: the store and every distinct target workload of the scenario, once
+ * each, concurrently (so in no fixed order): sorted, as "GET path".
  */
 export const TARGET_READS = [
+  "GET /api/v1/namespaces/image-refresh/configmaps/image-refresh-state",
   "GET /apis/apps/v1/namespaces/agents/daemonsets/node-agent",
+  "GET /apis/apps/v1/namespaces/apps/deployments/api",
   "GET /apis/apps/v1/namespaces/apps/deployments/api-proxy",
 ];
 
-/** The API requests of a tick as "METHOD path", the concurrent target reads after the state GET sorted. */
+/** The API requests of a tick as "METHOD path", the concurrent first round sorted. */
 export function apiRequests(api: SimApiServer): string[] {
   const all = api.log.map((e) => `${e.method} ${e.path}`);
-  const reads = all.slice(1, 1 + TARGET_READS.length);
-  if (all[0] === `GET ${STATE_PATH}` && reads.every((x) => TARGET_READS.includes(x))) reads.sort();
-  return [...all.slice(0, 1), ...reads, ...all.slice(1 + TARGET_READS.length)];
+  const reads = all.slice(0, TARGET_READS.length);
+  if (reads.every((x) => TARGET_READS.includes(x))) reads.sort();
+  return [...reads, ...all.slice(TARGET_READS.length)];
 }
 
 /**
  * The successful writes of a tick, named by what they did: the story SPEC prescribes, without
- * the noise of a retried conflict. A state write that carries several things names each:
+ * the noise of a retried conflict. A store write that carries several things names each:
  * `attempt api=1`, `flap marker node-agent`, `unresolved node-agent=2`, `record api`.
  */
-export function writeStory(api: SimApiServer, prefix = PREFIX): string[] {
+export function writeStory(api: SimApiServer): string[] {
   return api.log
     .filter((e) => e.method !== "GET" && e.status < 300)
     .map((e) => {
-      if (e.method === "POST") return `event ${JSON.parse(e.body ?? "{}").reason}`;
-      if (e.contentType?.startsWith("application/json-patch+json")) {
-        const ops: Array<{ op: string; path: string }> = JSON.parse(e.body ?? "[]");
-        const reset = ops.filter(
-          (o) =>
-            o.op === "remove" && /~1refresh-attempt-[^~]*$/.test(o.path) && !o.path.includes("traceparent"),
-        );
-        if (reset.length)
-          return `reset ${reset.map((o) => o.path.replace(/.*~1refresh-attempt-/, "")).join(",")}`;
-        return `image ${e.path.split("/").pop()}`;
-      }
-      return describeAnnotations(JSON.parse(e.body ?? "{}").metadata?.annotations ?? {}, prefix);
+      if (e.path.endsWith("/events")) return `event ${JSON.parse(e.body ?? "{}").reason}`;
+      if (e.contentType?.startsWith("application/json-patch+json")) return `image ${e.path.split("/").pop()}`;
+      const body = JSON.parse(e.body ?? "{}");
+      if (e.path.includes("/configmaps")) return describeData(body.data ?? {}, e.method === "POST");
+      return `annotations ${Object.keys(body.metadata?.annotations ?? {}).join(",")}`;
     });
 }
 
-function describeAnnotations(a: Record<string, string | null>, prefix: string): string {
-  const parts: string[] = [];
+function describeData(a: Record<string, string | null>, created: boolean): string {
+  const parts: string[] = created ? ["create"] : [];
   const each = (re: RegExp, say: (key: string, v: string | null) => string | undefined) => {
     for (const [k, v] of Object.entries(a)) {
-      const m = re.exec(k.slice(prefix.length + 1));
-      if (k.startsWith(`${prefix}/`) && m) {
+      const m = re.exec(k);
+      if (m) {
         const said = say(m[1] as string, v);
         if (said) parts.push(said);
       }
     }
   };
-  if (`${prefix}/refresh-skip-streak` in a)
-    parts.push(
-      a[`${prefix}/refresh-skip-streak`] === null
-        ? "clear streak"
-        : `streak ${a[`${prefix}/refresh-skip-streak`]}`,
-    );
+  each(/^skip-streak-(.+)$/, (k, v) => (v === null ? `clear streak ${k}` : `streak ${k}=${v}`));
   each(/^refresh-attempt-(?!traceparent-)(.+)$/, (k, v) =>
     v === null ? `clear attempt ${k}` : `attempt ${k}=${v}`,
   );
@@ -237,11 +246,9 @@ function describeAnnotations(a: Record<string, string | null>, prefix: string): 
   );
   each(/^unresolved-streak-(.+)$/, (k, v) => (v === null ? `clear unresolved ${k}` : `unresolved ${k}=${v}`));
   each(/^rejected-(.+)-digest$/, (k, v) => (v === null ? `clear rejected ${k}` : `rejected ${k}`));
-  if (Object.keys(a).some((k) => /\/refresh-(attempt|flap-detected|attempt-traceparent)$/.test(k)))
-    parts.push("migrate legacy");
   const digests = Object.keys(a)
-    .filter((k) => k.startsWith(`${prefix}/last-refreshed-`))
-    .map((k) => k.replace(`${prefix}/last-refreshed-`, "").replace(/-digest$/, ""));
+    .filter((k) => k.startsWith("last-refreshed-"))
+    .map((k) => k.replace("last-refreshed-", "").replace(/-digest$/, ""));
   if (digests.length) parts.push(`record ${digests.join(",")}`);
-  return parts.join(", ") || `annotations ${Object.keys(a).join(",")}`;
+  return parts.join(", ") || `store ${Object.keys(a).join(",")}`;
 }

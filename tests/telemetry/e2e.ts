@@ -18,11 +18,7 @@ export const COUNTERS = [
   "image_refresh.repins",
 ] as const;
 /** Gauges of the state object, one point a tick. */
-export const GAUGES = [
-  "image_refresh.skip_streak",
-  "image_refresh.frozen",
-  "image_refresh.last_success_timestamp",
-] as const;
+export const GAUGES = ["image_refresh.last_success_timestamp"] as const;
 export type GaugeName = (typeof GAUGES)[number];
 /** Gauges per image, one point per image a tick, each with attribute image_refresh.image. */
 export const IMAGE_GAUGES = [
@@ -30,11 +26,14 @@ export const IMAGE_GAUGES = [
   "image_refresh.locked_out",
   "image_refresh.paused",
   "image_refresh.unresolved_streak",
+  "image_refresh.skip_streak",
+  "image_refresh.frozen",
   "image_refresh.last_verified_timestamp",
 ] as const;
 export type ImageGaugeName = (typeof IMAGE_GAUGES)[number];
 
-export const STATE_ATTRS = { "k8s.namespace.name": "apps", "k8s.deployment.name": "api" };
+/** Every metric and the root span carry the installation: the store, `<namespace>/<name>`. */
+export const STATE_ATTRS = { "image_refresh.installation": "image-refresh/image-refresh-state" };
 
 /** What one process exported; `spans`/`metrics` fit the collector helpers (rootSpan, points...). */
 export interface Exported extends RunResult {

@@ -60,9 +60,8 @@ const deadUrl = `http://127.0.0.1:${deadPort.port}`;
 await deadPort.stop(true);
 
 const STATE = {
-  stateKind: "Deployment",
-  stateNamespace: "apps",
-  stateName: "api",
+  storeNamespace: "apps",
+  storeName: "api",
   version: "1.2.3",
 } as const;
 

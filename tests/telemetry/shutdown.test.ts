@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { createTelemetry } from "../../exporter.ts";
 import { type Collector, startCollector } from "../../sim/collector.ts";
 
-const STATE = { stateKind: "StatefulSet", stateNamespace: "db", stateName: "pg", version: "0" } as const;
+const STATE = { storeNamespace: "db", storeName: "pg", version: "0" } as const;
 const collectors: Record<"hang" | "fail500", Collector> = {} as never;
 let downUrl = "";
 
@@ -46,7 +46,7 @@ describe.each(["down", "hang", "fail500"])("collector %s", (mode) => {
 const CHILD = `
   const { createTelemetry } = await import(${JSON.stringify(join(import.meta.dir, "..", "..", "exporter.ts"))});
   const t = await createTelemetry({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: process.argv.at(-1) },
-    stateKind: "Deployment", stateNamespace: "apps", stateName: "api", version: "0", warn() {} });
+    storeNamespace: "apps", storeName: "api", version: "0", warn() {} });
   await t.tick({}, async () => {});
   t.gauge("image_refresh.locked_out", 0, {});
   const started = Date.now();

@@ -91,7 +91,7 @@ const SCENARIOS: Scenario[] = [
     outcome: "refreshed",
     arrange: async (w) => {
       await recorded(w);
-      w.api.setAnnotations("Deployment", "apps", "api", {
+      w.setBook({
         [k("refresh-attempt-api")]: "1",
         [k("refresh-attempt-traceparent-api")]: EARLIER_TP,
       });
@@ -128,7 +128,7 @@ const SCENARIOS: Scenario[] = [
     outcome: "frozen",
     arrange: async (w) => {
       await recorded(w);
-      w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-skip-streak")]: "2" });
+      w.setBook({ [k("refresh-skip-streak")]: "2" });
       w.api.setMode("Deployment", "apps", "api", "unsettled");
     },
     code: 1,
@@ -144,7 +144,7 @@ const SCENARIOS: Scenario[] = [
     outcome: "locked_out",
     arrange: async (w) => {
       await recorded(w);
-      w.api.setAnnotations("Deployment", "apps", "api", {
+      w.setBook({
         [k("refresh-attempt-api")]: "3",
         [k("refresh-attempt-traceparent-api")]: EARLIER_TP,
       });
@@ -167,7 +167,7 @@ const SCENARIOS: Scenario[] = [
     outcome: "held",
     arrange: async (w) => {
       await recorded(w);
-      w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt-api")]: "2abc" });
+      w.setBook({ [k("refresh-attempt-api")]: "2abc" });
       w.registry.push("myorg/api", "stable");
     },
     code: 1,
@@ -228,7 +228,7 @@ const SCENARIOS: Scenario[] = [
     outcome: "stale",
     arrange: async (w) => {
       await recorded(w);
-      w.api.setAnnotations("Deployment", "apps", "api", { [k("unresolved-streak-node-agent")]: "7" });
+      w.setBook({ [k("unresolved-streak-node-agent")]: "7" });
       w.registry.faults.add({ path: /node-agent\/manifests/, fault: { type: "status", code: 404 } });
     },
     code: 1,
@@ -248,7 +248,7 @@ const SCENARIOS: Scenario[] = [
     arrange: async (w) => {
       await recorded(w);
       const bad = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
-      w.api.setAnnotations("Deployment", "apps", "api", { [k("rejected-node-agent-digest")]: bad });
+      w.setBook({ [k("rejected-node-agent-digest")]: bad });
     },
     code: 0,
     counters: {},
@@ -392,7 +392,7 @@ describe.each(PROTOCOLS)("one tick over %s", (protocol) => {
     for (const x of [...e.spans, ...e.metrics])
       expect(x.resource).toMatchObject({
         "service.name": "image-refresh",
-        "service.instance.id": "apps/api",
+        "service.instance.id": "image-refresh/image-refresh-state",
       });
     const leaked = secrets(w);
     // The registry answered with bearer tokens, so the leak check has real values to look for.
@@ -423,7 +423,7 @@ test("status is one trace: a root span named for the command over every read, wi
 
 test("a dry run exports its spans, marked as a dry run, and no metrics", async () => {
   await recorded(w);
-  w.api.setAnnotations("Deployment", "apps", "api", { [k("refresh-attempt-api")]: "1" });
+  w.setBook({ [k("refresh-attempt-api")]: "1" });
   w.registry.push("myorg/api", "stable");
   w.api.clearLog();
   const e = await runWith(w, c, "http/protobuf", ["tick", "--dry-run"]);

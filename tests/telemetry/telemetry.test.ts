@@ -6,9 +6,8 @@ import { parseTraceparent, type Telemetry } from "../../lib/telemetry.ts";
 import { type Collector, childrenOf, points, rootSpan, startCollector, sumOf } from "../../sim/collector.ts";
 
 const STATE = {
-  stateKind: "Deployment",
-  stateNamespace: "apps",
-  stateName: "api",
+  storeNamespace: "apps",
+  storeName: "api",
   version: "9.9.9",
 } as const;
 const EARLIER = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
@@ -118,7 +117,7 @@ describe.each(["http/protobuf", "http/json"])("createTelemetry over %s", (protoc
     const expected = {
       "service.name": "image-refresh",
       "service.version": "9.9.9",
-      "service.instance.id": "apps/api",
+      "service.instance.id": "image-refresh/image-refresh-state",
       "k8s.namespace.name": "apps",
       "k8s.deployment.name": "api",
     };

@@ -2,9 +2,10 @@
 // follows: an uncounted streak or an unpersisted attempt stops the tick before any rollout; a
 // failed streak clear or Event is only a warning; a failed rollout fails its group of images and
 // the others go on; the reset never depends on the digest write.
-import { annotationKeys } from "../../annotations.ts";
 import type { Outcome } from "../../outcomes.ts";
 import { mostSevere } from "../../outcomes.ts";
+import type { Change } from "../../state/change.ts";
+import { IMAGE_KEYS } from "../../state/keys.ts";
 import type { SpanHandle } from "../../telemetry.ts";
 import type { TickContext } from "../context.ts";
 import type { Action, Decision, ImageVerdict, Reason, StateWrite } from "../model.ts";
@@ -14,14 +15,14 @@ import { pinRestored, recordDigests, reset } from "./record.ts";
 import { rolloutGroup } from "./rollouts.ts";
 import {
   baseAttrs,
-  describeState,
+  describeStore,
+  dropLegacy,
   type Failure,
-  isConflict,
-  patchState,
   postEvent,
   type Run,
-  refreshVersion,
   Stop,
+  StoreConflict,
+  writeBook,
 } from "./state.ts";
 
 export interface Applied {
@@ -32,7 +33,6 @@ export interface Applied {
   images: ImageVerdict[];
   /** A compare-and-swap lost to a concurrent write before anything irreversible: observe and plan again. */
   conflict?: boolean;
-  skipStreak?: number;
 }
 
 export async function apply(
@@ -45,19 +45,20 @@ export async function apply(
     ctx,
     obs,
     root,
-    rv: obs.state.metadata.resourceVersion,
-    annotations: obs.state.metadata.annotations,
+    book: obs.stored,
+    pending: obs.migration,
+    unlabelled: false,
     verdicts: new Map(d.images.map((v) => [v.key, { ...v }])),
     groups: d.groups,
     failed: new Map(),
     started: new Set(),
     rolledOut: false,
     patched: [],
-    skipStreak: d.skipStreak.before,
   };
   let stopped: Failure | undefined;
   try {
     for (const action of d.actions) await step(run, action);
+    await migrateAlone(run);
   } catch (err) {
     if (!(err instanceof Stop)) throw err;
     if (err.conflict) return { ...err.failure, images: [], conflict: true };
@@ -66,31 +67,36 @@ export async function apply(
   return result(d, run, stopped);
 }
 
+/**
+ * A tick that wrote nothing still carries the legacy annotations into the store (then drops them
+ * from the workload). A failure is a WARNING: the next tick reads them again.
+ */
+async function migrateAlone(run: Run): Promise<void> {
+  try {
+    if (Object.keys(run.pending).length > 0) await writeBook(run, {});
+    else await dropLegacy(run);
+  } catch (err) {
+    run.ctx.log.warn(
+      `cannot carry the legacy annotations into ${describeStore(run)}; the next tick retries`,
+      {
+        error: (err as Error).message,
+      },
+    );
+  }
+}
+
 function result(d: Decision, run: Run, stopped: Failure | undefined): Applied {
   const images = d.images.map((v) => run.verdicts.get(v.key) as ImageVerdict);
-  const skipStreak = run.skipStreak;
-  if (images.length === 0) return { ...(stopped ?? d), images, skipStreak };
+  if (images.length === 0) return { ...(stopped ?? d), images };
   const summary = summarise(images);
-  if (!stopped) return { ...summary, images, skipStreak };
+  if (!stopped) return { ...summary, images };
   const outcome = mostSevere([stopped.outcome, summary.outcome]);
   const reason = outcome === stopped.outcome ? stopped.reason : summary.reason;
-  return { outcome, reason, message: `${stopped.message}; ${summary.message}`, images, skipStreak };
+  return { outcome, reason, message: `${stopped.message}; ${summary.message}`, images };
 }
 
 async function step(run: Run, a: Action): Promise<void> {
-  const keys = annotationKeys(run.ctx.config.annotationPrefix);
   switch (a.type) {
-    case "write-streak":
-      await guarded(run, { [keys.skipStreak]: String(a.value) }, () => ({
-        outcome: "error",
-        reason: "streak_not_counted",
-        what: `skip streak ${a.value}`,
-      }));
-      // The skip_streak gauge reports the streak as this tick left it, like attempt_count.
-      run.skipStreak = a.value;
-      return;
-    case "clear-streak":
-      return clearStreak(run, keys.skipStreak);
     case "write-state":
       return writeState(run, a);
     case "rollout":
@@ -102,45 +108,46 @@ async function step(run: Run, a: Action): Promise<void> {
     case "pin-restored":
       return pinRestored(run, a.images);
     case "event":
-      return postEvent(run, a);
+      return postEvent(run, a, a.regarding);
   }
 }
 
 /** A write guarded by resourceVersion; a lost race before any rollout sends the tick back to observe. */
 async function guarded(
   run: Run,
-  annotations: Record<string, string | null>,
+  change: Change,
   fail: () => { outcome: Outcome; reason: Reason; what: string },
 ) {
   try {
-    await patchState(run, annotations, true);
+    await writeBook(run, change);
   } catch (err) {
     const f = fail();
-    if (isConflict(err) && !run.rolledOut)
-      throw new Stop({ ...f, message: `${f.what}: state changed concurrently` }, true);
-    const message = `cannot write ${f.what} to ${describeState(run)}: ${(err as Error).message}`;
+    if (err instanceof StoreConflict && !run.rolledOut)
+      throw new Stop({ ...f, message: `${f.what}: the store changed concurrently` }, true);
+    const message = `cannot write ${f.what} to ${describeStore(run)}: ${(err as Error).message}`;
     throw new Stop({ outcome: f.outcome, reason: f.reason, message });
   }
 }
 
 /**
  * The one write before any workload is touched: every due image's count + 1 with this tick's
- * traceparent, unresolved streaks, flap markers, the legacy keys' migration and first
- * observations. One compare-and-swap, so a concurrent tick's count is never overwritten.
+ * traceparent and the digest it tries (so a failure names its build), the streaks, flap markers,
+ * the legacy annotations' migration and first observations. One compare-and-swap, so a
+ * concurrent tick's count is never overwritten.
  */
 async function writeState(run: Run, w: StateWrite): Promise<void> {
   const { ctx } = run;
-  const keys = annotationKeys(ctx.config.annotationPrefix);
-  const annotations: Record<string, string | null> = { ...w.annotations };
+  const change: Record<string, string | null> = { ...w.change };
   const traceparent = ctx.telemetry.rootTraceparent();
-  for (const [key, n] of Object.entries(w.attempts)) {
-    annotations[keys.image(key).attempt] = String(n);
-    annotations[keys.image(key).traceparent] = traceparent;
+  for (const [key, a] of Object.entries(w.attempts)) {
+    change[IMAGE_KEYS.attempt.name(key)] = String(a.count);
+    change[IMAGE_KEYS.traceparent.name(key)] = traceparent;
+    change[IMAGE_KEYS.failed.name(key)] = a.digest;
   }
   const removalsOnly =
     Object.keys(w.attempts).length + w.streaks.length + w.flaps.length + w.firstSeen.length === 0;
   try {
-    await guarded(run, annotations, () => writeFailure(w));
+    await guarded(run, change, () => writeFailure(w));
   } catch (err) {
     // Only removed streaks (images that resolved again): a leftover streak makes a later stale
     // verdict come early, while stopping here would stop every refresh.
@@ -148,12 +155,12 @@ async function writeState(run: Run, w: StateWrite): Promise<void> {
       if (err instanceof Stop && !err.conflict) holdDue(run, w, err.failure);
       throw err;
     }
-    ctx.log.warn(`cannot remove unresolved streaks on ${describeState(run)}; going on`, {
+    ctx.log.warn(`cannot remove streaks or markers from ${describeStore(run)}; going on`, {
       error: err.failure.message,
     });
     return;
   }
-  for (const [key, n] of Object.entries(w.attempts)) {
+  for (const [key, { count: n }] of Object.entries(w.attempts)) {
     // The count stands until the reset removes it: a failed rollout leaves it, and so must the gauge.
     const v = run.verdicts.get(key) as ImageVerdict;
     v.attemptCount = n;
@@ -177,7 +184,7 @@ function writeFailure(w: StateWrite): { outcome: Outcome; reason: Reason; what: 
     return {
       outcome: "error",
       reason: "streak_not_counted",
-      what: `the unresolved streak of ${w.streaks.join(", ")}`,
+      what: `the streak of ${w.streaks.join(", ")}`,
     };
   if (w.flaps.length)
     return {
@@ -205,24 +212,5 @@ function holdDue(run: Run, w: StateWrite, f: Failure): void {
       message: `no rollout of ${key}: ${f.message}`,
       short: "(attempt not persisted)",
     });
-  }
-}
-
-async function clearStreak(run: Run, key: string): Promise<void> {
-  try {
-    await patchState(run, { [key]: null }, true);
-    run.skipStreak = 0;
-  } catch (err) {
-    // A streak that could not be cleared only makes a later freeze come early; stopping the
-    // tick here would stop every refresh instead, which is the failure this job exists to avoid.
-    run.ctx.log.warn(`cannot clear the skip streak on ${describeState(run)}; going on`, {
-      error: (err as Error).message,
-    });
-    // The next write needs the current resourceVersion; if even the re-read fails, that write
-    // will meet its own conflict and the tick re-reads from the start.
-    if (isConflict(err))
-      await refreshVersion(run).catch((e: Error) =>
-        run.ctx.log.warn(`cannot re-read ${describeState(run)} after the conflict`, { error: e.message }),
-      );
   }
 }

@@ -1,71 +1,68 @@
 // After the rollouts: the reset of the images whose workloads all settled, then (a separate
 // request, so a failed digest write can never strand a lockout) the record of their digests, and
-// the Events that say so. Each has its own failure policy, given below.
-import { annotationKeys } from "../../annotations.ts";
-import { ApiError } from "../../kube/errors.ts";
-import { stateRef } from "../../workload.ts";
+// the Events that say so. Each has its own failure policy, as SPEC step 7 gives it.
+import { type Change, merge, reset as resetKeys } from "../../state/change.ts";
+import { IMAGE_KEYS } from "../../state/keys.ts";
+import { countOf } from "../../state/values.ts";
 import type { ImageVerdict } from "../model.ts";
 import {
   baseAttrs,
-  describeState,
+  describeStore,
   failImage,
-  patchState,
   postEvent,
   type Run,
-  refreshVersion,
-  remember,
+  rereadBook,
+  StoreConflict,
   stillRefreshing,
+  targetsOfImages,
+  writeBook,
 } from "./state.ts";
 
+/** A store write that re-reads and decides again when another tick wrote first (a few times). */
+async function withRetry(run: Run, decide: () => Change): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await writeBook(run, decide());
+    } catch (err) {
+      if (!(err instanceof StoreConflict) || attempt >= 4) throw err;
+      run.ctx.log.info(`${describeStore(run)} changed concurrently; reading it again and deciding again`);
+      await rereadBook(run);
+    }
+  }
+}
+
 /**
- * The reset is its own request so that a failed digest write can never strand a lockout. Its
- * precondition is a JSON-patch `test` on each count this tick wrote rather than the
- * resourceVersion: the state object may be the workload that just rolled out, and every status
- * write of its controller moves the resourceVersion without touching the counters.
+ * The reset is its own write so that a failed digest write can never strand a lockout. It is
+ * decided against the store as it is now: a count another tick wrote since ours belongs to that
+ * tick's rollout, which may still fail, so it stays (a rearm, absent, is fine).
  */
 export async function reset(run: Run, counts: Record<string, number>): Promise<void> {
-  const keys = annotationKeys(run.ctx.config.annotationPrefix);
   const settled = stillRefreshing(run, Object.keys(counts));
   if (settled.length === 0) return;
   let done: string[] = [];
-  for (let attempt = 1; ; attempt++) {
-    const ops: object[] = [];
-    done = [];
-    for (const key of settled) {
-      const k = keys.image(key);
-      const current = run.annotations[k.attempt];
-      const ours = String(counts[key]);
-      // Another tick (a manual Job) wrote a count of its own since ours: that count belongs to its
-      // rollout, which may still fail. Removing it would lose that failure; a rearm (absent) is fine.
-      if (!run.ctx.dryRun && current !== undefined && current !== ours) {
-        run.ctx.log.warn(
-          `not resetting ${k.attempt} on ${describeState(run)}: it is ${current} now, written by another tick after this one wrote ${ours}`,
-          { image: key },
-        );
-        continue;
-      }
-      if (current !== undefined) ops.push({ op: "test", path: annotationPointer(k.attempt), value: current });
-      for (const name of [k.attempt, k.flap, k.traceparent])
-        if (run.annotations[name] !== undefined) ops.push({ op: "remove", path: annotationPointer(name) });
-      done.push(key);
-    }
-    try {
-      if (ops.length > 0) await jsonPatchState(run, ops);
-      break;
-    } catch (err) {
-      const lost = err instanceof ApiError && (err.code === 409 || err.code === 422);
-      if (lost && attempt < 4) {
-        await refreshVersion(run).catch(() => {});
-        continue;
-      }
-      for (const key of settled)
-        failImage(run, key, {
-          outcome: "failed",
-          reason: "reset_failed",
-          message: `${key} rolled out, but its attempt counter on ${describeState(run)} cannot be reset: ${(err as Error).message}`,
-        });
-      return;
-    }
+  const decide = () => {
+    done = settled.filter((key) => {
+      const current = run.book.images[key]?.attempt;
+      const ours = counts[key];
+      if (run.ctx.dryRun || !current || current.kind === "absent" || countOf(current) === ours) return true;
+      run.ctx.log.warn(
+        `not resetting ${IMAGE_KEYS.attempt.name(key)} in ${describeStore(run)}: it is ${current.raw} now, written by another tick after this one wrote ${ours}`,
+        { image: key },
+      );
+      return false;
+    });
+    return merge(...done.map((key) => resetKeys(run.book, key)));
+  };
+  try {
+    await withRetry(run, decide);
+  } catch (err) {
+    for (const key of settled)
+      failImage(run, key, {
+        outcome: "failed",
+        reason: "reset_failed",
+        message: `${key} rolled out, but its attempt counter in ${describeStore(run)} cannot be reset: ${(err as Error).message}`,
+      });
+    return;
   }
   for (const key of done) {
     const v = run.verdicts.get(key) as ImageVerdict;
@@ -76,45 +73,34 @@ export async function reset(run: Run, counts: Record<string, number>): Promise<v
   }
 }
 
-/** JSON pointer to an annotation; RFC 6901 escapes "~" and "/", and every key of ours has a "/". */
-export function annotationPointer(key: string): string {
-  return `/metadata/annotations/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`;
-}
-
-async function jsonPatchState(run: Run, ops: object[]): Promise<void> {
-  if (run.ctx.dryRun) {
-    run.ctx.log.info(`dry run: would PATCH ${describeState(run)}`, { ops });
-    return;
-  }
-  remember(run, await run.ctx.kube.jsonPatch(stateRef(run.ctx.config), ops));
-}
-
 /**
  * Records the digests of the images that settled (and first observations not yet written).
- * Digests are facts, not counters: no precondition, so a controller's status write cannot fail it.
+ * Digests are facts, not counters: a conflict is re-read and the same record sent again.
  */
 export async function recordDigests(
   run: Run,
   digests: Record<string, string>,
   candidates: Record<string, string | null> = {},
 ): Promise<void> {
-  const keys = annotationKeys(run.ctx.config.annotationPrefix);
   const entries = Object.entries(digests).filter(([key]) => {
     const v = run.verdicts.get(key);
     return v?.outcome === "refreshed" || v?.outcome === "recorded";
   });
   if (entries.length === 0) return refreshedEvent(run, digests);
-  const annotations: Record<string, string | null> = {};
-  for (const [key, d] of entries) {
-    annotations[keys.digest(key)] = d;
-    // A rejected build is history once another build of the image is recorded.
-    if (run.annotations[keys.image(key).rejected] !== undefined) annotations[keys.image(key).rejected] = null;
-    if (key in candidates) annotations[keys.image(key).candidates] = candidates[key] as string | null;
-  }
+  const decide = () => {
+    const out: Record<string, string | null> = {};
+    for (const [key, d] of entries) {
+      out[IMAGE_KEYS.digest.name(key)] = d;
+      // A rejected build is history once another build of the image is recorded.
+      if (run.book.images[key]?.rejected.kind !== "absent") out[IMAGE_KEYS.rejected.name(key)] = null;
+      if (key in candidates) out[IMAGE_KEYS.candidates.name(key)] = candidates[key] as string | null;
+    }
+    return out;
+  };
   try {
-    await patchState(run, annotations, false);
+    await withRetry(run, decide);
   } catch (err) {
-    const message = `cannot record the digest on ${describeState(run)}: ${(err as Error).message}`;
+    const message = `cannot record the digest in ${describeStore(run)}: ${(err as Error).message}`;
     for (const [key] of entries) {
       const refreshed = run.verdicts.get(key)?.outcome === "refreshed";
       failImage(run, key, { outcome: refreshed ? "failed" : "error", reason: "record_failed", message });
@@ -143,7 +129,7 @@ export async function pinRestored(run: Run, images: string[]): Promise<void> {
     return `${key} back on ${v.digest} (the pin had been replaced by ${v.restoredFrom?.join(", ") || "an unknown writer"})`;
   });
   const note = `re-pinned ${parts.join("; ")}; if the tag is rendered over the pin again before a tick finds it in place, image-refresh stops re-pinning and reports pin_contested`;
-  await postEvent(run, { type: "event", eventType: "Warning", reason: "PinRestored", note });
+  await postEvent(run, { eventType: "Warning", reason: "PinRestored", note }, targetsOfImages(run, done));
 }
 
 /** One Normal Event for the images that refreshed and were recorded. */
@@ -152,5 +138,5 @@ async function refreshedEvent(run: Run, digests: Record<string, string>): Promis
   if (done.length === 0) return;
   const repo = (key: string) => run.ctx.config.images.find((i) => i.key === key)?.repository ?? key;
   const note = `refreshed ${done.map((k) => `${repo(k)} → ${digests[k]}`).join(", ")}`;
-  await postEvent(run, { type: "event", eventType: "Normal", reason: "Refreshed", note });
+  await postEvent(run, { eventType: "Normal", reason: "Refreshed", note }, targetsOfImages(run, done));
 }

@@ -5,8 +5,8 @@
 // workloads healthy on the old build. A stopped tick (SIGTERM) starts no revert: the next tick
 // finds the workloads as they are and goes on.
 import type { Workload } from "../../kube/workloads.ts";
-import { describeWorkload, stateRef, workloadId } from "../../workload.ts";
 import type { ImageVerdict } from "../model.ts";
+import { describeWorkload, workloadId } from "../model.ts";
 import { baseAttrs, type Failure, failImage, type Patched, postEvent, type Run } from "./state.ts";
 import { patchImages, waitForImages } from "./workload-patch.ts";
 
@@ -52,12 +52,12 @@ export async function revertGroup(
     reason: settled ? ("RolloutReverted" as const) : ("RevertFailed" as const),
     note,
   };
-  await postEvent(run, event);
-  const state = stateRef(ctx.config);
-  if (!failedOn) return;
-  const id = workloadId({ kind: failedOn.kind, ...failedOn.metadata });
-  if (id !== workloadId(state) && failedOn.metadata.namespace === state.namespace)
-    await postEvent(run, event, failedOn);
+  // About every workload the revert concerns: each one it put back (the one that failed among them).
+  await postEvent(
+    run,
+    event,
+    todo.map((p) => p.workload),
+  );
 }
 
 /** One workload back on its old images: the same guarded patch as forward, then the same wait. */

@@ -2,8 +2,8 @@
 // the images that move together with it (its group). Other groups go on.
 import { ApiError } from "../../kube/errors.ts";
 import type { Workload } from "../../kube/workloads.ts";
-import { describeWorkload, stateRef, workloadId } from "../../workload.ts";
 import type { Rollout } from "../model.ts";
+import { describeWorkload, workloadId } from "../model.ts";
 import { revertGroup } from "./revert.ts";
 import { baseAttrs, type Failure, failImage, type Patched, postEvent, type Run } from "./state.ts";
 import { patchImages, waitForImages } from "./workload-patch.ts";
@@ -73,13 +73,8 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
     reason: "RolloutFailed" as const,
     note,
   };
-  await postEvent(run, event);
-  // Also about the workload that failed, where it lives beside the state object: the Role grants
-  // `create events` in the state object's namespace only; the state object's Event
-  // names the workload either way.
-  const state = stateRef(ctx.config);
-  if (id !== workloadId(state) && a.workload.namespace === state.namespace)
-    await postEvent(run, event, updated);
+  // About the workload that failed, where `kubectl describe` shows it.
+  await postEvent(run, event, [updated]);
   await revertGroup(run, a.group, failure, updated);
 }
 

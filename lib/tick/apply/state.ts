@@ -1,13 +1,18 @@
 // The state of one apply run and the helpers every apply step shares (apply.ts, record.ts,
 // rollouts.ts, revert.ts, workload-patch.ts import them from here, so none imports another's caller).
-import { ApiError } from "../../kube/errors.ts";
-import { postEvent as postKubeEvent } from "../../kube/events.ts";
+// Every bookkeeping write goes to the store, as one compare-and-swap on its resourceVersion;
+// workloads are written only to set images (and, once migrated, to drop legacy annotations).
+import { buildEvent } from "../../kube/events.ts";
 import type { Workload } from "../../kube/workloads.ts";
 import type { Outcome } from "../../outcomes.ts";
+import type { Book } from "../../state/book.ts";
+import { type Change, merge, storeWrite } from "../../state/change.ts";
+import { removableAnnotations } from "../../state/legacy.ts";
+import { readStore, writeStore } from "../../state/store.ts";
 import type { SpanHandle } from "../../telemetry.ts";
-import { stateRef, type WorkloadRef, workloadAttributes } from "../../workload.ts";
 import type { TickContext } from "../context.ts";
-import type { Action, ImageVerdict, Reason } from "../model.ts";
+import type { Action, ImageVerdict, Reason, WorkloadRef } from "../model.ts";
+import { describeWorkload, workloadId } from "../model.ts";
 import type { Observation } from "../observe.ts";
 
 export interface Failure {
@@ -26,6 +31,11 @@ export class Stop extends Error {
   }
 }
 
+/** Another tick wrote the store since this one read it: re-read and decide again. */
+export class StoreConflict extends Error {
+  override name = "StoreConflict";
+}
+
 /** One workload this tick patched: what its containers named before, for a revert. */
 export interface Patched {
   group: number;
@@ -38,9 +48,12 @@ export interface Run {
   ctx: TickContext;
   obs: Observation;
   root: SpanHandle;
-  rv: string;
-  /** The state object's annotations as of the last response we saw. */
-  annotations: Record<string, string>;
+  /** The store as of the last answer: every write is decided against its resourceVersion. */
+  book: Book;
+  /** Legacy annotations not yet carried into the store: they ride with the first write. */
+  pending: Change;
+  /** Legacy annotations already removed from the state workload this tick. */
+  unlabelled: boolean;
   /** Verdicts by image key, amended as writes and rollouts fail. */
   verdicts: Map<string, ImageVerdict>;
   groups: Record<number, string[]>;
@@ -52,42 +65,77 @@ export interface Run {
   rolledOut: boolean;
   /** Every workload this tick patched, in order, with the images it had: what a revert restores. */
   patched: Patched[];
-  skipStreak?: number;
 }
 
-/** Per-image metric attributes; the state object's alone when no image is named. */
-export function baseAttrs(run: { ctx: TickContext }, image?: string): Record<string, string> {
-  const attrs = workloadAttributes(run.ctx.config.state);
+/** The installation, `<store namespace>/<store name>`: every metric carries it. */
+export const installation = (ctx: Pick<TickContext, "store">) => `${ctx.store.namespace}/${ctx.store.name}`;
+
+/** Per-image metric attributes; the installation's alone when no image is named. */
+export function baseAttrs(
+  run: { ctx: Pick<TickContext, "store" | "config"> },
+  image?: string,
+): Record<string, string> {
+  const attrs: Record<string, string> = { "image_refresh.installation": installation(run.ctx) };
   if (image === undefined) return attrs;
   const repo = run.ctx.config.images.find((i) => i.key === image)?.repository ?? image;
   return { ...attrs, "image_refresh.image": image, "container.image.name": repo };
 }
 
-export function describeState(run: Run): string {
-  const s = run.ctx.config.state;
-  return `${s.kind} ${s.namespace}/${s.name}`;
+export function describeStore(run: { ctx: Pick<TickContext, "store"> }): string {
+  return `configmap ${installation(run.ctx)}`;
 }
 
-export async function patchState(
-  run: Run,
-  annotations: Record<string, string | null>,
-  precondition: boolean,
-): Promise<Workload | undefined> {
-  const body = { metadata: { ...(precondition ? { resourceVersion: run.rv } : {}), annotations } };
+/**
+ * One write of the store (with any legacy annotations still to carry): a create or a patch
+ * guarded by the resourceVersion it was decided on. Throws StoreConflict when another tick
+ * wrote first, else the ApiError.
+ */
+export async function writeBook(run: Run, change: Change): Promise<void> {
+  const all = merge(run.pending, change);
   if (run.ctx.dryRun) {
-    run.ctx.log.info(`dry run: would PATCH ${describeState(run)}`, { annotations });
-    return undefined;
+    const w = storeWrite(run.book, all);
+    if (w.kind !== "none")
+      run.ctx.log.info(`dry run: would ${w.kind} ${describeStore(run)}`, { data: w.data });
+    return;
   }
-  const updated = await run.ctx.kube.mergePatch(stateRef(run.ctx.config), body);
-  remember(run, updated);
-  return updated;
+  const r = await writeStore(run.ctx.kube.configMaps, run.ctx.store, run.book, all);
+  if (r.kind === "conflict") throw new StoreConflict(r.message);
+  run.pending = {};
+  if (r.kind === "written") run.book = r.book;
+  await dropLegacy(run);
 }
 
-export const isConflict = (err: unknown) => err instanceof ApiError && err.code === 409;
-
-export async function refreshVersion(run: Run): Promise<void> {
+/** Reads the store again after a conflict; the legacy values are not carried again. */
+export async function rereadBook(run: Run): Promise<void> {
   if (run.ctx.dryRun) return;
-  remember(run, await run.ctx.kube.get(stateRef(run.ctx.config)));
+  const keys = run.ctx.config.images.map((i) => i.key);
+  run.book = (await readStore(run.ctx.kube.configMaps, run.ctx.store, keys)).book;
+}
+
+/**
+ * Once the store holds what a legacy annotation said, it goes from the state workload: one merge
+ * patch of nulls (an absent one is fine). A failed removal is a WARNING; the next tick retries.
+ */
+export async function dropLegacy(run: Run): Promise<void> {
+  const legacy = run.obs.legacy;
+  if (!legacy || run.unlabelled || run.ctx.dryRun || run.book.resourceVersion === undefined) return;
+  const names = removableAnnotations(run.book, legacy.input);
+  if (names.length === 0) return;
+  run.unlabelled = true;
+  const annotations = Object.fromEntries(names.map((n) => [n, null]));
+  try {
+    await run.ctx.kube.mergePatch(legacy.ref, { metadata: { annotations } });
+    run.ctx.log.info(
+      `migrated to ${describeStore(run)}: removed ${names.join(", ")} from ${describeWorkload(legacy.ref)}`,
+    );
+  } catch (err) {
+    run.ctx.log.warn(
+      `cannot remove the migrated annotations from ${describeWorkload(legacy.ref)}; the next tick retries`,
+      {
+        error: (err as Error).message,
+      },
+    );
+  }
 }
 
 /** The images still on course for a refresh: due, and their group has not failed. */
@@ -108,30 +156,52 @@ export function failImage(run: Run, key: string, f: Failure): void {
   });
 }
 
-export function remember(run: Run, updated: Workload): void {
-  run.rv = updated.metadata.resourceVersion;
-  run.annotations = updated.metadata.annotations;
+/** The workloads an image's Events are about: its targets. */
+export function targetsOfImages(run: Run, keys: readonly string[]): WorkloadRef[] {
+  const seen = new Map<string, WorkloadRef>();
+  for (const img of run.ctx.config.images)
+    if (keys.includes(img.key))
+      for (const t of img.targets)
+        seen.set(workloadId(t), { kind: t.kind, namespace: t.namespace, name: t.name });
+  return [...seen.values()];
 }
 
-/** Posts one of the tick's Events, about the state object unless another object is named. */
-export function postEvent(
-  run: Run,
-  a: Extract<Action, { type: "event" }>,
-  regarding: Pick<Workload, "kind" | "metadata"> = run.obs.state,
+/** Posts the Event about each workload it concerns; a failure is a WARNING, never the tick's. */
+export async function postEvent(
+  run: { ctx: TickContext; obs: Pick<Observation, "objects"> },
+  a: Omit<Extract<Action, { type: "event" }>, "regarding" | "type">,
+  regarding: ReadonlyArray<WorkloadRef | Workload>,
 ): Promise<void> {
   const { ctx } = run;
-  const input = {
-    regarding,
-    type: a.eventType,
-    reason: a.reason,
-    action: "Refresh",
-    note: a.note,
-    reportingInstance: ctx.instance,
-  };
-  return postKubeEvent(ctx.kube, input, {
-    namespace: ctx.config.state.namespace,
-    log: ctx.log,
-    dryRun: ctx.dryRun,
-    now: () => new Date(ctx.now()),
-  });
+  for (const r of regarding) {
+    const object = "metadata" in r ? r : run.obs.objects.get(workloadId(r));
+    const what =
+      "metadata" in r ? `${r.kind} ${r.metadata.namespace}/${r.metadata.name}` : describeWorkload(r);
+    if (ctx.dryRun) {
+      ctx.log.info(`dry run: would post a ${a.eventType} Event ${a.reason} about ${what}`, { note: a.note });
+      continue;
+    }
+    if (!object) {
+      ctx.log.warn(`cannot post the ${a.reason} Event about ${what}: it was not read`);
+      continue;
+    }
+    try {
+      const event = buildEvent(
+        {
+          regarding: object,
+          type: a.eventType,
+          reason: a.reason,
+          action: "Refresh",
+          note: a.note,
+          reportingInstance: ctx.instance,
+        },
+        { now: () => new Date(ctx.now()) },
+      );
+      await ctx.kube.createEvent(object.metadata.namespace ?? ctx.store.namespace, event);
+    } catch (err) {
+      ctx.log.warn(`cannot post the ${a.reason} Event about ${what}; going on`, {
+        error: (err as Error).message,
+      });
+    }
+  }
 }

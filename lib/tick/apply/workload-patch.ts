@@ -1,19 +1,16 @@
 // One workload re-imaged and waited for, the same way forward (rollouts.ts) and back (revert.ts):
-// the guarded JSON patch, the state object's resourceVersion remembered when it is the workload,
-// and kubectl's rollout rules until rolloutTimeout.
+// the guarded JSON patch and kubectl's rollout rules until rolloutTimeout.
 import { imagePatchOps } from "../../kube/objects.ts";
 import { type RolloutResult, waitForRollout } from "../../kube/rollout.ts";
 import type { Workload } from "../../kube/workloads.ts";
-import { stateRef, type WorkloadRef, workloadId } from "../../workload.ts";
-import { type Run, remember } from "./state.ts";
+import type { WorkloadRef } from "../model.ts";
+import type { Run } from "./state.ts";
 
 export type ImageSet = ReadonlyArray<{ name: string; image: string; path: string }>;
 
 /** Sets the containers' images; throws what the API server answered. */
 export async function patchImages(run: Run, workload: WorkloadRef, containers: ImageSet): Promise<Workload> {
-  const updated = await run.ctx.kube.jsonPatch(workload, imagePatchOps(containers));
-  if (workloadId(workload) === workloadId(stateRef(run.ctx.config))) remember(run, updated);
-  return updated;
+  return run.ctx.kube.jsonPatch(workload, imagePatchOps(containers));
 }
 
 /** Waits for the rollout the patch started to settle on exactly these images. */

@@ -155,29 +155,32 @@ const ROWS: Row[] = [
     actions: [],
   },
   {
-    name: "a recorded skip streak is cleared first; an unresolved streak and a Warning ride with the count",
-    o: (o) => {
-      o.state.annotations[`${P}/refresh-skip-streak`] = "2";
-    },
+    name: "an unresolved streak and a Warning ride with the count; the Warning is about the image's targets",
     judged: {
       api: dueApi,
       "node-agent": {
         verdict: { outcome: "unresolved", reason: "unresolved" },
         countsStreak: true,
-        writes: { [`${P}/unresolved-streak-node-agent`]: "1" },
+        writes: { [`unresolved-streak-node-agent`]: "1" },
         event: { reason: "ImageStale", note: "stale" },
       },
     },
     images: { api: "refreshed/digest_changed", "node-agent": "unresolved/unresolved" },
     groups: { 0: ["api"] },
     actions: [
-      { type: "clear-streak" },
       write({
-        annotations: { [`${P}/unresolved-streak-node-agent`]: "1" },
+        change: { [`unresolved-streak-node-agent`]: "1" },
         attempts: { api: 1 },
         streaks: ["node-agent"],
       }),
-      { type: "event", eventType: "Warning", reason: "ImageStale", note: "stale", image: "node-agent" },
+      {
+        type: "event",
+        eventType: "Warning",
+        reason: "ImageStale",
+        note: "stale",
+        image: "node-agent",
+        regarding: [{ kind: "DaemonSet", namespace: "agents", name: "node-agent" }],
+      },
       roll("api", [["api", API_C]], ["api"]),
       roll("api-proxy", [["proxy", API_C]], ["api"]),
       { type: "reset", counts: { api: 1 } },
@@ -201,7 +204,7 @@ const ROWS: Row[] = [
     groups: { 0: ["node-agent"] },
     actions: [
       write({
-        annotations: { [`${P}/last-refreshed-api-digest`]: D("f") },
+        change: { [`last-refreshed-api-digest`]: D("f") },
         attempts: { "node-agent": 1 },
         firstSeen: ["api"],
       }),

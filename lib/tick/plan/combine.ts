@@ -1,13 +1,13 @@
-// Combines per-image judgements into one tick's plan: isolation, which
+// Combines per-image judgements into one tick's plan: isolation (SPEC "Precise rules"), which
 // writes travel together, and the order of rollouts. Pure: every branch is a row in combine.test.ts.
 //
 // Images that share no workload are independent. Images that share a workload move together: a
 // workload that carries a held, locked-out or paused image is patched for none (the lockout exists
 // to stop churning that workload), and a rollout's failure fails every image of its group.
-import { annotationKeys, counterValue, migrationWrites, readCounter } from "../../annotations.ts";
 import type { Config, ImageConfig, Target } from "../../config.ts";
 import { holdsSharers, mostSevere } from "../../outcomes.ts";
-import { describeWorkload, workloadId } from "../../workload.ts";
+import { IMAGE_KEYS, INSTALLATION_KEYS } from "../../state/keys.ts";
+import { stamp } from "../../state/values.ts";
 import type {
   Action,
   Decision,
@@ -17,20 +17,23 @@ import type {
   Rollout,
   RolloutContainer,
   StateWrite,
+  WorkloadRef,
 } from "../model.ts";
-import { type Judgement, say } from "./due.ts";
+import { describeWorkload, workloadId } from "../model.ts";
+import type { Judgement } from "./verdict.ts";
 
-export function combine(o: Observed, c: Config, judgements: ReadonlyMap<string, Judgement>): Decision {
-  // Isolation replaces the judgements it holds; the caller's map is left as it was.
-  const judged = new Map(judgements);
-  const pre: Action[] = o.state.annotations[skipKey(c)] !== undefined ? [{ type: "clear-streak" }] : [];
+export function combine(o: Observed, c: Config, judged: Map<string, Judgement>): Decision {
   holdSharers(c, judged);
   const groups = groupsOf(c, judged);
   const write = stateWrite(o, c, judged);
-  const actions: Action[] = [...pre];
+  const actions: Action[] = [];
   if (write) actions.push({ type: "write-state", ...write });
-  for (const j of judged.values())
-    if (j.event) actions.push({ type: "event", eventType: "Warning", ...j.event, image: j.verdict.key });
+  for (const img of c.images) {
+    const j = judged.get(img.key) as Judgement;
+    if (!j.event) continue;
+    const regarding = j.event.regarding ?? targetsOf(img);
+    actions.push({ type: "event", eventType: "Warning", ...j.event, image: img.key, regarding });
+  }
   const due = [...judged.values()].filter((j) => j.due);
   actions.push(...rollouts(o, c, judged, groups).map((r): Action => ({ type: "rollout", ...r })));
   if (due.length) {
@@ -62,11 +65,16 @@ export function combine(o: Observed, c: Config, judgements: ReadonlyMap<string, 
     images,
     groups: groupKeys,
     actions,
-    skipStreak: { before: counterValue(readCounter(o.state.annotations[skipKey(c)])), after: 0 },
   };
 }
 
-const skipKey = (c: Config) => annotationKeys(c.annotationPrefix).skipStreak;
+/** The distinct workloads of an image's targets, in config order: what its Events are about. */
+export function targetsOf(img: ImageConfig): WorkloadRef[] {
+  const seen = new Map<string, WorkloadRef>();
+  for (const t of img.targets)
+    seen.set(workloadId(t), { kind: t.kind, namespace: t.namespace, name: t.name });
+  return [...seen.values()];
+}
 
 /** The tick's outcome is its most severe image verdict, and its reason that image's. */
 export function summarise(images: ImageVerdict[]): Pick<Decision, "outcome" | "reason" | "message"> {
@@ -83,6 +91,23 @@ export function summarise(images: ImageVerdict[]): Pick<Decision, "outcome" | "r
 export function verdictLine(v: ImageVerdict): string {
   const detail = v.outcome === "refreshed" ? "" : v.short ? ` ${v.short}` : "";
   return `${v.key}: ${v.outcome}${detail}`;
+}
+
+function hold(
+  j: Judgement,
+  outcome: ImageVerdict["outcome"],
+  reason: ImageVerdict["reason"],
+  message: string,
+) {
+  j.due = undefined;
+  j.blocks = true;
+  Object.assign(j.verdict, {
+    outcome,
+    reason,
+    message,
+    attemptCount: j.verdict.attemptCount,
+    short: undefined,
+  });
 }
 
 /** The workload ids an image has a container in. */
@@ -112,13 +137,8 @@ function holdSharers(c: Config, judged: Map<string, Judgement>): void {
       const [outcome, state] = blockerState(bj);
       const shared = by.targets.find((t) => mine.has(workloadId(t))) as Target;
       const message = `refresh of ${img.key} waits with ${by.key} (${state}), which shares ${describeWorkload(shared)}`;
-      const short = `(waits with ${by.key})`;
-      const held = say(
-        j,
-        { outcome, reason: "shared_workload", message },
-        { due: undefined, blocks: true, verdict: { short } },
-      );
-      judged.set(img.key, held);
+      hold(j, outcome, "shared_workload", message);
+      j.verdict.short = `(waits with ${by.key})`;
       changed = true;
     }
   }
@@ -159,38 +179,26 @@ function groupsOf(c: Config, judged: Map<string, Judgement>): Map<string, number
 
 /** The one compare-and-swap write before any rollout, or undefined when nothing needs writing. */
 function stateWrite(o: Observed, c: Config, judged: Map<string, Judgement>): StateWrite | undefined {
-  const w: StateWrite = { annotations: {}, attempts: {}, repins: [], streaks: [], flaps: [], firstSeen: [] };
-  Object.assign(w.annotations, retryAfterWrite(o, c));
+  const change: Record<string, string | null> = { ...retryAfterWrite(o) };
+  const w: StateWrite = { change, attempts: {}, repins: [], streaks: [], flaps: [], firstSeen: [] };
   for (const j of judged.values()) {
-    Object.assign(w.annotations, j.writes);
-    if (j.countsStreak) w.streaks.push(j.verdict.key);
-    if (j.flap) w.flaps.push(j.verdict.key);
-    if (j.due) w.attempts[j.verdict.key] = j.due.count;
+    Object.assign(change, j.writes);
+    const key = j.verdict.key;
+    if (j.countsStreak) w.streaks.push(key);
+    if (j.flap) w.flaps.push(key);
+    if (j.due) w.attempts[key] = { count: j.due.count, digest: j.due.digest };
     if (j.due?.repin) {
-      w.repins.push(j.verdict.key);
-      const repin = annotationKeys(c.annotationPrefix).image(j.verdict.key).repin;
-      if (o.state.annotations[repin] !== "1") w.annotations[repin] = "1";
+      w.repins.push(key);
+      const b = o.book.images[key];
+      if (b?.repin.kind !== "trusted" || b.repin.value !== 1) change[IMAGE_KEYS.repin.name(key)] = "1";
     }
   }
   const counterWrite = w.flaps.length > 0 || Object.keys(w.attempts).length > 0;
-  if (counterWrite) {
-    const migration = migrationWrites(
-      o.state.annotations,
-      c.annotationPrefix,
-      c.images.map((i) => i.key),
-    );
-    // A due image's count and traceparent are this tick's own (apply writes them), not the legacy copy.
-    for (const key of Object.keys(w.attempts)) {
-      delete migration[annotationKeys(c.annotationPrefix).image(key).attempt];
-      delete migration[annotationKeys(c.annotationPrefix).image(key).traceparent];
-    }
-    Object.assign(w.annotations, migration);
-  }
-  if (Object.keys(w.annotations).length === 0 && !counterWrite) return undefined;
+  if (Object.keys(change).length === 0 && !counterWrite) return undefined;
   // First observations ride with any write before the rollouts: a failed rollout must not lose them.
   for (const j of judged.values())
     if (j.firstSeen) {
-      w.annotations[annotationKeys(c.annotationPrefix).digest(j.verdict.key)] = j.firstSeen;
+      change[IMAGE_KEYS.digest.name(j.verdict.key)] = j.firstSeen;
       w.firstSeen.push(j.verdict.key);
     }
   return w;
@@ -201,10 +209,11 @@ function stateWrite(o: Observed, c: Config, judged: Map<string, Judgement>): Sta
  * quota belongs to the workloads' own pulls); once the registry was called again, a stored one is
  * removed.
  */
-function retryAfterWrite(o: Observed, c: Config): Record<string, string | null> {
-  const key = annotationKeys(c.annotationPrefix).retryAfter;
-  if (o.registry?.retryAfter) return { [key]: o.registry.retryAfter };
-  if (o.registry && !o.registry.held && o.state.annotations[key] !== undefined) return { [key]: null };
+function retryAfterWrite(o: Observed): Record<string, string | null> {
+  const key = INSTALLATION_KEYS.retryAfter.name();
+  if (o.registry?.retryAfter !== undefined) return { [key]: stamp(o.registry.retryAfter) };
+  if (o.registry && !o.registry.held && o.book.installation.retryAfter.kind !== "absent")
+    return { [key]: null };
   return {};
 }
 

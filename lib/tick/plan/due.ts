@@ -1,10 +1,13 @@
 // The refresh-attempt rules every due image goes through, a new build, a soaked candidate or a
-// re-pin alike: an untrusted count holds, a count at the maximum locks out, another
+// re-pin alike (SPEC step 7): an untrusted count holds, a count at the maximum locks out, another
 // tick's claim stands, a target that can start no rollout holds. Pure, like all of verdict.ts.
-import { annotationKeys, type ImageCounters, quoteForLog } from "../../annotations.ts";
+
 import type { Config, ImageConfig } from "../../config.ts";
 import type { EventReason } from "../../kube/events.ts";
-import type { ImageVerdict, Observed } from "../model.ts";
+import type { ImageBook } from "../../state/book.ts";
+import { IMAGE_KEYS } from "../../state/keys.ts";
+import { countOf, quoteForLog, trusted } from "../../state/values.ts";
+import type { ImageVerdict, Observed, WorkloadRef } from "../model.ts";
 import type { LiveImage } from "./live.ts";
 
 export interface Judgement {
@@ -23,45 +26,29 @@ export interface Judgement {
   };
   /** This image holds every workload it has a container in (lockout, untrusted count, pause). */
   blocks: boolean;
-  /** Annotation writes this image needs before any rollout (streaks, flap marker). */
+  /** Store writes this image needs before any rollout (streaks, flap marker). */
   writes: Record<string, string | null>;
   /** Its unresolved streak goes up this tick (an uncounted streak fails the tick). */
   countsStreak: boolean;
   flap: boolean;
   firstSeen?: string;
-  event?: { reason: EventReason; note: string };
+  /** A Warning Event; about the image's targets unless `regarding` names the workloads. */
+  event?: { reason: EventReason; note: string; regarding?: WorkloadRef[] };
 }
 
-/** What a verdict helper decides beyond the verdict's words: verdict fields and writes are merged, the rest replaced. */
-export type Change = Partial<Omit<Judgement, "verdict" | "writes">> & {
-  verdict?: Partial<ImageVerdict>;
-  writes?: Judgement["writes"];
-};
-
-/** A new judgement with `change` applied; `j` itself is left as it was. */
-export function amend(j: Judgement, change: Change): Judgement {
-  return {
-    ...j,
-    ...change,
-    verdict: { ...j.verdict, ...change.verdict },
-    writes: { ...j.writes, ...change.writes },
-  };
-}
-
-/** The verdict a helper reaches: outcome, reason and sentence, with what else it decided. */
 export function say(
   j: Judgement,
-  v: Pick<ImageVerdict, "outcome" | "reason" | "message">,
-  also: Change = {},
-): Judgement {
-  return amend(j, { ...also, verdict: { ...also.verdict, ...v } });
+  outcome: ImageVerdict["outcome"],
+  reason: ImageVerdict["reason"],
+  message: string,
+) {
+  Object.assign(j.verdict, { outcome, reason, message });
+  return j;
 }
 
 export interface DueInput {
-  /** The judgement so far; the helper returns a new one. */
-  j: Judgement;
   img: ImageConfig;
-  counters: ImageCounters;
+  b: ImageBook;
   c: Config;
   o: Observed;
   digest: string;
@@ -70,54 +57,60 @@ export interface DueInput {
   repin?: { only: string[]; managers: string[]; what: string };
 }
 
-export function due({ j, img, counters, c, o, digest, live, repin }: DueInput): Judgement {
+export function due(j: Judgement, { img, b, c, o, digest, live, repin }: DueInput): Judgement {
   const max = c.maxRefreshAttempts;
-  if (counters.attempt.kind === "untrusted") {
-    const message = `${counters.attemptFrom} is ${quoteForLog(counters.attempt.raw)}, not a count; no rollout of ${img.key} until a human checks its workloads and runs \`image-refresh rearm ${img.key}\``;
-    return say(j, { outcome: "held", reason: "attempt_untrusted", message });
+  const count = countOf(b.attempt);
+  if (count === undefined) {
+    const raw = b.attempt.kind === "untrusted" ? b.attempt.raw : "";
+    const msg = `the store's ${IMAGE_KEYS.attempt.name(img.key)} is ${quoteForLog(raw)}, not a count; no rollout of ${img.key} until a human checks its workloads and runs \`image-refresh rearm ${img.key}\``;
+    return say(j, "held", "attempt_untrusted", msg);
   }
-  const count = counters.attempt.kind === "trusted" ? counters.attempt.value : 0;
-  if (count >= max) {
-    const message = `refresh of ${img.key} to ${digest} is held: ${count} failed rollouts in a row (max ${max}); check its workloads, then run \`image-refresh rearm ${img.key}\` to try this build again or \`image-refresh reject ${img.key}\` to wait for the next one`;
-    const announce: Change =
-      counters.flap === undefined
-        ? {
-            flap: true,
-            writes: { [annotationKeys(c.annotationPrefix).image(img.key).flap]: String(count) },
-            event: { reason: "RefreshLockedOut", note: message },
-          }
-        : {};
-    return say(
-      j,
-      { outcome: "locked_out", reason: "flap_lockout", message },
-      { ...announce, verdict: { short: `${count}/${max}` } },
-    );
-  }
-  // After the lockout check: a lockout is decided by the count alone, also when another tick's
-  // write is what brought the count to the maximum.
+  if (count >= max) return lockout(j, img, b, c, digest, count);
+  // After the lockout check: a lockout is decided by the count alone (SPEC "Precise rules"),
+  // also when another tick's write is what brought the count to the maximum.
   if (o.claimed?.includes(img.key)) {
-    const message = `another tick wrote refresh attempt ${count} of ${img.key} while this one was deciding; it owns this refresh, so this tick touches none of its workloads`;
-    return say(j, { outcome: "held", reason: "attempt_claimed", message });
+    const msg = `another tick wrote refresh attempt ${count} of ${img.key} while this one was deciding; it owns this refresh, so this tick touches none of its workloads`;
+    return say(j, "held", "attempt_claimed", msg);
   }
   // A patch that can start no rollout would only fail the wait and count an attempt.
   if (live && live.blocked.length > 0) {
-    const message = `refresh of ${img.key} is due but cannot start safely: ${live.blocked.join("; ")}`;
-    return say(j, { outcome: "held", reason: "target_unavailable", message }, { blocks: true });
+    j.blocks = true;
+    const msg = `refresh of ${img.key} is due but cannot start safely: ${live.blocked.join("; ")}`;
+    return say(j, "held", "target_unavailable", msg);
   }
-  const next: Change = {
-    due: { digest, count: count + 1, ...(repin ? { repin: true, only: repin.only } : {}) },
-    verdict: {
-      short: `attempt ${count + 1}/${max}`,
-      attempt: count + 1,
-      attemptCount: 0,
-      lockedOut: false,
-      ...(repin ? { restoredFrom: repin.managers } : {}),
-    },
-  };
+  j.due = { digest, count: count + 1, ...(repin ? { repin: true, only: repin.only } : {}) };
+  j.verdict.short = `attempt ${count + 1}/${max}`;
+  j.verdict.attempt = count + 1;
+  j.verdict.attemptCount = 0;
+  j.verdict.lockedOut = false;
   if (repin) {
-    const message = `${repin.what}; re-pinning ${img.key} to ${digest} (reconcile: repin; attempt ${count + 1}/${max})`;
-    return say(j, { outcome: "refreshed", reason: "pin_restored", message }, next);
+    j.verdict.restoredFrom = repin.managers;
+    const msg = `${repin.what}; re-pinning ${img.key} to ${digest} (reconcile: repin; attempt ${count + 1}/${max})`;
+    return say(j, "refreshed", "pin_restored", msg);
   }
-  const message = `${img.key}: new build ${digest}; refresh attempt ${count + 1}/${max}`;
-  return say(j, { outcome: "refreshed", reason: "digest_changed", message }, next);
+  const msg = `${img.key}: new build ${digest}; refresh attempt ${count + 1}/${max}`;
+  return say(j, "refreshed", "digest_changed", msg);
+}
+
+/**
+ * A lockout's advice tells the build that failed apart from a newer one: for the failed build,
+ * `rearm` retries it and `reject` waits for the next; for a newer one, `rearm` tries it (and
+ * `reject` would reject the failed build, not the newer one).
+ */
+function lockout(j: Judgement, img: ImageConfig, b: ImageBook, c: Config, digest: string, count: number) {
+  const max = c.maxRefreshAttempts;
+  const failed = trusted(b.failed);
+  j.verdict.short = `${count}/${max}`;
+  const held = `refresh of ${img.key} is held: ${count} failed rollouts in a row (max ${max})`;
+  const rearm = `\`image-refresh rearm ${img.key}\``;
+  const msg =
+    failed === undefined || failed === digest
+      ? `${held}, the last of build ${digest}; check its workloads, then run ${rearm} to try this build again or \`image-refresh reject ${img.key}\` to wait for the next one`
+      : `${held}, the last of build ${failed}; the registry now has a newer build ${digest}: check its workloads, then run ${rearm} to try it (\`image-refresh reject ${img.key}\` would reject the failed build ${failed}, not the newer one)`;
+  if (b.flap.kind === "absent") {
+    j.flap = true;
+    j.writes[IMAGE_KEYS.flap.name(img.key)] = String(count);
+    j.event = { reason: "RefreshLockedOut", note: msg };
+  }
+  return say(j, "locked_out", "flap_lockout", msg);
 }

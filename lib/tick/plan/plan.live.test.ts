@@ -38,17 +38,9 @@ const apiRendered = live("Deployment/apps/api", "api", "myorg/api:stable", helm)
 /** `kubectl rollout undo` names no field manager: the API server records its User-Agent. */
 const undo: FieldOwner = { manager: "kubectl", operation: "Update", time: "2026-12-01T12:00:00Z" };
 const ours: FieldOwner = { manager: "image-refresh", operation: "Update", time: "2026-12-01T11:00:00Z" };
-/** Who last changed an image's recorded digest on the state object. */
-const recordedBy = (key: string, owner: FieldOwner) => (o: Observed) => {
-  o.state.digestOwners = { ...o.state.digestOwners, [key]: [owner] };
-};
-/** The state Deployment rolled back by kubectl: its pin and its recorded digest came back together. */
-const stateRolledBack = both(
-  newApi,
-  live("Deployment/apps/api", "api", API_A, undo),
-  live("Deployment/apps/api-proxy", "proxy", API_A, ours),
-  recordedBy("api", undo),
-);
+/** `kubectl rollout undo` of Deployment api: its pin to an older build came back; the store was not touched. */
+const API_OLD = `docker.io/myorg/api@${D("0")}`;
+const rolledBack = both(newApi, live("Deployment/apps/api", "api", API_OLD, undo));
 const proxyRendered = live("Deployment/apps/api-proxy", "proxy", "docker.io/myorg/api:stable", helm);
 const REPIN_API = `docker.io/myorg/api@${D("a")}`;
 
@@ -60,7 +52,7 @@ const cases: Case[] = [
     reason: "pin_restored",
     images: { api: "refreshed/pin_restored", "node-agent": "noop/unchanged" },
     actions: [
-      write({ attempts: { api: 1 }, repins: ["api"], annotations: { [`${P}/repin-streak-api`]: "1" } }),
+      write({ attempts: { api: 1 }, repins: ["api"], change: { [`repin-streak-api`]: "1" } }),
       roll("api", [["api", REPIN_API]], ["api"]),
       { type: "reset", counts: { api: 1 } },
       { type: "pin-restored", images: ["api"] },
@@ -73,7 +65,7 @@ const cases: Case[] = [
     reason: "pin_contested",
     images: { api: "held/pin_contested", "node-agent": "noop/unchanged" },
     actions: [
-      write({ annotations: { [`${P}/repin-streak-api`]: "2" } }),
+      write({ change: { [`repin-streak-api`]: "2" } }),
       {
         type: "event",
         eventType: "Warning",
@@ -121,14 +113,14 @@ const cases: Case[] = [
     o: (o) => ann(o, "repin-streak-api", "1"),
     outcome: "noop",
     images: { api: "noop/unchanged", "node-agent": "noop/unchanged" },
-    actions: [write({ annotations: { [`${P}/repin-streak-api`]: null } })],
+    actions: [write({ change: { [`repin-streak-api`]: null } })],
   },
   {
     name: "a tick with a new build that finds every target on the pin also removes the repin streak",
     o: both(newApi, (o) => ann(o, "repin-streak-api", "1")),
     outcome: "refreshed",
     actions: [
-      write({ attempts: { api: 1 }, annotations: { [`${P}/repin-streak-api`]: null } }),
+      write({ attempts: { api: 1 }, change: { [`repin-streak-api`]: null } }),
       ...REFRESH_API.slice(1),
     ],
   },
@@ -143,7 +135,7 @@ const cases: Case[] = [
     outcome: "unresolved",
     actions: [
       write({
-        annotations: { [`${P}/repin-streak-api`]: null, [`${P}/unresolved-streak-api`]: "1" },
+        change: { [`repin-streak-api`]: null, [`unresolved-streak-api`]: "1" },
         streaks: ["api"],
       }),
     ],
@@ -162,7 +154,7 @@ const cases: Case[] = [
     o: both(apiRendered, proxyRendered),
     outcome: "refreshed",
     actions: [
-      write({ attempts: { api: 1 }, repins: ["api"], annotations: { [`${P}/repin-streak-api`]: "1" } }),
+      write({ attempts: { api: 1 }, repins: ["api"], change: { [`repin-streak-api`]: "1" } }),
       roll("api", [["api", REPIN_API]], ["api"]),
       roll("api-proxy", [["proxy", REPIN_API]], ["api"]),
       { type: "reset", counts: { api: 1 } },
@@ -175,7 +167,7 @@ const cases: Case[] = [
     outcome: "locked_out",
     reason: "flap_lockout",
     actions: [
-      write({ annotations: { [`${P}/refresh-flap-detected-api`]: "3" }, flaps: ["api"] }),
+      write({ change: { [`refresh-flap-detected-api`]: "3" }, flaps: ["api"] }),
       {
         type: "event",
         eventType: "Warning",
@@ -200,7 +192,7 @@ const cases: Case[] = [
     reason: "pinned_by_human",
     images: { api: "paused/pinned_by_human", "node-agent": "noop/unchanged" },
     actions: [
-      write({ annotations: { [`${P}/paused-api`]: `docker.io/myorg/api@${D("9")}` } }),
+      write({ change: { [`paused-api`]: `docker.io/myorg/api@${D("9")}` } }),
       {
         type: "event",
         eventType: "Warning",
@@ -211,43 +203,25 @@ const cases: Case[] = [
     ],
   },
   {
-    name: "kubectl rollout undo of the state object brings back its pin and its recorded digest: paused, not rolled forward",
-    o: stateRolledBack,
+    name: "kubectl rollout undo of a target brings back an older pin: paused, never rolled forward (the store keeps R)",
+    o: rolledBack,
     outcome: "paused",
     reason: "pinned_by_human",
     images: { api: "paused/pinned_by_human", "node-agent": "noop/unchanged" },
     actions: [
-      write({ annotations: { [`${P}/paused-api`]: API_A } }),
+      write({ change: { [`paused-api`]: API_OLD } }),
       {
         type: "event",
         eventType: "Warning",
         reason: "RefreshPaused",
-        note: expect.stringContaining("kubectl also wrote back the recorded digest") as never,
+        note: expect.stringContaining(`was set to ${API_OLD} by kubectl`) as never,
         image: "api",
       },
     ],
   },
   {
-    name: "a recorded digest someone else wrote, with every pin image-refresh's own: the new build rolls",
-    o: both(
-      stateRolledBack,
-      live("Deployment/apps/api", "api", API_A, ours),
-      live("Deployment/apps/api-proxy", "proxy", API_A, ours),
-    ),
-    outcome: "refreshed",
-    actions: REFRESH_API,
-  },
-  {
-    name: "a recorded digest last changed by image-refresh: a pin to it is the record, whoever restored the pin",
-    o: both(stateRolledBack, recordedBy("api", ours)),
-    outcome: "refreshed",
-    actions: REFRESH_API,
-  },
-  {
-    name: "nobody on record for the recorded digest (no managedFields): a rollback cannot be told, the new build rolls",
-    o: both(stateRolledBack, (o) => {
-      o.state.digestOwners = undefined;
-    }),
+    name: "the upgrade from the shell job: a pin by kubectl-set to the recorded digest is the record, so the new build rolls",
+    o: both(newApi, live("Deployment/apps/api-proxy", "proxy", `index.docker.io/myorg/api@${D("a")}`, human)),
     outcome: "refreshed",
     actions: REFRESH_API,
   },
@@ -314,7 +288,7 @@ const cases: Case[] = [
     name: "a pause that ended removes its marker; in sync again is noop",
     o: (o) => ann(o, "paused-api", `docker.io/myorg/api@${D("9")}`),
     outcome: "noop",
-    actions: [write({ annotations: { [`${P}/paused-api`]: null } })],
+    actions: [write({ change: { [`paused-api`]: null } })],
   },
   // The wrong container.
   {

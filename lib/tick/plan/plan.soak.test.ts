@@ -26,7 +26,7 @@ const T = Date.parse("2026-12-01T12:00:00Z");
 const H = 3_600_000;
 const at = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, "Z");
 const entry = (digest: string, seenAgo: number) => `${digest}=${at(T - seenAgo)}`;
-const KEY = `${P}/candidates-api`;
+const KEY = `candidates-api`;
 const soak6h = (c: { minimumAge?: string }) => (c.minimumAge = "6h");
 const clock = (ms: number) => (o: Observed) => {
   o.clock = ms;
@@ -60,7 +60,7 @@ const cases: Case[] = [
     outcome: "pending",
     reason: "minimum_age",
     images: { api: "pending/minimum_age", "node-agent": "noop/unchanged" },
-    actions: [write({ annotations: { [KEY]: entry(D("c"), 0) } })],
+    actions: [write({ change: { [KEY]: entry(D("c"), 0) } })],
   },
   {
     name: "seen 1 s short of minimumAge: still pending, and nothing is written (its first-seen time stays)",
@@ -87,7 +87,7 @@ const cases: Case[] = [
     o: both(newApi, clock(T), listed(entry(D("d"), 7 * H))),
     outcome: "refreshed",
     actions: [
-      write({ attempts: { api: 1 }, annotations: { [KEY]: `${entry(D("c"), 0)},${entry(D("d"), 7 * H)}` } }),
+      write({ attempts: { api: 1 }, change: { [KEY]: `${entry(D("c"), 0)},${entry(D("d"), 7 * H)}` } }),
       ...rollApi(D("d")),
       { type: "record-digests", digests: { api: D("d") }, candidates: { api: entry(D("c"), 0) } },
     ],
@@ -100,7 +100,7 @@ const cases: Case[] = [
     actions: [
       write({
         attempts: { api: 1 },
-        annotations: { [KEY]: [entry(D("f"), 0), entry(D("e"), 6.5 * H), entry(D("d"), 7 * H)].join(",") },
+        change: { [KEY]: [entry(D("f"), 0), entry(D("e"), 6.5 * H), entry(D("d"), 7 * H)].join(",") },
       }),
       ...rollApi(D("e")),
       { type: "record-digests", digests: { api: D("e") }, candidates: { api: entry(D("f"), 0) } },
@@ -117,7 +117,7 @@ const cases: Case[] = [
     outcome: "pending",
     actions: [
       write({
-        annotations: {
+        change: {
           [KEY]: [
             entry(D("9"), 0),
             ...["5", "4", "3"].map((d, i) => entry(D(d), (i + 1) * H)),
@@ -145,7 +145,7 @@ const cases: Case[] = [
     actions: [
       write({
         attempts: { api: 1 },
-        annotations: {
+        change: {
           [KEY]: [
             entry(D("9"), 0),
             entry(D("5"), H),
@@ -168,14 +168,14 @@ const cases: Case[] = [
     c: soak6h,
     o: both(newApi, clock(T), listed(entry(D("a"), 8 * H))),
     outcome: "pending",
-    actions: [write({ annotations: { [KEY]: entry(D("c"), 0) } })],
+    actions: [write({ change: { [KEY]: entry(D("c"), 0) } })],
   },
   {
     name: "a candidate a human rejected never rolls out, also once it has aged; the new build waits",
     c: soak6h,
     o: both(newApi, clock(T), listed(entry(D("d"), 7 * H)), (o) => ann(o, "rejected-api-digest", D("d"))),
     outcome: "pending",
-    actions: [write({ annotations: { [KEY]: `${entry(D("c"), 0)},${entry(D("d"), 7 * H)}` } })],
+    actions: [write({ change: { [KEY]: `${entry(D("c"), 0)},${entry(D("d"), 7 * H)}` } })],
   },
   {
     name: "a rejected candidate newer than the one rolling out leaves the list with the record (the record removes the rejected marker)",
@@ -187,7 +187,7 @@ const cases: Case[] = [
     actions: [
       write({
         attempts: { api: 1 },
-        annotations: { [KEY]: [entry(D("c"), 0), entry(D("e"), 6.5 * H), entry(D("d"), 7 * H)].join(",") },
+        change: { [KEY]: [entry(D("c"), 0), entry(D("e"), 6.5 * H), entry(D("d"), 7 * H)].join(",") },
       }),
       ...rollApi(D("d")),
       { type: "record-digests", digests: { api: D("d") }, candidates: { api: entry(D("c"), 0) } },
@@ -198,7 +198,7 @@ const cases: Case[] = [
     c: soak6h,
     o: both(newApi, clock(T), (o) => ann(o, "refresh-attempt-api", "3")),
     outcome: "pending",
-    actions: [write({ annotations: { [KEY]: entry(D("c"), 0) } })],
+    actions: [write({ change: { [KEY]: entry(D("c"), 0) } })],
   },
   {
     name: "locked out with an aged candidate: the lockout holds it, flap marker written, candidates kept",
@@ -206,7 +206,7 @@ const cases: Case[] = [
     o: both(newApi, clock(T), listed(entry(D("c"), 7 * H)), (o) => ann(o, "refresh-attempt-api", "3")),
     outcome: "locked_out",
     actions: [
-      write({ flaps: ["api"], annotations: { [`${P}/refresh-flap-detected-api`]: "3" } }),
+      write({ flaps: ["api"], change: { [`refresh-flap-detected-api`]: "3" } }),
       {
         type: "event",
         eventType: "Warning",
@@ -217,11 +217,25 @@ const cases: Case[] = [
     ],
   },
   {
-    name: "in sync under a soak writes nothing, candidates or not",
+    name: "in sync under a soak with no candidates writes nothing",
     c: soak6h,
-    o: both(clock(T), listed(entry(D("d"), 1 * H))),
+    o: clock(T),
     outcome: "noop",
     actions: [],
+  },
+  {
+    name: "the tag moved back to the recorded build: the candidates seen since were withdrawn and are dropped",
+    c: soak6h,
+    o: both(clock(T), listed(entry(D("d"), 7 * H))),
+    outcome: "noop",
+    actions: [write({ change: { "candidates-api": null } })],
+  },
+  {
+    name: "the tag moved back to an older candidate: the ones first seen after it are dropped, it waits on",
+    c: soak6h,
+    o: both(clock(T), newBuild(D("d")), listed(entry(D("e"), 1 * H), entry(D("d"), 2 * H))),
+    outcome: "pending",
+    actions: [write({ change: { "candidates-api": entry(D("d"), 2 * H) } })],
   },
 ];
 
@@ -242,7 +256,7 @@ describe("plan: minimumAge and candidates", () => {
     const o = observed(both(newApi, clock(T), listed("garbage", `${D("d")}=yesterday`)));
     const d = plan(o, config(soak6h));
     expect(d.outcome).toBe("pending");
-    expect(d.actions).toEqual([write({ annotations: { [KEY]: entry(D("c"), 0) } })]);
+    expect(d.actions).toEqual([write({ change: { [KEY]: entry(D("c"), 0) } })]);
     expect(d.images[0]?.warnings?.[0]).toContain('"garbage", "sha256:');
   });
 
@@ -267,7 +281,9 @@ describe("plan: minimumAge and candidates", () => {
   });
 
   test("a soak without a clock is a programming error, never a guessed time", () => {
-    expect(() => plan(observed(newApi), config(soak6h))).toThrow(/clock/);
+    const o = observed(newApi);
+    delete o.clock;
+    expect(() => plan(o, config(soak6h))).toThrow(/clock/);
   });
 
   test("the stored list reads back newest first, duplicates once", () => {
@@ -300,6 +316,9 @@ describe("plan: minimumAge over random histories", () => {
         const d = plan(o, config(soak6h));
         const rolled = d.actions.filter((a) => a.type === "rollout" && a.images.includes("api"));
         const seen = new Map(stored.map((x) => [D(x.d), T - x.ago * 1000]));
+        // The tag moved back to an older candidate: the builds first seen after it were withdrawn.
+        const back = seen.get(D(latest));
+        if (back !== undefined) for (const [dg, at] of seen) if (at > back) seen.delete(dg);
         if (!seen.has(D(latest))) seen.set(D(latest), T);
         const v = d.images[0];
         if (v?.outcome === "pending") expect(rolled).toEqual([]);
@@ -311,8 +330,11 @@ describe("plan: minimumAge over random histories", () => {
             if (at > (seen.get(v?.digest as string) as number)) expect(T - at).toBeLessThan(6 * H);
         }
         const w = d.actions.find((a) => a.type === "write-state");
-        const written = w?.type === "write-state" ? w.annotations[KEY] : undefined;
-        const after = parseCandidates(written ?? (o.state.annotations[KEY] as string)).list;
+        const written = w?.type === "write-state" ? w.change[KEY] : undefined;
+        const stored0 = o.book.images.api?.candidates;
+        const after = parseCandidates(
+          written ?? (stored0?.kind === "absent" ? undefined : stored0?.raw),
+        ).list;
         expect(after.length).toBeLessThanOrEqual(5);
         // The oldest first-seen time stays (with ties, one of the builds seen then).
         expect(Math.min(...after.map((x) => x.seen))).toBe(Math.min(...seen.values()));

@@ -33,16 +33,16 @@ const cases: Case[] = [
     actions: [],
   },
   {
-    name: "a recorded skip streak is cleared on a settled tick",
-    o: (o) => ann(o, "refresh-skip-streak", "3"),
+    name: "a recorded skip streak is removed on a tick that finds the image's targets settled",
+    o: (o) => ann(o, "skip-streak-api", "3"),
     outcome: "noop",
-    actions: [{ type: "clear-streak" }],
+    actions: [write({ change: { "skip-streak-api": null } })],
   },
   {
-    name: "an untrusted skip streak is cleared like any streak when settled",
-    o: (o) => ann(o, "refresh-skip-streak", "x"),
+    name: "an untrusted skip streak is removed like any streak when settled",
+    o: (o) => ann(o, "skip-streak-api", "x"),
     outcome: "noop",
-    actions: [{ type: "clear-streak" }],
+    actions: [write({ change: { "skip-streak-api": null } })],
   },
   {
     name: "first observation records and touches no workload",
@@ -69,10 +69,10 @@ const cases: Case[] = [
     actions: REFRESH_API,
   },
   {
-    name: "the skip streak is cleared before the attempt is persisted",
-    o: both(newApi, (o) => ann(o, "refresh-skip-streak", "2")),
+    name: "the skip streak's removal rides with the attempt",
+    o: both(newApi, (o) => ann(o, "skip-streak-api", "2")),
     outcome: "refreshed",
-    actions: [{ type: "clear-streak" }, ...REFRESH_API],
+    actions: [write({ change: { "skip-streak-api": null }, attempts: { api: 1 } }), ...REFRESH_API.slice(1)],
   },
   {
     name: "attempt 2 becomes 3",
@@ -93,7 +93,7 @@ const cases: Case[] = [
     reason: "flap_lockout",
     images: { api: "locked_out/flap_lockout", "node-agent": "noop/unchanged" },
     actions: [
-      write({ annotations: { [`${P}/refresh-flap-detected-api`]: "3" }, flaps: ["api"] }),
+      write({ change: { [`refresh-flap-detected-api`]: "3" }, flaps: ["api"] }),
       {
         type: "event",
         eventType: "Warning",
@@ -133,7 +133,12 @@ const cases: Case[] = [
   {
     name: "a missing container holds the refresh of that image",
     o: both(newApi, (o) => {
-      o.workloads!["Deployment/apps/api-proxy"] = { found: true, images: { other: "x" } };
+      o.workloads!["Deployment/apps/api-proxy"] = {
+        found: true,
+        settled: true,
+        settleMessage: "",
+        images: { other: "x" },
+      };
     }),
     outcome: "held",
     reason: "target_unavailable",
@@ -164,9 +169,7 @@ const cases: Case[] = [
     outcome: "unresolved",
     reason: "unresolved",
     images: { api: "noop/unchanged", "node-agent": "unresolved/unresolved" },
-    actions: [
-      write({ annotations: { [`${P}/unresolved-streak-node-agent`]: "1" }, streaks: ["node-agent"] }),
-    ],
+    actions: [write({ change: { [`unresolved-streak-node-agent`]: "1" }, streaks: ["node-agent"] })],
   },
   {
     name: "every image refused (a broken pull secret) is unresolved, never noop",
@@ -177,7 +180,7 @@ const cases: Case[] = [
     images: { api: "unresolved/unresolved", "node-agent": "unresolved/unresolved" },
     actions: [
       write({
-        annotations: { [`${P}/unresolved-streak-api`]: "1", [`${P}/unresolved-streak-node-agent`]: "1" },
+        change: { [`unresolved-streak-api`]: "1", [`unresolved-streak-node-agent`]: "1" },
         streaks: ["api", "node-agent"],
       }),
     ],
@@ -188,7 +191,7 @@ const cases: Case[] = [
     outcome: "stale",
     reason: "unresolved_ceiling",
     actions: [
-      write({ annotations: { [`${P}/unresolved-streak-node-agent`]: "8" }, streaks: ["node-agent"] }),
+      write({ change: { [`unresolved-streak-node-agent`]: "8" }, streaks: ["node-agent"] }),
       {
         type: "event",
         eventType: "Warning",
@@ -202,9 +205,7 @@ const cases: Case[] = [
     name: "past the ceiling the image stays stale without another Event",
     o: both(agentFails(), (o) => ann(o, "unresolved-streak-node-agent", "8")),
     outcome: "stale",
-    actions: [
-      write({ annotations: { [`${P}/unresolved-streak-node-agent`]: "9" }, streaks: ["node-agent"] }),
-    ],
+    actions: [write({ change: { [`unresolved-streak-node-agent`]: "9" }, streaks: ["node-agent"] })],
   },
   {
     name: "an untrusted unresolved streak that must be counted fails the tick",
@@ -217,7 +218,7 @@ const cases: Case[] = [
     name: "a resolved image's streak is removed (an untrusted one too)",
     o: (o) => ann(o, "unresolved-streak-node-agent", "x"),
     outcome: "noop",
-    actions: [write({ annotations: { [`${P}/unresolved-streak-node-agent`]: null } })],
+    actions: [write({ change: { [`unresolved-streak-node-agent`]: null } })],
   },
   // Isolation.
   {
@@ -239,7 +240,7 @@ const cases: Case[] = [
     images: { api: "refreshed/digest_changed", "node-agent": "unresolved/unresolved" },
     actions: [
       write({
-        annotations: { [`${P}/unresolved-streak-node-agent`]: "1" },
+        change: { [`unresolved-streak-node-agent`]: "1" },
         attempts: { api: 1 },
         streaks: ["node-agent"],
       }),
@@ -299,75 +300,10 @@ const cases: Case[] = [
   },
   // Legacy keys.
   {
-    name: "legacy refresh-attempt=3 locks out every image; the flap markers migrate",
-    o: both(newApi, newAgent, (o) => ann(o, "refresh-attempt", "3")),
-    outcome: "locked_out",
-    images: { api: "locked_out/flap_lockout", "node-agent": "locked_out/flap_lockout" },
-    actions: [
-      write({
-        annotations: {
-          [`${P}/refresh-flap-detected-api`]: "3",
-          [`${P}/refresh-flap-detected-node-agent`]: "3",
-          [`${P}/refresh-attempt-api`]: "3",
-          [`${P}/refresh-attempt-node-agent`]: "3",
-          [`${P}/refresh-attempt`]: null,
-        },
-        flaps: ["api", "node-agent"],
-      }),
-      {
-        type: "event",
-        eventType: "Warning",
-        reason: "RefreshLockedOut",
-        note: expect.any(String) as unknown as string,
-        image: "api",
-      },
-      {
-        type: "event",
-        eventType: "Warning",
-        reason: "RefreshLockedOut",
-        note: expect.any(String) as unknown as string,
-        image: "node-agent",
-      },
-    ],
-  },
-  {
-    name: "legacy keys with their flap marker hold every image without a write",
-    o: both(
-      newApi,
-      (o) => ann(o, "refresh-attempt", "3"),
-      (o) => ann(o, "refresh-flap-detected", "3"),
-    ),
-    outcome: "locked_out",
-    actions: [],
-  },
-  {
-    name: "the first counter write migrates the legacy count to every image in the same patch",
-    o: both(
-      newApi,
-      (o) => ann(o, "refresh-attempt", "1"),
-      (o) => ann(o, "refresh-attempt-traceparent", "00-x"),
-    ),
-    outcome: "refreshed",
-    actions: [
-      write({
-        annotations: {
-          [`${P}/refresh-attempt-node-agent`]: "1",
-          [`${P}/refresh-attempt-traceparent-node-agent`]: "00-x",
-          [`${P}/refresh-attempt`]: null,
-          [`${P}/refresh-attempt-traceparent`]: null,
-        },
-        attempts: { api: 2 },
-      }),
-      ...REFRESH_API.slice(1, 3),
-      { type: "reset", counts: { api: 2 } },
-      { type: "record-digests", digests: { api: D("c") } },
-    ],
-  },
-  {
-    name: "legacy keys under another prefix count too",
+    name: "a lockout carried over from the legacy annotations (in the book observe built) holds",
     o: both(newApi, (o) => {
-      o.state.annotations["tracebloc.io/refresh-attempt"] = "3";
-      o.state.annotations["tracebloc.io/refresh-flap-detected"] = "3";
+      ann(o, "refresh-attempt-api", "3");
+      ann(o, "refresh-flap-detected-api", "3");
     }),
     outcome: "locked_out",
     actions: [],
@@ -397,6 +333,8 @@ const cases: Case[] = [
     o: (o) => {
       o.workloads!["DaemonSet/agents/node-agent"] = {
         found: true,
+        settled: true,
+        settleMessage: "",
         images: { agent: `docker.io/myorg/node-agent@${D("b")}` },
         blocked: "rollout status is only available for RollingUpdate strategy type",
       };
@@ -408,14 +346,14 @@ const cases: Case[] = [
   {
     name: "a 429's Retry-After rides with the streaks in the one write",
     o: both(agentFails("rate_limited"), (o) => {
-      o.registry = { held: false, retryAfter: "2026-12-01T12:00:00.000Z" };
+      o.registry = { held: false, retryAfter: Date.parse("2026-12-01T12:00:00Z") };
     }),
     outcome: "unresolved",
     actions: [
       write({
-        annotations: {
-          [`${P}/registry-retry-after`]: "2026-12-01T12:00:00.000Z",
-          [`${P}/unresolved-streak-node-agent`]: "1",
+        change: {
+          [`registry-retry-after`]: "2026-12-01T12:00:00Z",
+          [`unresolved-streak-node-agent`]: "1",
         },
         streaks: ["node-agent"],
       }),
@@ -428,9 +366,7 @@ const cases: Case[] = [
       ann(o, "registry-retry-after", "2026-12-01T12:00:00.000Z");
     }),
     outcome: "unresolved",
-    actions: [
-      write({ annotations: { [`${P}/unresolved-streak-node-agent`]: "1" }, streaks: ["node-agent"] }),
-    ],
+    actions: [write({ change: { [`unresolved-streak-node-agent`]: "1" }, streaks: ["node-agent"] })],
   },
   {
     name: "a stored Retry-After is removed once the registry was called again",
@@ -439,33 +375,80 @@ const cases: Case[] = [
       ann(o, "registry-retry-after", "2026-12-01T11:00:00.000Z");
     },
     outcome: "noop",
-    actions: [write({ annotations: { [`${P}/registry-retry-after`]: null } })],
+    actions: [write({ change: { [`registry-retry-after`]: null } })],
   },
-  // Unsettled.
+  // The settled guard, per image: Deployment apps/api (a target of api) is not settled.
   {
-    name: "unsettled with no streak skips tick 1",
+    name: "an image with an unsettled target skips tick 1; the other image goes on",
     o: unsettled,
     outcome: "skipped",
     reason: "not_settled",
-    images: {},
-    actions: [{ type: "write-streak", value: 1 }],
+    images: { api: "skipped/not_settled", "node-agent": "noop/unchanged" },
+    actions: [write({ change: { "skip-streak-api": "1" }, streaks: ["api"] })],
+  },
+  {
+    name: "a DaemonSet image refreshes while the Deployment image waits for its workload",
+    o: both(unsettled, newAgent),
+    outcome: "skipped",
+    images: { api: "skipped/not_settled", "node-agent": "refreshed/digest_changed" },
+    actions: [
+      write({ change: { "skip-streak-api": "1" }, streaks: ["api"], attempts: { "node-agent": 1 } }),
+      roll("node-agent", [["agent", AGENT_E]], ["node-agent"]),
+      { type: "reset", counts: { "node-agent": 1 } },
+      { type: "record-digests", digests: { "node-agent": D("e") } },
+    ],
+  },
+  {
+    name: "an image sharing the unsettled workload waits with it",
+    c: shareProxy,
+    o: both(newAgent, (o) => {
+      const w = o.workloads?.["Deployment/apps/api-proxy"];
+      if (w?.found)
+        Object.assign(w, { settled: false, settleMessage: "1 old replicas are pending termination..." });
+    }),
+    outcome: "skipped",
+    images: { api: "skipped/not_settled", "node-agent": "skipped/not_settled" },
+    actions: [
+      write({
+        change: { "skip-streak-api": "1", "skip-streak-node-agent": "1" },
+        streaks: ["api", "node-agent"],
+      }),
+    ],
   },
   {
     name: "unsettled below the ceiling skips",
-    o: both(unsettled, (o) => ann(o, "refresh-skip-streak", "1")),
+    o: both(unsettled, (o) => ann(o, "skip-streak-api", "1")),
     outcome: "skipped",
-    actions: [{ type: "write-streak", value: 2 }],
+    actions: [write({ change: { "skip-streak-api": "2" }, streaks: ["api"] })],
+  },
+  {
+    name: "reaching the ceiling freezes the image, with one Event about the workload that does not settle",
+    o: both(unsettled, (o) => ann(o, "skip-streak-api", "7")),
+    outcome: "frozen",
+    reason: "skip_ceiling",
+    images: { api: "frozen/skip_ceiling", "node-agent": "noop/unchanged" },
+    actions: [
+      write({ change: { "skip-streak-api": "8" }, streaks: ["api"] }),
+      {
+        type: "event",
+        eventType: "Warning",
+        reason: "RefreshFrozen",
+        note: "FROZEN: api: Deployment apps/api not settled (Waiting for deployment spec update to be observed...) for 8 ticks in a row (max 8); no refresh of api until it settles",
+        image: "api",
+        regarding: [{ kind: "Deployment", namespace: "apps", name: "api" }],
+      },
+    ],
   },
   {
     name: "unsettled past the ceiling stays frozen without another Event",
-    o: both(unsettled, (o) => ann(o, "refresh-skip-streak", "8")),
+    o: both(unsettled, (o) => ann(o, "skip-streak-api", "8")),
     outcome: "frozen",
     reason: "skip_ceiling",
-    actions: [{ type: "write-streak", value: 9 }],
+    actions: [write({ change: { "skip-streak-api": "9" }, streaks: ["api"] })],
   },
   {
     name: "an untrusted streak on an unsettled tick fails it",
-    o: both(unsettled, (o) => ann(o, "refresh-skip-streak", "x")),
+    o: both(unsettled, (o) => ann(o, "skip-streak-api", "x")),
     outcome: "error",
     reason: "skip_streak_untrusted",
     actions: [],
@@ -485,16 +468,6 @@ for (const raw of ["", "abc", "-1", "+1", "1e3", " 2", "2 ", "2a", "1.0", "0x1",
 describe("plan", () => {
   runCases(cases);
 
-  test("the freeze message names every target workload and posts one Event", () => {
-    const d = plan(observed(both(unsettled, (o) => ann(o, "refresh-skip-streak", "7"))), config());
-    for (const w of ["Deployment apps/api", "Deployment apps/api-proxy", "DaemonSet agents/node-agent"])
-      expect(d.message).toContain(w);
-    expect(d.actions).toEqual([
-      { type: "write-streak", value: 8 },
-      { type: "event", eventType: "Warning", reason: "RefreshFrozen", note: d.message },
-    ]);
-  });
-
   test("the tick's line lists every image's verdict with its detail", () => {
     const o = observed(both(newApi, agentFails("unauthorized")));
     expect(plan(o, config()).message).toBe("api: refreshed; node-agent: unresolved 1/8 (unauthorized)");
@@ -502,10 +475,34 @@ describe("plan", () => {
     expect(plan(locked, config()).message).toBe("api: noop; node-agent: locked_out 3/3");
   });
 
-  test("a lockout's message says how to re-arm or reject that image", () => {
-    const d = plan(observed(both(newApi, (o) => ann(o, "refresh-attempt-api", "3"))), config());
-    expect(d.images[0]?.message).toContain("image-refresh rearm api");
-    expect(d.images[0]?.message).toContain("image-refresh reject api");
+  test("a lockout's message tells the failed build from a newer one, with the command for each", () => {
+    const same = plan(
+      observed(
+        both(
+          newApi,
+          (o) => ann(o, "refresh-attempt-api", "3"),
+          (o) => ann(o, "failed-api-digest", D("c")),
+        ),
+      ),
+      config(),
+    );
+    expect(same.images[0]?.message).toContain(`the last of build ${D("c")}`);
+    expect(same.images[0]?.message).toContain("`image-refresh rearm api` to try this build again");
+    expect(same.images[0]?.message).toContain("`image-refresh reject api` to wait for the next one");
+    const newer = plan(
+      observed(
+        both(
+          newApi,
+          (o) => ann(o, "refresh-attempt-api", "3"),
+          (o) => ann(o, "failed-api-digest", D("9")),
+        ),
+      ),
+      config(),
+    );
+    const m = newer.images[0]?.message ?? "";
+    expect(m).toContain(`the last of build ${D("9")}; the registry now has a newer build ${D("c")}`);
+    expect(m).toContain("`image-refresh rearm api` to try it");
+    expect(m).toContain(`would reject the failed build ${D("9")}, not the newer one`);
   });
 
   test("the pinned reference uses the configured host and repository", () => {
@@ -526,14 +523,20 @@ describe("plan", () => {
       o.workloads = {
         "Deployment/apps/api": {
           found: true,
+          settled: true,
+          settleMessage: "",
           images: { api: `docker.io/myorg/api@${D("a")}`, sidecar: "envoy" },
         },
         "Deployment/apps/api-proxy": {
           found: true,
+          settled: true,
+          settleMessage: "",
           images: { proxy: `docker.io/myorg/api:stable@${D("a")}` },
         },
         "DaemonSet/agents/node-agent": {
           found: true,
+          settled: true,
+          settleMessage: "",
           images: { agent: `docker.io/myorg/node-agent@${D("b")}` },
         },
       };
@@ -548,7 +551,12 @@ describe("plan", () => {
     });
     expect(plan(floating, config()).images.map((v) => v.inSync)).toEqual([false, false]);
     const other = observed((o) => {
-      o.workloads!["Deployment/apps/api"] = { found: true, images: { api: `docker.io/myorg/api@${D("c")}` } };
+      o.workloads!["Deployment/apps/api"] = {
+        found: true,
+        settled: true,
+        settleMessage: "",
+        images: { api: `docker.io/myorg/api@${D("c")}` },
+      };
     });
     expect(plan(other, config()).images[0]?.inSync).toBe(false);
   });
@@ -571,10 +579,9 @@ describe("plan", () => {
 describe("targetsToRead", () => {
   test("every target of every image that is not pinned, each workload once, on every settled tick", () => {
     const all = ["api", "api-proxy", "node-agent"];
-    expect(targetsToRead(observed(), config()).map((r) => r.name)).toEqual(all);
-    expect(targetsToRead(observed(newApi), config()).map((r) => r.name)).toEqual(all);
+    expect(targetsToRead(config()).map((r) => r.name)).toEqual(all);
     const pinned = config((c) => (c.images[0].pinned = true));
-    expect(targetsToRead(observed(), pinned).map((r) => r.name)).toEqual(["node-agent"]);
-    expect(targetsToRead(observed(), config(shareProxy)).map((r) => r.name)).toEqual(all);
+    expect(targetsToRead(pinned).map((r) => r.name)).toEqual(["node-agent"]);
+    expect(targetsToRead(config(shareProxy)).map((r) => r.name)).toEqual(all);
   });
 });

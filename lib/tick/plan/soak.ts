@@ -1,8 +1,8 @@
-// minimumAge: a new build of the tag waits in `candidates-<key>` until this
+// minimumAge (SPEC step 6): a new build of the tag waits in `candidates-<key>` until this
 // installation has seen it for minimumAge by the tick's clock (the API server's Date); then the
 // newest candidate that has aged rolls out by digest. Pure, like the rest of the verdict.
-import { annotationKeys } from "../../annotations.ts";
-import { formatWait } from "../../duration.ts";
+import { IMAGE_KEYS } from "../../state/keys.ts";
+import { trusted } from "../../state/values.ts";
 import {
   addCandidate,
   afterRollout,
@@ -14,67 +14,71 @@ import {
   stamp,
   trim,
 } from "./candidates.ts";
-import { amend, type DueInput, due, type Judgement, say } from "./due.ts";
+import { type DueInput, due, type Judgement, say } from "./due.ts";
 
-export function soak(input: DueInput & { recorded: string }): Judgement {
-  const { img, c, o, digest: L, counters, recorded } = input;
-  const key = annotationKeys(c.annotationPrefix).image(img.key).candidates;
+export function soak(j: Judgement, input: DueInput, recorded: string): Judgement {
+  const { img, c, o, digest: L, b } = input;
+  const key = IMAGE_KEYS.candidates.name(img.key);
+  const rejected = trusted(b.rejected);
   if (o.clock === undefined) throw new Error("minimumAge needs the tick's clock (Observed.clock)");
   const clock = o.clock;
-  const raw = o.state.annotations[key];
+  const raw = b.candidates.kind === "absent" ? undefined : b.candidates.raw;
   const parsed = parseCandidates(raw);
   // An unreadable entry has no first-seen time to trust: dropping it can only make a build wait
   // longer, never roll out sooner, so the tick goes on and rewrites the list (and says so).
-  const warnings =
-    parsed.unreadable.length > 0
-      ? [
-          `${key} has entries that are not <digest>=<RFC 3339 time>: ${parsed.unreadable.map((e) => JSON.stringify(e)).join(", ")}; they are dropped and the list is rewritten (a build among them waits its minimumAge again)`,
-        ]
-      : undefined;
-  const all = addCandidate(
-    parsed.list.filter((x) => x.digest !== recorded),
-    L,
-    clock,
-  );
+  if (parsed.unreadable.length > 0)
+    j.verdict.warnings = [
+      `${key} has entries that are not <digest>=<RFC 3339 time>: ${parsed.unreadable.map((e) => JSON.stringify(e)).join(", ")}; they are dropped and the list is rewritten (a build among them waits its minimumAge again)`,
+    ];
+  // The tag moved back to an older candidate: every build first seen after it was withdrawn.
+  const back = parsed.list.find((x) => x.digest === L);
+  const kept = parsed.list.filter((x) => x.digest !== recorded && (!back || x.seen <= back.seen));
+  const all = addCandidate(kept, L, clock);
   // A rejected build never rolls out, also when it aged as a candidate before the tag moved on.
-  const chosen = chooseCandidate(all, clock, c.minimumAgeMs, [recorded, counters.rejected]);
+  const chosen = chooseCandidate(all, clock, c.minimumAgeMs, [recorded, rejected]);
   const list = trim(all, chosen?.digest);
   const value = formatCandidates(list);
-  const j = amend(input.j, {
-    ...(warnings ? { verdict: { warnings } } : {}),
-    ...(value !== (raw ?? null) ? { writes: { [key]: value } } : {}),
-  });
-  if (!chosen) return pending({ ...input, j, list });
-  const d = due({ ...input, j, digest: chosen.digest });
+  if (value !== (raw ?? null)) j.writes[key] = value;
+  if (!chosen) return pending(j, input, list);
+  const d = due(j, { ...input, digest: chosen.digest });
   if (!d.due) return d;
   // The record removes the rejected marker (apply.ts), so a rejected build leaves the list with it.
-  const candidates = formatCandidates(afterRollout(list, chosen, [recorded, counters.rejected]));
-  const seen = `first seen ${stamp(chosen.seen)}, minimumAge ${formatWait(c.minimumAgeMs)}`;
+  d.due.candidates = formatCandidates(afterRollout(list, chosen, [recorded, rejected]));
+  j.verdict.digest = chosen.digest;
+  const seen = `first seen ${stamp(chosen.seen)}, minimumAge ${age(c.minimumAgeMs)}`;
   const newer = chosen.digest === L ? "" : `; the tag now names ${L}, which waits its turn`;
-  const message = `${img.key}: build ${chosen.digest} has aged (${seen})${newer}; refresh attempt ${d.due.count}/${c.maxRefreshAttempts}`;
   return say(
     d,
-    { outcome: "refreshed", reason: "digest_changed", message },
-    { due: { ...d.due, candidates }, verdict: { digest: chosen.digest } },
+    "refreshed",
+    "digest_changed",
+    `${img.key}: build ${chosen.digest} has aged (${seen})${newer}; refresh attempt ${d.due.count}/${c.maxRefreshAttempts}`,
   );
 }
 
 /** No candidate old enough: the one due first (the oldest that may roll out) is named, with when. */
-function pending({ j, img, c, o, digest: L, counters, list }: DueInput & { list: Candidate[] }): Judgement {
+function pending(j: Judgement, { img, c, o, digest: L, b }: DueInput, list: Candidate[]): Judgement {
   const clock = o.clock as number;
-  const waiting = list.filter((x) => x.digest !== counters.rejected);
+  const rejected = trusted(b.rejected);
+  const waiting = list.filter((x) => x.digest !== rejected);
   const next = waiting[waiting.length - 1] ?? (list[0] as Candidate);
   const at = dueAt(next, c.minimumAgeMs);
+  j.verdict.digest = L;
+  j.verdict.short = `(due ${stamp(at)})`;
   // The tag's build can be trimmed from a full list whose times tie with it (a hand-edited list).
   const current = list.find((x) => x.digest === L);
   const when = current
     ? `due ${stamp(dueAt(current, c.minimumAgeMs))}`
     : "not kept: the list holds at most 5";
   const tag = next.digest === L ? "" : `; the tag now names ${L} (${when})`;
-  const msg = `${img.key}: build ${next.digest} waits out minimumAge ${formatWait(c.minimumAgeMs)}: first seen ${stamp(next.seen)}, due ${stamp(at)} (in ${formatWait(at - clock)})${tag}`;
-  return say(
-    j,
-    { outcome: "pending", reason: "minimum_age", message: msg },
-    { verdict: { digest: L, short: `(due ${stamp(at)})` } },
-  );
+  const msg = `${img.key}: build ${next.digest} waits out minimumAge ${age(c.minimumAgeMs)}: first seen ${stamp(next.seen)}, due ${stamp(at)} (in ${age(at - clock)})${tag}`;
+  return say(j, "pending", "minimum_age", msg);
+}
+
+/** `2h59m`, `40s`: a wait as a human reads it, whole seconds. */
+export function age(ms: number): string {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const parts = [h ? `${h}h` : "", m ? `${m}m` : "", s % 60 || s === 0 ? `${s % 60}s` : ""];
+  return parts.join("");
 }

@@ -46,7 +46,8 @@ function configFor(images: RealImage[], reg: RegistrySettings, dockerConfig?: st
       ...(dockerConfig ? { dockerConfigJson: dockerConfig } : {}),
       ...(reg.token ? { token: reg.token } : {}),
     },
-    state: { kind: "Deployment", namespace: "apps", name: images[0]?.key },
+    namespace: "apps",
+    store: { namespace: "image-refresh", name: "image-refresh-state" },
     maxRefreshAttempts: 3,
     maxSkipTicks: 3,
     rolloutTimeout: "5s",
@@ -61,6 +62,7 @@ function configFor(images: RealImage[], reg: RegistrySettings, dockerConfig?: st
 
 export async function startRealWorld(images: RealImage[], reg: RegistrySettings): Promise<RealWorld> {
   const api = await startApiServer({ stepMs: 5 });
+  api.ensureNamespace("image-refresh");
   for (const i of images) {
     api.addWorkload({
       kind: "Deployment",
@@ -81,7 +83,10 @@ export async function startRealWorld(images: RealImage[], reg: RegistrySettings)
     writeFileSync(dockerConfig, JSON.stringify({ auths: { [reg.credentialsHost ?? reg.host]: { auth } } }));
   }
   writeFileSync(join(dir, "config.json"), JSON.stringify(configFor(images, reg, dockerConfig)));
-  const state = () => api.getObject("Deployment", "apps", images[0]?.key ?? "").metadata.annotations ?? {};
+  const state = (): Record<string, string> => {
+    const data: Record<string, string> = api.getConfigMap("image-refresh", "image-refresh-state")?.data ?? {};
+    return Object.fromEntries(Object.entries(data).map(([k, v]) => [`${PREFIX}/${k}`, v]));
+  };
   return {
     api,
     run: () =>

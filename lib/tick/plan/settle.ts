@@ -1,0 +1,66 @@
+// The settled guard, per image (SPEC step 3): an image one of whose targets is not settled, by
+// kubectl's rules, is not touched this tick, and neither is an image that shares that workload
+// (combine.ts holds it). Its `skip-streak-<key>` counts the ticks in a row; at maxSkipTicks the
+// image is frozen, with one Warning Event about the workload that does not settle. Every other
+// image goes on. Pure.
+
+import type { Config, ImageConfig } from "../../config.ts";
+import type { ImageBook } from "../../state/book.ts";
+import { IMAGE_KEYS } from "../../state/keys.ts";
+import { countOf, quoteForLog } from "../../state/values.ts";
+import type { Observed, WorkloadRef } from "../model.ts";
+import { describeWorkload, workloadId } from "../model.ts";
+import { type Judgement, say } from "./due.ts";
+
+/** The image's targets that were read and are not settled, with what kubectl would say. */
+export function unsettled(img: ImageConfig, o: Observed): Array<{ ref: WorkloadRef; message: string }> {
+  const out = new Map<string, { ref: WorkloadRef; message: string }>();
+  for (const t of img.targets) {
+    const w = o.workloads?.[workloadId(t)];
+    if (w?.found && !w.settled)
+      out.set(workloadId(t), {
+        ref: { kind: t.kind, namespace: t.namespace, name: t.name },
+        message: w.settleMessage,
+      });
+  }
+  return [...out.values()];
+}
+
+export function settledGuard(
+  j: Judgement,
+  img: ImageConfig,
+  b: ImageBook,
+  o: Observed,
+  c: Config,
+): Judgement | undefined {
+  const name = IMAGE_KEYS.skip.name(img.key);
+  const waiting = unsettled(img, o);
+  if (waiting.length === 0) {
+    // A settled image's streak is removed (a failed removal is only a warning).
+    if (b.skip.kind !== "absent") j.writes[name] = null;
+    j.verdict.skipStreak = 0;
+    j.verdict.frozen = false;
+    return undefined;
+  }
+  j.blocks = true;
+  const first = waiting[0] as { ref: WorkloadRef; message: string };
+  const what = `${describeWorkload(first.ref)} not settled (${first.message})`;
+  if (b.skip.kind === "untrusted") {
+    const msg = `${img.key}: ${what}, and the store's ${name} is ${quoteForLog(b.skip.raw)}, not a count, so this skip cannot be counted; remove that key to reset it`;
+    return say(j, "error", "skip_streak_untrusted", msg);
+  }
+  const previous = countOf(b.skip) ?? 0;
+  const n = previous + 1;
+  j.writes[name] = String(n);
+  j.countsStreak = true;
+  j.verdict.skipStreak = n;
+  j.verdict.short = `${n}/${c.maxSkipTicks}`;
+  if (n < c.maxSkipTicks) {
+    j.verdict.frozen = false;
+    return say(j, "skipped", "not_settled", `${img.key}: ${what}, skip ${n}/${c.maxSkipTicks}`);
+  }
+  j.verdict.frozen = true;
+  const msg = `FROZEN: ${img.key}: ${what} for ${n} ticks in a row (max ${c.maxSkipTicks}); no refresh of ${img.key} until it settles`;
+  if (previous < c.maxSkipTicks) j.event = { reason: "RefreshFrozen", note: msg, regarding: [first.ref] };
+  return say(j, "frozen", "skip_ceiling", msg);
+}
