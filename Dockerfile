@@ -29,14 +29,14 @@ COPY . .
 # every tick; --splitting keeps the lazily imported parts (telemetry SDK, simulators) in chunks
 # of their own, so `version` and a tick load only what they use. --no-compile-autoload-*: a
 # compiled Bun program would otherwise read .env and bunfig.toml (even its `preload` scripts)
-# from the working directory. --compile-jit-policy=100: a tick is run-once code, which the
+# from the working directory. --compile-jit-policy=1000: a tick is run-once code, which the
 # JIT would compile at a cost it never earns back; keeping it in the interpreter longer brings
 # the first request ~2 ms sooner and a no-op tick ~20 % faster (docs/benchmarks.md).
 # Same flags as `npm run build` (tests/image.test.ts checks).
 # A cross-compile fetches Bun's runtime for the target (@oven/bun-linux-aarch64) from npm.
 RUN case "$TARGETARCH" in amd64) target=x64 ;; arm64) target=arm64 ;; \
       *) echo "unsupported TARGETARCH=$TARGETARCH (amd64 or arm64)" >&2; exit 1 ;; esac \
- && bun build ./refresh.ts --compile --minify --bytecode --format=esm --splitting --no-compile-autoload-dotenv --no-compile-autoload-bunfig --compile-jit-policy=100 --target=bun-linux-$target --outfile /rootfs/usr/local/bin/image-refresh
+ && bun build ./refresh.ts --compile --minify --bytecode --format=esm --splitting --no-compile-autoload-dotenv --no-compile-autoload-bunfig --compile-jit-policy=1000 --target=bun-linux-$target --outfile /rootfs/usr/local/bin/image-refresh
 
 # The final stage's files, picked for TARGETARCH. The loader goes where the binary's
 # PT_INTERP names it; the libraries go to /lib, which glibc's loader searches without ld.so.cache.

@@ -4,9 +4,11 @@
 import { type CliArgs, HELP, parseArgs, UsageError } from "./lib/cli.ts";
 import { EXIT_USAGE } from "./lib/outcomes.ts";
 import { writeStdout } from "./lib/output.ts";
+import { mark, writeMarks } from "./lib/startup-timing.ts";
 import { VERSION } from "./lib/version.ts";
 
 const FLUSH_BUDGET_MS = 5000;
+mark("entry");
 
 async function main(argv: readonly string[]): Promise<number> {
   let args: CliArgs;
@@ -44,9 +46,10 @@ async function startupError(
 }
 
 async function clusterCommand(args: CliArgs, argv: readonly string[]): Promise<number> {
-  const { createRuntime } = await import("./lib/commands/runtime.ts");
+  const { createRuntime, startFirstRead } = await import("./lib/commands/runtime.ts");
   const { ConfigError } = await import("./lib/config.ts");
   const { KubeconfigError } = await import("./lib/kube/errors.ts");
+  mark("imported");
   let rt: Awaited<ReturnType<typeof createRuntime>>;
   try {
     rt = await createRuntime(args, { env: process.env });
@@ -57,6 +60,7 @@ async function clusterCommand(args: CliArgs, argv: readonly string[]): Promise<n
     if (err instanceof KubeconfigError) return startupError(argv, { headline: err.message });
     throw err;
   }
+  if (args.command === "tick") startFirstRead(rt, process.env);
   // SIGTERM is what activeDeadlineSeconds and a node drain send: end the wait, take the
   // failure path, flush telemetry, exit.
   const stop = (signal: string) => rt.controller.abort(new Error(`received ${signal}`));
@@ -94,8 +98,11 @@ async function runCommand(
         args.images,
         args.digest,
       );
-    default:
-      return (await import("./lib/commands/tick.ts")).tickCommand(rt, args.dryRun);
+    default: {
+      const { tickCommand } = await import("./lib/commands/tick.ts");
+      mark("tick-imported");
+      return tickCommand(rt, args.dryRun);
+    }
   }
 }
 
@@ -103,7 +110,10 @@ async function runCommand(
 // or timer must never hold a CronJob pod open after the outcome is decided and flushed.
 const argv = process.argv.slice(2);
 main(argv).then(
-  (code) => process.exit(code),
+  (code) => {
+    writeMarks();
+    process.exit(code);
+  },
   async (err: Error) => {
     const { reportStartupError, startupLogFormat } = await import("./lib/startup-errors.ts");
     reportStartupError({ headline: `unexpected error: ${err.message}` }, startupLogFormat(argv, process.env));

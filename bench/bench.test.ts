@@ -2,7 +2,15 @@
 // report says they make. No time is asserted here; benchmarks print, tests check behaviour.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { needTools } from "../tests/support/tools.ts";
-import { LIMIT_SOURCE, outcomeOf, runKubectlWay, runLimit, runProduct } from "./clients.ts";
+import {
+  LIMIT_SOURCE,
+  outcomeOf,
+  productReads,
+  runKubectlReads,
+  runKubectlWay,
+  runLimit,
+  runProduct,
+} from "./clients.ts";
 import { type BenchWorld, STATE_PATH, STORE_PATH, startBenchWorld } from "./world.ts";
 
 let w: BenchWorld;
@@ -13,27 +21,41 @@ afterAll(() => w.stop());
 
 const manifests = () => w.images.map((i) => `HEAD /v2/${i.repository}/manifests/stable`);
 
-/** What a tick reads, all at once: the store and every distinct target workload. */
-const tickReads = (x: BenchWorld) => [`GET ${STORE_PATH}`, ...x.workloads.map((t) => `GET ${t.path}`)];
-/** The shell job's other reads: every distinct target workload but its state object. */
+/** Every distinct target workload but the state object: what a tick reads after it. */
 const otherTargets = () => w.workloads.filter((x) => x.path !== STATE_PATH).map((x) => `GET ${x.path}`);
 const containers = () => w.workloads.reduce((n, x) => n + x.containers.length, 0);
+const allTargets = () => w.workloads.map((x) => `GET ${x.path}`);
 
-test("the limit makes one GET of the store and per distinct workload, one token request and one HEAD per repository", async () => {
+test("the limit reads the store and every distinct workload, asks one token and one HEAD per repository, the first HEAD alone", async () => {
   w.clearLogs();
+  // Slow answers make the order visible at the simulators' millisecond clocks: the API reads
+  // start while the token request is out, and no HEAD starts while the first is out.
+  w.registry.faults.add({ path: "/token", times: 1, fault: { type: "delay", ms: 150 } });
+  const firstRepo = w.images[0]?.repository;
+  w.registry.faults.add({
+    path: `/v2/${firstRepo}/manifests/stable`,
+    times: 1,
+    fault: { type: "delay", ms: 60 },
+  });
   const r = await runLimit(w, [process.execPath, LIMIT_SOURCE]);
+  w.registry.faults.clear();
   expect(r.stderr).toBe("");
   expect(r.code).toBe(0);
   // Nothing recorded yet, so every image and every target container counts as changed: the
   // reads are the same either way.
   expect(r.stdout.trim()).toBe(`changed ${w.images.length + containers()}`);
   const api = w.api.log.map((e) => `${e.method} ${e.path}`);
-  expect(api.sort()).toEqual(tickReads(w).sort());
-  expect(w.workloads).toHaveLength(4); // api, api-proxy, node-agent, worker
-  const registry = w.registry.log.map((e) => `${e.method} ${e.path}`);
-  expect(registry[0]).toBe("GET /token");
-  expect(registry.slice(1).sort()).toEqual(manifests().sort());
-  expect(w.registry.log[0]?.query.scope).toEqual(w.images.map((i) => `repository:${i.repository}:pull`));
+  expect(api.sort()).toEqual([`GET ${w.storePath}`, ...allTargets()].sort());
+  expect(allTargets()).toHaveLength(4);
+  const [token, first, ...rest] = w.registry.log;
+  expect(`${token?.method} ${token?.path}`).toBe("GET /token");
+  expect(token?.query.scope).toEqual(w.images.map((i) => `repository:${i.repository}:pull`));
+  expect([first, ...rest].map((e) => `${e?.method} ${e?.path}`).sort()).toEqual(manifests().sort());
+  // The first HEAD starts once the token came back; the others once the first HEAD answered.
+  expect(first?.start).toBeGreaterThanOrEqual(token?.end as number);
+  expect(first?.path).toBe(`/v2/${firstRepo}/manifests/stable`);
+  for (const e of rest) expect(e.start).toBeGreaterThanOrEqual(first?.end as number);
+  for (const e of w.api.log) expect(e.start).toBeLessThan(token?.end as number);
 });
 
 test("the limit sees a target off its recorded pin, as a tick does", async () => {
@@ -77,6 +99,47 @@ test.skipIf(noKubectlWay)(
   20_000,
 );
 
+test.skipIf(noKubectlWay)(
+  "the kubectl-reads way makes exactly the product's reads, a kubectl per API read, a curl per registry request",
+  async () => {
+    const fresh = await startBenchWorld();
+    try {
+      expect(outcomeOf(await runProduct(fresh))).toBe("recorded");
+      fresh.clearLogs();
+      expect(outcomeOf(await runProduct(fresh))).toBe("noop");
+      const product = fresh.requests().sort();
+      const reads = productReads(fresh);
+      expect(reads.split("\n")).toHaveLength(product.length);
+      fresh.clearLogs();
+      const r = await runKubectlReads(fresh, reads);
+      expect(r.stderr).toBe("");
+      expect(r.stdout.trim()).toBe("noop");
+      // kubectl's own discovery and version checks aside, the same requests as the product's.
+      const discovery = /^API GET \/(version|api|apis)(\/[^/]+){0,2}$/;
+      const made = fresh.requests().filter((l) => !(discovery.test(l) && !l.includes("/namespaces/")));
+      expect(made.sort()).toEqual(product);
+      expect(
+        fresh
+          .requests()
+          .filter((l) => l.startsWith("API "))
+          .every((l) => l.startsWith("API GET ")),
+      ).toBe(true);
+      // It compares what it read: a target off its pin is a change.
+      fresh.api.setImage(
+        "Deployment",
+        "apps",
+        "worker",
+        "worker",
+        `${fresh.registry.host}/myorg/worker:stable`,
+      );
+      expect((await runKubectlReads(fresh, reads)).stdout.trim()).toBe("changed 1");
+    } finally {
+      await fresh.stop();
+    }
+  },
+  30_000,
+);
+
 test("the start-up relay passes a tick through unchanged and times its first connection", async () => {
   const relayed = await startBenchWorld({ relay: true });
   try {
@@ -87,7 +150,12 @@ test("the start-up relay passes a tick through unchanged and times its first con
     const r = await runProduct(relayed);
     expect(outcomeOf(r)).toBe("noop");
     // Every API request went through the relay: the simulator saw the tick's whole read set.
-    expect(relayed.api.log.map((e) => `${e.method} ${e.path}`).sort()).toEqual(tickReads(relayed).sort());
+    expect(relayed.api.log.map((e) => `${e.method} ${e.path}`).sort()).toEqual(
+      [
+        ...(relayed.storePath === STORE_PATH ? [`GET ${STORE_PATH}`] : []),
+        ...relayed.workloads.map((x) => `GET ${x.path}`),
+      ].sort(),
+    );
     // The connection is timed on accept: after the spawn, before the simulator answered anything.
     const connected = relayed.firstConnectionAt() as number;
     expect(connected).toBeGreaterThan(r.startedAt);

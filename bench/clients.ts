@@ -4,10 +4,11 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LimitPlan } from "./limit.ts";
 import { type Spawned, timed } from "./measure.ts";
-import { type BenchWorld, PREFIX, SERVICE, STATE, STORE_PATH, TAG } from "./world.ts";
+import { type BenchWorld, PREFIX, SERVICE, STATE, TAG } from "./world.ts";
 
 export const BINARY = join(import.meta.dir, "..", "dist", "image-refresh");
 export const KUBECTL_WAY = join(import.meta.dir, "kubectl-way.sh");
+export const KUBECTL_READS = join(import.meta.dir, "kubectl-reads.sh");
 export const LIMIT_SOURCE = join(import.meta.dir, "limit.ts");
 
 export function runProduct(
@@ -34,10 +35,11 @@ export function limitPlan(w: BenchWorld): string {
   const plan: LimitPlan = {
     apiUrl: w.apiUrl,
     apiToken: w.api.token,
-    storePath: STORE_PATH,
+    storePath: w.storePath,
     tokenUrl: token.href,
     registryUrl: w.registry.url,
     tag: TAG,
+    prefix: PREFIX,
     images: w.images.map((i) => ({ key: i.key, repository: i.repository })),
     workloads: w.workloads.map((x) => ({ path: x.path, containers: x.containers })),
   };
@@ -72,6 +74,54 @@ export function runKubectlWay(w: BenchWorld): Promise<Spawned> {
   });
   return timed(["bash", KUBECTL_WAY, ...w.images.map((i) => `${i.key}=${i.repository}`)], env);
 }
+
+/**
+ * The product's reads as the kubectl-reads script takes them, from the requests one run of it
+ * made (call after a product run, before clearLogs): an API GET becomes `kubectl NAMESPACE
+ * RESOURCE/NAME`, a registry request `curl METHOD PATH?QUERY`, in the order they arrived.
+ */
+export function productReads(w: BenchWorld): string {
+  const api = w.api.log.map((e) => ({ at: e.start, line: kubectlRead(e.method, e.path) }));
+  const registry = w.registry.log.map((e) => {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(e.query)) for (const x of [v].flat()) q.append(k, x);
+    return { at: e.start, line: `curl ${e.method} ${e.path}${q.size ? `?${q}` : ""}` };
+  });
+  // A stable sort: API reads first when both arrived in the same millisecond.
+  return [...api, ...registry]
+    .sort((a, b) => a.at - b.at)
+    .map((r) => r.line)
+    .join("\n");
+}
+
+const OBJECT_PATH = /^\/(?:api|apis\/[^/]+)\/v1\/namespaces\/([^/]+)\/([a-z]+)\/([^/]+)$/;
+
+function kubectlRead(method: string, path: string): string {
+  const m = OBJECT_PATH.exec(path);
+  if (method !== "GET" || !m)
+    throw new Error(`Cannot read ${method} ${path} the kubectl way: not a GET of one object`);
+  return `kubectl ${m[1]} ${m[2]}/${m[3]}`;
+}
+
+/** The product's reads (from productReads) done by one kubectl per API read and one curl per registry request. */
+export function runKubectlReads(w: BenchWorld, reads: string): Promise<Spawned> {
+  const env = w.env({
+    KUBECONFIG: w.kubeconfigPath,
+    CACHE_DIR: mkdtempSync(join(w.dir, "kube-cache-")),
+    CA: w.caPath,
+    REGISTRY: w.registry.url,
+    PREFIX,
+    READS: reads,
+    TARGETS: w.images
+      .flatMap((i) =>
+        i.targets.map((t) => `${i.key} ${t.namespace} ${plural(t.kind)}/${t.name} ${t.container}`),
+      )
+      .join("\n"),
+  });
+  return timed(["bash", KUBECTL_READS, ...w.images.map((i) => `${i.key}=${i.repository}`)], env);
+}
+
+const plural = (kind: string) => (kind === "Deployment" ? "deployments" : "daemonsets");
 
 /** The flags of `npm run build` (e.g. --minify, --bytecode), so bench scripts compile like the product. */
 export function productBuildFlags(): string[] {

@@ -1,11 +1,16 @@
 // The limit: the least a no-op tick can do, written as plainly as possible. All at once: one GET
-// of the store (image-refresh's ConfigMap; NotFound = nothing recorded), one GET of every target
-// workload, and one token request naming every repository followed by one manifest HEAD per
-// repository (8 in flight, as the product); then compare the registry's digests and every target
-// container's image with the digests recorded in the store. No config validation, no
-// settled rules, no telemetry, no error handling beyond the exit code: whatever the product spends
-// above this is its own overhead. The token realm is known in advance (an argument), which is
-// why there is no challenge probe: a real client learns the realm from one.
+// of the store (image-refresh's own ConfigMap), one GET of every distinct target workload, and the
+// registry: one token request naming every repository, then the first manifest HEAD alone (a
+// registry's quota belongs to the workloads' own pulls), then the other HEADs, 8 in flight as
+// the product. Then compare the registry's digests and every target container's image with the
+// recorded digests. No config validation, no settled rules, no telemetry, no error handling
+// beyond the exit code: whatever the product spends above this is its own overhead. The token
+// realm is known in advance (in the plan), which is why there is no challenge probe: a real
+// client learns the realm from one.
+//
+// Where the product still keeps its bookkeeping on the state workload (before the store), the
+// plan's storePath names that workload instead: the same one GET of one object, and the
+// recorded digests are read from its annotations.
 //
 // Usage: limit <plan.json>   (trust comes from NODE_EXTRA_CA_CERTS, as for the product)
 import { readFileSync } from "node:fs";
@@ -13,20 +18,22 @@ import { readFileSync } from "node:fs";
 export interface LimitPlan {
   apiUrl: string;
   apiToken: string;
-  /** The store's ConfigMap. */
+  /** The store's API path; NotFound is an empty store. */
   storePath: string;
   /** The bearer realm with `service` and one `scope` per repository already in the query. */
   tokenUrl: string;
   registryUrl: string;
   tag: string;
+  /** The legacy annotations' prefix, for a store path that names the state workload. */
+  prefix: string;
   images: Array<{ key: string; repository: string }>;
   /** Every distinct target workload. */
   workloads: Array<{ path: string; containers: Array<{ name: string; key: string }> }>;
 }
 
-type Workload = {
-  /** The store's keys (a ConfigMap's data). */
+type ApiObject = {
   data?: Record<string, string>;
+  metadata?: { annotations?: Record<string, string> };
   spec?: { template?: { spec?: { containers?: Array<{ name: string; image: string }> } } };
 };
 
@@ -38,53 +45,54 @@ const ACCEPT = [
 ].join(", ");
 const CONCURRENCY = 8;
 
-/** The object; `{}` when `missingIsEmpty` and it is NotFound; undefined on any other failure. */
-async function getJson(plan: LimitPlan, path: string, missingIsEmpty = false): Promise<Workload | undefined> {
+/** The object, {} for NotFound, undefined for any other failure. */
+async function getJson(plan: LimitPlan, path: string): Promise<ApiObject | undefined> {
   const res = await fetch(`${plan.apiUrl}${path}`, {
     headers: { Authorization: `Bearer ${plan.apiToken}`, Accept: "application/json" },
   });
-  if (missingIsEmpty && res.status === 404) {
-    await res.body?.cancel();
-    return {};
-  }
-  return res.ok ? ((await res.json()) as Workload) : undefined;
+  if (res.status === 404) return {};
+  return res.ok ? ((await res.json()) as ApiObject) : undefined;
 }
 
-/** The registry's digest per image key: one token request, then the HEADs, 8 at a time. */
+/** The registry's digest per image key: one token request, the first HEAD alone, then the rest 8 at a time. */
 async function digests(plan: LimitPlan): Promise<Map<string, string | null> | undefined> {
   const tokenRes = await fetch(plan.tokenUrl);
   if (!tokenRes.ok) return undefined;
   const { token } = (await tokenRes.json()) as { token: string };
   const out = new Map<string, string | null>();
+  const head = async (img: LimitPlan["images"][0]) => {
+    const res = await fetch(`${plan.registryUrl}/v2/${img.repository}/manifests/${plan.tag}`, {
+      method: "HEAD",
+      headers: { Authorization: `Bearer ${token}`, Accept: ACCEPT },
+    });
+    out.set(img.key, res.headers.get("docker-content-digest"));
+  };
+  const [firstImage, ...rest] = plan.images;
+  if (firstImage) await head(firstImage);
   let next = 0;
   const worker = async () => {
-    while (next < plan.images.length) {
-      const img = plan.images[next++] as LimitPlan["images"][0];
-      const res = await fetch(`${plan.registryUrl}/v2/${img.repository}/manifests/${plan.tag}`, {
-        method: "HEAD",
-        headers: { Authorization: `Bearer ${token}`, Accept: ACCEPT },
-      });
-      out.set(img.key, res.headers.get("docker-content-digest"));
-    }
+    while (next < rest.length) await head(rest[next++] as LimitPlan["images"][0]);
   };
-  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, plan.images.length) }, worker));
+  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, rest.length) }, worker));
   return out;
 }
 
 async function main(plan: LimitPlan): Promise<number> {
   const [store, live, seen] = await Promise.all([
-    getJson(plan, plan.storePath, true),
+    getJson(plan, plan.storePath),
     Promise.all(plan.workloads.map((w) => getJson(plan, w.path))),
     digests(plan),
   ]);
   if (!store || !seen || live.some((w) => w === undefined)) return 1;
-  const data = store.data ?? {};
-  const recorded = (key: string) => data[`last-refreshed-${key}-digest`];
+  const annotations = store.metadata?.annotations ?? {};
+  const recorded = (key: string) =>
+    store.data?.[`last-refreshed-${key}-digest`] ??
+    annotations[`${plan.prefix}/last-refreshed-${key}-digest`];
   let changed = plan.images.filter((img) => seen.get(img.key) !== recorded(img.key)).length;
   // A target container not on its recorded pin is a change too (a re-render, a human's pin).
   plan.workloads.forEach((w, i) => {
-    const obj = live[i];
-    const images = new Map((obj?.spec?.template?.spec?.containers ?? []).map((c) => [c.name, c.image]));
+    const containers = live[i]?.spec?.template?.spec?.containers ?? [];
+    const images = new Map(containers.map((c) => [c.name, c.image]));
     for (const c of w.containers) if (!images.get(c.name)?.endsWith(`@${recorded(c.key)}`)) changed++;
   });
   process.stdout.write(changed ? `changed ${changed}\n` : "noop\n");

@@ -2,10 +2,10 @@
 // with telemetry off, exporting, and exporting to a dead collector (5).
 import { startCollector } from "../sim/collector.ts";
 import type { Baseline } from "./baseline.ts";
-import { outcomeOf, runKubectlWay, runLimit, runProduct } from "./clients.ts";
+import { outcomeOf, productReads, runKubectlReads, runKubectlWay, runLimit, runProduct } from "./clients.ts";
 import { type Client, compare, type Measured } from "./compare.ts";
 import { fmtMs, ratio, type Spawned, span, table, timed, verdict } from "./measure.ts";
-import { type BenchWorld, startBenchWorld } from "./world.ts";
+import { type BenchWorld, STORE_PATH, startBenchWorld } from "./world.ts";
 
 export interface BenchContext {
   reps: number;
@@ -28,6 +28,7 @@ export async function recordedWorld(opts: Parameters<typeof startBenchWorld>[0] 
   const first = await runProduct(w);
   if (first.code !== 0 || outcomeOf(first) !== "recorded")
     throw new Error(`Cannot prepare the bench world: first tick ended ${first.code}\n${first.stderr}`);
+  await w.mirrorToState();
   return w;
 }
 
@@ -89,6 +90,11 @@ export async function noopSection(ctx: BenchContext): Promise<string[]> {
   ctx.log("1. no-op tick: product, limit, kubectl way");
   const w = await recordedWorld();
   try {
+    // The product's own reads, as one no-op tick of it made them, for the kubectl-reads row.
+    w.clearLogs();
+    if (!isNoop(await runProduct(w)))
+      throw new Error("Cannot prepare the bench world: a tick was not a no-op");
+    const reads = productReads(w);
     const ms = await compare(
       w,
       [
@@ -106,13 +112,23 @@ export async function noopSection(ctx: BenchContext): Promise<string[]> {
           ok: limitOk,
           reps: ctx.quick ? 3 : 7,
         },
+        {
+          name: "kubectl way, the product's reads (a kubectl per API read, a curl per registry request)",
+          run: () => runKubectlReads(w, reads),
+          ok: limitOk,
+          reps: ctx.quick ? 3 : 7,
+        },
         ...baselineTick(ctx, w),
       ],
       ctx.reps,
     );
-    const [p, t, l, , k] = ms as [Measured, Measured, Measured, Measured, Measured];
+    const [p, t, l, , k, kr] = ms as [Measured, Measured, Measured, Measured, Measured, Measured];
+    const readCount = reads.split("\n");
+    // While the tick keeps its bookkeeping on the state workload, the limit's store GET reads
+    // that workload, which the tick reads once as a target: one API GET more, by construction.
+    const standIn = w.storePath === STORE_PATH ? 0 : 1;
     const same = (m: Measured) =>
-      m.api.every((n) => n === l.api[0]) && m.registry.every((n) => n === l.registry[0]);
+      m.api.every((n) => n + standIn === l.api[0]) && m.registry.every((n) => n === l.registry[0]);
     return [
       "### 1. No-op tick (3 images, 4 targets, healthy, unchanged)",
       "",
@@ -122,9 +138,15 @@ export async function noopSection(ctx: BenchContext): Promise<string[]> {
       ),
       "",
       `- Same requests as the limit: ${verdict(same(t))} with \`registry.token\` set (${span(t.api)} API + ${span(t.registry)} registry, limit ${span(l.api)} + ${span(l.registry)}${extraNote(t, l)}); without it ${same(p) ? "also the same" : `${span(p.api)} + ${span(p.registry)}${extraNote(p, l)}`}.`,
-      `- Within 1.5× of the limit: ${verdict(p.ms.median <= 1.5 * l.ms.median && t.ms.median <= 1.5 * l.ms.median)} (wall ${ratio(p.ms.median, l.ms.median)}, CPU ${ratio(p.cpu.median, l.cpu.median)}; with \`registry.token\` wall ${ratio(t.ms.median, l.ms.median)}, CPU ${ratio(t.cpu.median, l.cpu.median)}).`,
+      ...(standIn
+        ? [
+            "- This binary keeps its bookkeeping on the state workload: the limit's store GET reads that workload instead (one GET of one object, as the store's), so it makes one API request more than this tick.",
+          ]
+        : []),
+      `- Within 1.3× of the limit (the budget): ${verdict(p.ms.median <= 1.3 * l.ms.median && t.ms.median <= 1.3 * l.ms.median)} (wall ${ratio(p.ms.median, l.ms.median)}, CPU ${ratio(p.cpu.median, l.cpu.median)}; with \`registry.token\` wall ${ratio(t.ms.median, l.ms.median)}, CPU ${ratio(t.cpu.median, l.cpu.median)}).`,
       `- The kubectl way's API requests: ${kubectlBreakdown(k.lastRequests)} (this kubectl checks /version on each of its ${kubectlRuns(w)} invocations — rollout status, 4 counters, ${w.images.length} digests, ${w.workloads.length} target workloads — and discovers the API groups once per empty cache).`,
       `- At most a fifteenth of the kubectl way's time (the budget): ${verdict(k.ms.median >= 15 * p.ms.median)} (wall ${ratio(k.ms.median, p.ms.median)}, CPU ${ratio(k.cpu.median, p.cpu.median)}).`,
+      `- The product's reads the kubectl way: ${readCount.filter((r) => r.startsWith("kubectl ")).length} kubectl and ${readCount.filter((r) => r.startsWith("curl ")).length} curl processes, one after the other (${kubectlBreakdown(kr.lastRequests)}); at most a fifteenth of its time: ${verdict(kr.ms.median >= 15 * p.ms.median)} (wall ${ratio(kr.ms.median, p.ms.median)}, CPU ${ratio(kr.cpu.median, p.cpu.median)}).`,
       "",
     ];
   } finally {

@@ -12,12 +12,11 @@ import { type Relay, startRelay } from "./relay.ts";
 
 export const PREFIX = "image-refresh.io";
 export const TAG = "stable";
-/** image-refresh's own ConfigMap, where a tick keeps its bookkeeping; absent until the first write. */
-export const STORE = { namespace: "image-refresh", name: "image-refresh-state" } as const;
-export const STORE_PATH = "/api/v1/namespaces/image-refresh/configmaps/image-refresh-state";
-/** The shell job's state object (bench/kubectl-way.sh reads its annotations): a target here too. */
 export const STATE = { kind: "Deployment", namespace: "apps", name: "api" } as const;
 export const STATE_PATH = "/apis/apps/v1/namespaces/apps/deployments/api";
+/** image-refresh's own ConfigMap, where a tick keeps its bookkeeping. */
+export const STORE = { namespace: "image-refresh", name: "image-refresh-state" } as const;
+export const STORE_PATH = `/api/v1/namespaces/${STORE.namespace}/configmaps/${STORE.name}`;
 /** The simulated registry's token service name (sim/registry.ts). */
 export const SERVICE = "sim-registry";
 
@@ -61,7 +60,12 @@ export interface BenchWorld {
   /** The same configuration with `registry.token` set, so the product skips the challenge probe. */
   tokenConfigPath: string;
   images: Image[];
-  /** Every distinct target workload once, in config order. */
+  /**
+   * What the limit reads as the store: the ConfigMap when the product keeps its bookkeeping
+   * there, else the legacy state workload, the same one GET of one object.
+   */
+  storePath: string;
+  /** Every distinct target workload once, in config order (the state object too when it is one). */
   workloads: Workload[];
   /** Environment shared by every client under test: the CA, and nothing from the caller. */
   env(extra?: Record<string, string>): Record<string, string>;
@@ -81,10 +85,16 @@ export interface BenchWorld {
   firstConnectionAt(): number | undefined;
   /** Pushes a new build of every repository, so the next tick must refresh. */
   pushAll(): void;
+  /**
+   * Copies the store's recorded digests onto the state workload's annotations, where the shell
+   * job kept them, so the shell-shaped kubectl way reads the same bookkeeping. Without the store
+   * the product wrote them there itself, and this does nothing.
+   */
+  mirrorToState(): Promise<void>;
   stop(): Promise<void>;
 }
 
-/** The configuration example's no-op: 3 images, 4 targets (apps/api is the shell job's state object). */
+/** The configuration example's no-op: 3 images, 4 targets (one of them the state object itself). */
 function standardImages(): Image[] {
   return [
     {
@@ -150,8 +160,6 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
   // Pinned to the builds the registry serves, as image-refresh leaves an installation in sync:
   // every later tick is a no-op (on the floating tag the tick after the first would re-pin).
   addWorkloads(api, images, (repo) => `${registry.host}/${repo}@${served.get(repo)}`);
-  // image-refresh's own namespace exists (k8s/base makes it); its store does not until the first write.
-  api.ensureNamespace(STORE.namespace);
   const relay: Relay | undefined = opts.relay
     ? startRelay({ hostname: "127.0.0.1", port: Number(new URL(api.url).port) })
     : undefined;
@@ -162,10 +170,15 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
   const configPath = join(dir, "config.json");
   writeFileSync(caPath, tls.caPem);
   writeFileSync(kubeconfigPath, api.kubeconfig({ server: apiUrl }));
-  writeFileSync(configPath, JSON.stringify(configFor(registry.host, images), null, 2));
+  const model = configModel();
+  // With `state` legacy, the tick keeps its bookkeeping in the store (a ConfigMap); its
+  // namespace exists, as the install makes it, and the first tick creates the ConfigMap.
+  const store = model.storeKey && !model.stateRequired;
+  if (store) (api as unknown as { ensureNamespace(ns: string): void }).ensureNamespace(STORE.namespace);
+  writeFileSync(configPath, JSON.stringify(configFor(registry.host, images, model), null, 2));
   // The same, with the token endpoint configured: no challenge probe (README, registry.token).
   const tokenConfigPath = join(dir, "config-token.json");
-  const withToken = configFor(registry.host, images);
+  const withToken = configFor(registry.host, images, model);
   withToken.registry = { host: registry.host, token: { realm: `${registry.url}/token`, service: SERVICE } };
   writeFileSync(tokenConfigPath, JSON.stringify(withToken, null, 2));
   return {
@@ -178,6 +191,7 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
     tokenConfigPath,
     images,
     apiUrl,
+    storePath: store ? STORE_PATH : STATE_PATH,
     workloads: distinctWorkloads(images),
     env: (extra = {}) => ({
       PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -203,6 +217,27 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
     pushAll() {
       for (const img of images) registry.push(img.repository, TAG, { multiArch: img.key === "node-agent" });
     },
+    async mirrorToState() {
+      if (!store) return;
+      const data: Record<string, string> =
+        (
+          api as unknown as {
+            getConfigMap(ns: string, n: string): { data?: Record<string, string> } | undefined;
+          }
+        ).getConfigMap(STORE.namespace, STORE.name)?.data ?? {};
+      const annotations: Record<string, string> = {};
+      for (const [k, v] of Object.entries(data))
+        if (/^last-refreshed-.+-digest$/.test(k)) annotations[`${PREFIX}/${k}`] = v;
+      api.setAnnotations(STATE.kind, STATE.namespace, STATE.name, annotations);
+      // An annotation write moves the Deployment's generation: wait until its controller saw it,
+      // so that the ticks measured next find it settled.
+      for (let i = 0; i < 200; i++) {
+        const o = api.getObject(STATE.kind, STATE.namespace, STATE.name);
+        if ((o?.status?.observedGeneration ?? 0) >= (o?.metadata?.generation ?? 0)) return;
+        await Bun.sleep(10);
+      }
+      throw new Error("Cannot prepare the bench world: the state workload never observed its annotations");
+    },
     async stop() {
       relay?.stop();
       await Promise.all([api.stop(), registry.stop()]);
@@ -212,7 +247,9 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
 }
 
 function addWorkloads(api: SimApiServer, images: Image[], ref: (repository: string) => string): void {
+  // The state object always exists; in the standard shape it is also a target.
   const containers = new Map<string, { kind: Image["targets"][0]["kind"]; c: Map<string, string> }>();
+  containers.set(`Deployment/apps/api`, { kind: "Deployment", c: new Map([["sidecar", "envoy:1"]]) });
   for (const img of images)
     for (const t of img.targets) {
       const id = `${t.kind}/${t.namespace}/${t.name}`;
@@ -232,11 +269,29 @@ function addWorkloads(api: SimApiServer, images: Image[], ref: (repository: stri
   }
 }
 
-function configFor(host: string, images: Image[]) {
+/**
+ * What the binary's config takes, from its own JSON Schema: `store` (where its bookkeeping
+ * lives) and whether `state` is still required (the tick keeps its bookkeeping on that workload)
+ * or legacy. Read from `image-refresh schema`, so that the bench fits the binary it measures.
+ */
+export function configModel(binary = BINARY): { storeKey: boolean; stateRequired: boolean } {
+  const r = Bun.spawnSync([binary, "schema"], { stdout: "pipe", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`Cannot read ${binary} schema: ${r.stderr.toString()}`);
+  const schema = JSON.parse(r.stdout.toString()) as { properties: object; required?: string[] };
+  return { storeKey: "store" in schema.properties, stateRequired: !!schema.required?.includes("state") };
+}
+
+const BINARY = join(import.meta.dir, "..", "dist", "image-refresh");
+
+function configFor(host: string, images: Image[], model: ReturnType<typeof configModel>) {
   return {
     tag: TAG,
     registry: { host } as { host: string; token?: { realm: string; service: string } },
-    store: STORE,
+    // Named outside a pod, where the store's namespace cannot default to the pod's.
+    ...(model.storeKey ? { store: STORE } : {}),
+    // With the store, an installation keeps nothing on a workload: no legacy state object.
+    ...(model.stateRequired ? { state: STATE } : {}),
+    annotationPrefix: PREFIX,
     maxRefreshAttempts: 3,
     maxSkipTicks: 8,
     rolloutTimeout: "30s",

@@ -4,6 +4,7 @@ import * as z from "zod/mini";
 import { durationPattern, parseDuration } from "./duration.ts";
 import { formatPath, matching, parse, urlWithoutCredentials } from "./issues.ts";
 import { repeatsHost } from "./registry/reference.ts";
+import { mark } from "./startup-timing.ts";
 import { WORKLOAD_KINDS, type WorkloadKind } from "./workload.ts";
 import { parseYaml, YamlError } from "./yaml.ts";
 
@@ -20,6 +21,7 @@ export class ConfigError extends Error {
   }
 }
 
+mark("config-module");
 // DNS-1123 names and annotation-name segments, as the API server validates them.
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -143,6 +145,7 @@ export const configSchema = z.strictObject({
   minimumAge: duration("0s", true),
   images,
 });
+mark("config-schema");
 
 export interface Target {
   kind: WorkloadKind;
@@ -219,6 +222,7 @@ export function parseConfig(
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
     throw new ConfigError(`Cannot use ${source}: it must be a mapping of settings`);
   }
+  mark("config-parsed");
   const doc: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
   const fromEnv = new Map<string, string>();
   for (const [envName, field, convert] of ENV_OVERRIDES) {
@@ -229,6 +233,7 @@ export function parseConfig(
     }
   }
   const result = parse(configSchema, doc);
+  mark("config-checked");
   if (result.ok) {
     const config = finish(result.value);
     const problems = checksAcross(config.images, config.registry);

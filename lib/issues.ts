@@ -6,6 +6,9 @@
 // `version` and `--help` never load zod (docs/benchmarks.md).
 import * as z from "zod/mini";
 import en from "zod/v4/locales/en.js";
+import { mark } from "./startup-timing.ts";
+
+mark("zod-module");
 
 // zod/mini ships without messages (for size); English only, since operators read them.
 z.config(en());

@@ -94,17 +94,23 @@ function randomHex(bytes: number): string {
  * 00 (not sampled) because no span was recorded.
  */
 export function noopTelemetry(): Telemetry {
-  const traceId = randomHex(16);
-  const spanId = randomHex(8);
-  const ids: SpanIds = { traceId, spanId, traceparent: `00-${traceId}-${spanId}-00` };
+  // Minted on first use: a text-logging no-op tick never asks, and skips the random source's set-up.
+  let minted: SpanIds | undefined;
+  const mint = (): SpanIds => {
+    if (minted) return minted;
+    const traceId = randomHex(16);
+    const spanId = randomHex(8);
+    minted = { traceId, spanId, traceparent: `00-${traceId}-${spanId}-00` };
+    return minted;
+  };
   return {
     enabled: false,
     tick: (_attrs, fn) => fn(NOOP_SPAN),
     command: (_name, _attrs, fn) => fn(NOOP_SPAN),
     linkRoot() {},
     span: (_name, _opts, fn) => fn(NOOP_SPAN),
-    activeIds: () => ids,
-    rootTraceparent: () => ids.traceparent,
+    activeIds: mint,
+    rootTraceparent: () => mint().traceparent,
     counter() {},
     gauge() {},
     histogram() {},

@@ -3,6 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import fc from "fast-check";
 import { keyTokens, parseYaml, YamlError } from "./yaml.ts";
 
 function problems(text: string): string[] {
@@ -93,4 +94,64 @@ describe("the screen", () => {
     // an explicit key is counted at `?` and at its `:`: more than its 5 keys, which only costs a check
     expect(keyTokens("? a\n: 1\nb: { c: 1, d: [e: 2] }\n")).toBe(6);
   });
+});
+
+/** The screen as first written, one character at a time: the oracle for the jumping version. */
+function keyTokensByChar(text: string): number {
+  let n = 0;
+  let quote = "";
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] as string;
+    if (quote) {
+      if (c === "\\" && quote === '"') i++;
+      else if (c === quote) quote = "";
+      continue;
+    }
+    const prev = i === 0 ? "\n" : (text[i - 1] as string);
+    if ((c === '"' || c === "'") && !/[\w]/.test(prev)) quote = c;
+    else if (c === "#" && /\s/.test(prev)) {
+      const end = text.indexOf("\n", i);
+      i = end < 0 ? text.length : end - 1;
+    } else if (
+      c === ":" &&
+      (i + 1 === text.length || /[\s,\]}]/.test(text[i + 1] as string) || /["']/.test(prev))
+    )
+      n++;
+    else if (c === "?" && /\s/.test(prev) && /\s/.test(text[i + 1] ?? "\n")) n++;
+    else if (c === "<" && text.startsWith("<<", i)) return Number.POSITIVE_INFINITY;
+  }
+  return n;
+}
+
+test("the screen counts as a walk over every character would, on any text", () => {
+  const piece = fc.constantFrom(
+    '"',
+    "'",
+    "\\",
+    "#",
+    ":",
+    "?",
+    "<",
+    "<<",
+    " ",
+    "\n",
+    "a",
+    "1",
+    ",",
+    "]",
+    "}",
+    "{",
+    "-",
+  );
+  fc.assert(
+    fc.property(fc.array(piece, { maxLength: 60 }), (parts) => {
+      const text = parts.join("");
+      expect(keyTokens(text)).toBe(keyTokensByChar(text));
+    }),
+    { numRuns: 3000 },
+  );
+  for (const file of ["k8s/base/config.yaml", "k8s/examples/two-deployments-and-daemonset/config.yaml"]) {
+    const text = readFileSync(join(import.meta.dir, "..", file), "utf8");
+    expect(keyTokens(text)).toBe(keyTokensByChar(text));
+  }
 });

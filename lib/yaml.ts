@@ -52,18 +52,19 @@ function syntaxError(text: string): string | undefined {
  * anything the screen over-counts (a colon in a block scalar) only costs a full check.
  */
 export function keyTokens(text: string): number {
+  // Jumps from one character that matters to the next (a regex runs natively; a loop over every
+  // character is a tenth of a millisecond of a tick's start-up).
+  const special = /["'#:?<]/g;
   let n = 0;
-  let quote = "";
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i] as string;
-    if (quote) {
-      if (c === "\\" && quote === '"') i++;
-      else if (c === quote) quote = "";
-      continue;
-    }
+  for (let m = special.exec(text); m; m = special.exec(text)) {
+    const i = m.index;
+    const c = m[0];
     const prev = i === 0 ? "\n" : (text[i - 1] as string);
-    if ((c === '"' || c === "'") && !/[\w]/.test(prev)) quote = c;
-    else if (c === "#" && /\s/.test(prev)) i = skipLine(text, i);
+    if ((c === '"' || c === "'") && !/[\w]/.test(prev)) {
+      const end = closingQuote(text, i);
+      if (end < 0) break;
+      special.lastIndex = end + 1;
+    } else if (c === "#" && /\s/.test(prev)) special.lastIndex = skipLine(text, i) + 1;
     else if (
       c === ":" &&
       (i + 1 === text.length || /[\s,\]}]/.test(text[i + 1] as string) || /["']/.test(prev))
@@ -74,6 +75,15 @@ export function keyTokens(text: string): number {
     else if (c === "<" && text.startsWith("<<", i)) return Number.POSITIVE_INFINITY;
   }
   return n;
+}
+
+/** The index of the quote that closes the one at `open` (a backslash escapes in "..."), or -1. */
+function closingQuote(text: string, open: number): number {
+  const q = text[open] as string;
+  if (q === "'") return text.indexOf("'", open + 1);
+  const rest = /(?:[^"\\]|\\[\s\S])*"/y;
+  rest.lastIndex = open + 1;
+  return rest.exec(text) ? rest.lastIndex - 1 : -1;
 }
 
 function skipLine(text: string, i: number): number {

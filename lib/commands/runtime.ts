@@ -17,12 +17,14 @@ import {
   type DockerCredentials,
   loadDockerConfig,
 } from "../registry/credentials.ts";
+import { mark } from "../startup-timing.ts";
 import { telemetryConfigured } from "../telemetry/env.ts";
 import { noopTelemetry, type Telemetry } from "../telemetry.ts";
 import type { TickContext } from "../tick/context.ts";
 import { distinctTargets } from "../workload.ts";
 
 export type Env = Record<string, string | undefined>;
+mark("runtime-module");
 
 export interface Runtime {
   config: Config;
@@ -60,6 +62,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
   const format = logFormat(args, env);
   const config = loadConfig(args.config, env, readFile);
   const store = storeRef(config, readFile);
+  mark("config");
   const conn = resolveConnection({
     kubeconfigFlag: args.kubeconfig,
     context: args.context,
@@ -67,6 +70,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     readFile,
     homeDir: env.HOME ?? homedir(),
   });
+  mark("kubeconfig");
   const pull = pullSecret(args, config, readFile);
   const credentials = pull.credentials;
   // The exporter may warn while it starts, before the logger that carries its span ids exists:
@@ -78,6 +82,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
   log =
     opts.log ??
     createLogger({ format, ids: () => telemetry.activeIds(), debug: env.IMAGE_REFRESH_DEBUG === "1" });
+  mark("telemetry");
   const controller = new AbortController();
   const kube = createKubeClient(conn, {
     requestTimeoutMs: config.requestTimeoutMs,
@@ -109,7 +114,19 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
         ca: opts.registryCa,
       }),
   });
+  mark("runtime");
   return { config, store, log, telemetry, kube, controller, tickContext, anonymousBecause: pull.warning };
+}
+
+/**
+ * A tick's first read (the store) sent as soon as the configuration is known to be valid, so
+ * that it travels while the tick's own modules load; the tick's read of it takes the answer.
+ * Not with telemetry exported: every request span belongs under the tick's span, which does not
+ * exist yet.
+ */
+export function startFirstRead(rt: Runtime, env: Env): void {
+  if (telemetryConfigured(env)) return;
+  rt.kube.configMaps.prefetch(rt.store);
 }
 
 interface PullSecret {

@@ -20,6 +20,8 @@ export interface StoredConfigMap {
 export interface ConfigMapApi {
   /** `object` undefined for NotFound; `date` is the answer's `Date` header as sent (null without one). */
   read(ref: ConfigMapRef): Promise<{ object?: StoredConfigMap; date: string | null }>;
+  /** Sends the GET of read(ref) now; the next read of it takes the answer (KubeHttp.prefetch). */
+  prefetch(ref: ConfigMapRef): void;
   /** POST; an existing name is ApiError AlreadyExists (409). */
   create(ref: ConfigMapRef, data: Record<string, string>): Promise<StoredConfigMap>;
   /** A merge patch of `data` with `metadata.resourceVersion` as its precondition (409 Conflict). */
@@ -56,13 +58,17 @@ function stored(req: KubeRequest, raw: unknown): StoredConfigMap {
 
 export function configMapApi(http: KubeHttp, fieldManager: string): ConfigMapApi {
   const send = async (req: KubeRequest) => stored(req, await http.json(req));
+  const get = (ref: ConfigMapRef): KubeRequest => ({
+    method: "GET",
+    path: `${collection(ref.namespace)}/${encodeURIComponent(ref.name)}`,
+    target: describe(ref),
+  });
   return {
+    prefetch: (ref) => http.prefetch(get(ref)),
     read: async (ref) => {
       let date: string | null = null;
       const req: KubeRequest = {
-        method: "GET",
-        path: `${collection(ref.namespace)}/${encodeURIComponent(ref.name)}`,
-        target: describe(ref),
+        ...get(ref),
         onHeaders: (h) => {
           date = h.get("date");
         },

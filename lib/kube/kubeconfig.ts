@@ -6,6 +6,7 @@ import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import * as z from "zod/mini";
 import { formatPath, lazy, parse, urlWithoutCredentials } from "../issues.ts";
+import { mark } from "../startup-timing.ts";
 import { KubeconfigError } from "./errors.ts";
 import { type ExecConfig, parseExecConfig } from "./exec.ts";
 
@@ -171,7 +172,12 @@ interface Merged {
 }
 
 function loadFile(text: string, path: string): LoadedFile {
-  const parsed = parse(schemas().file, parseYaml(text, path));
+  const value = parseYaml(text, path);
+  mark("kubeconfig-parsed");
+  const schema = schemas().file;
+  mark("kubeconfig-schema");
+  const parsed = parse(schema, value);
+  mark("kubeconfig-checked");
   if (!parsed.ok) {
     // Field paths and the schema's messages only: values (a token!) never enter the message.
     const fields = parsed.issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join("; ");

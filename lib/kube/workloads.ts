@@ -23,6 +23,8 @@ export interface WatchOptions {
 
 export interface KubeClient {
   get(ref: ObjectRef): Promise<Workload>;
+  /** Sends the GET of `ref` now; the next get or getDated of it takes the answer (KubeHttp.prefetch). */
+  prefetch(ref: ObjectRef): void;
   /** A GET that also returns the answer's `Date` header as sent (null when there is none). */
   getDated(ref: ObjectRef): Promise<{ workload: Workload; date: string | null }>;
   /** application/merge-patch+json: maps merge, `null` removes a key (absent is fine). */
@@ -57,6 +59,7 @@ export function createKubeClient(conn: Connection, opts: KubeClientOptions): Kub
     });
   return {
     get: (ref) => readWorkload(http, ref, { method: "GET", path: objectPath(ref), target: describeRef(ref) }),
+    prefetch: (ref) => http.prefetch({ method: "GET", path: objectPath(ref), target: describeRef(ref) }),
     getDated: async (ref) => {
       let date: string | null = null;
       const onHeaders = (h: Headers) => {

@@ -1,6 +1,8 @@
 // Observe: the reads of a tick, in one round: the store (image-refresh's own ConfigMap), every
 // distinct target workload and, while migrating, the legacy `state` workload (usually a target
-// already: one read serves both), all concurrently; then the registry.
+// already: one read serves both), all concurrently; and the registry, started as soon as what
+// says whether it may be called at all is in (the store's registry-retry-after; while migrating
+// also the legacy workload's), beside the target reads still in flight.
 import type { Config } from "../config.ts";
 import type { ConfigMapRef } from "../kube/configmaps.ts";
 import { type FieldOwner, ownersOf } from "../kube/managed-fields.ts";
@@ -11,7 +13,7 @@ import { DigestResults } from "../registry/client.ts";
 import type { Book } from "../state/book.ts";
 import type { Change } from "../state/change.ts";
 import { bookWithLegacy, type LegacyInput, legacyAnnotations, migrationChange } from "../state/legacy.ts";
-import { readStore } from "../state/store.ts";
+import { readStore, type StoreRead } from "../state/store.ts";
 import { stateRef } from "../workload.ts";
 import type { TickContext } from "./context.ts";
 import {
@@ -70,12 +72,16 @@ export async function observe(ctx: TickContext): Promise<Observation> {
   const all =
     legacyRef && !refs.some((r) => workloadId(r) === workloadId(legacyRef)) ? [...refs, legacyRef] : refs;
   const keys = c.images.map((i) => i.key);
-  const [store, ...reads] = await Promise.all([
-    readStore(ctx.kube.configMaps, ctx.store, keys).catch((err: unknown) => {
-      throw new StoreUnreadable(err);
-    }),
-    ...all.map((ref) => readWorkload(ctx.kube, ref)),
-  ]);
+  const storeRead = readStore(ctx.kube.configMaps, ctx.store, keys).catch((err: unknown) => {
+    throw new StoreUnreadable(err);
+  });
+  const workloadReads = all.map((ref) => readWorkload(ctx.kube, ref));
+  const legacyRead = legacyRef
+    ? workloadReads[all.findIndex((r) => workloadId(r) === workloadId(legacyRef))]
+    : undefined;
+  const early = startResolving(ctx, storeRead, legacyRef, legacyRead);
+  const [store, ...reads] = await Promise.all([storeRead, ...workloadReads]);
+  const { legacy, book, clock, resolving } = await early;
   const objects = new Map<string, Workload>();
   const workloads: Record<string, ObservedWorkload> = {};
   all.forEach((ref, i) => {
@@ -85,13 +91,8 @@ export async function observe(ctx: TickContext): Promise<Observation> {
       workloads[workloadId(ref)] =
         r instanceof Error ? { found: false, message: r.message } : observeWorkload(r);
   });
-  const legacy = legacyOf(c, legacyRef, objects);
-  const book = legacy ? bookWithLegacy(store.book, legacy.input) : store.book;
-  // Stored times (candidates, the registry's Retry-After) are by this clock: a missing Date is said loudly
-  // when a minimumAge stores times by it.
-  const clock = tickClock(store.date, ctx, ctx.config.minimumAgeMs > 0);
   const observed: Observed = { book, workloads, clock };
-  const resolved = await resolveImages(ctx, book, clock);
+  const resolved = await resolving;
   observed.digests = resolved.digests;
   observed.registry = resolved.registry;
   const migration = legacy ? migrationChange(store.book, legacy.input) : {};
@@ -109,15 +110,45 @@ export async function observe(ctx: TickContext): Promise<Observation> {
 const readWorkload = (kube: KubeClient, ref: WorkloadRef): Promise<Workload | Error> =>
   kube.get(ref).catch((err: Error) => err);
 
+interface Early {
+  legacy: Observation["legacy"];
+  book: Book;
+  clock: number;
+  resolving: Promise<Resolved>;
+}
+
+/**
+ * The book, the clock and the registry's resolution, started once the store (and, while
+ * migrating, the legacy workload) answered: nearly every tick needs the registry, so it runs
+ * beside the other target reads. A store that cannot be read ends the tick before any registry
+ * request. Every image that is not pinned is resolved, as before; one whose targets turn out
+ * unsettled or unreadable is judged by the plan, which does not use its digest.
+ */
+function startResolving(
+  ctx: TickContext,
+  storeRead: Promise<StoreRead>,
+  legacyRef: WorkloadRef | undefined,
+  legacyRead: Promise<Workload | Error> | undefined,
+): Promise<Early> {
+  const early = Promise.all([storeRead, legacyRead]).then(([store, w]) => {
+    const legacy = legacyOf(ctx.config, legacyRef, w instanceof Error ? undefined : w);
+    const book = legacy ? bookWithLegacy(store.book, legacy.input) : store.book;
+    // Stored times (candidates, the registry's Retry-After) are by this clock: a missing Date is
+    // said loudly when a minimumAge stores times by it.
+    const clock = tickClock(store.date, ctx, ctx.config.minimumAgeMs > 0);
+    const resolving = resolveImages(ctx, book, clock);
+    // Awaited once the reads are in; until then a failure must not count as unhandled.
+    resolving.catch(() => {});
+    return { legacy, book, clock, resolving };
+  });
+  // The store's failure is the tick's, thrown by the reads' await; this copy of it is not.
+  early.catch(() => {});
+  return early;
+}
+
 /** The legacy state workload's annotations as the migration reader takes them; none when not read. */
-function legacyOf(
-  c: Config,
-  ref: WorkloadRef | undefined,
-  objects: Map<string, Workload>,
-): Observation["legacy"] {
-  if (!ref) return undefined;
-  const w = objects.get(workloadId(ref));
-  if (!w) return undefined;
+function legacyOf(c: Config, ref: WorkloadRef | undefined, w: Workload | undefined): Observation["legacy"] {
+  if (!ref || !w) return undefined;
   const id = workloadId(ref);
   const images = c.images.map((i) => ({
     key: i.key,
@@ -136,11 +167,9 @@ export function registryNotBefore(book: Book, clock: number): number | undefined
   return f.kind === "trusted" && f.value > clock ? f.value : undefined;
 }
 
-async function resolveImages(
-  ctx: TickContext,
-  book: Book,
-  clock: number,
-): Promise<{ digests: Record<string, ObservedDigest>; registry: NonNullable<Observed["registry"]> }> {
+type Resolved = { digests: Record<string, ObservedDigest>; registry: NonNullable<Observed["registry"]> };
+
+async function resolveImages(ctx: TickContext, book: Book, clock: number): Promise<Resolved> {
   const images = ctx.config.images.filter((i) => !i.pinned);
   const repos = [...new Set(images.map((i) => i.repository))];
   const until = registryNotBefore(book, clock);

@@ -1,0 +1,166 @@
+// Section 6: a tick's start-up part by part. The binary marks named points of its start-up when
+// IMAGE_REFRESH_STARTUP_TIMING names a file (lib/startup-timing.ts); the relay in front of the
+// simulated API server times the first TCP connection and the simulator the first request. The
+// tick runs in turns with the floor and the limit script, so the parts sit beside the two
+// figures the budget compares them with.
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { BINARY, outcomeOf, runLimit } from "./clients.ts";
+import { type Client, compare, type Measured } from "./compare.ts";
+import { fmtMs, type Spawned, stats, table, timed } from "./measure.ts";
+import { type BenchContext, limitOk, recordedWorld } from "./noop.ts";
+
+/** The binary's marks in the order a tick reaches them, each with what the step before it did. */
+export const PARTS: Array<[mark: string, what: string]> = [
+  ["entry", "runtime start, loading the executable, evaluating the entry chunk (command line, outcomes)"],
+  [
+    "zod-module",
+    "loading the runtime's chunks, evaluating zod/mini and its English messages (module evaluation)",
+  ],
+  ["config-module", "configuring zod's messages, evaluating the config's helpers (module evaluation)"],
+  ["config-schema", "building the config schema (schema construction)"],
+  [
+    "runtime-module",
+    "evaluating the rest of the runtime's modules (kubeconfig, API and registry clients, log)",
+  ],
+  ["imported", "the import of the error classes and the hand-over"],
+  ["config-parsed", "reading the config file, parsing its YAML (Bun.YAML and the repeated-key screen)"],
+  ["config-checked", "checking it against the config schema (zod)"],
+  ["config", "defaults, durations and the checks across fields"],
+  ["kubeconfig-parsed", "reading the kubeconfig, parsing its YAML"],
+  ["kubeconfig-schema", "building the kubeconfig's schemas (on first use)"],
+  ["kubeconfig-checked", "checking it against them"],
+  ["kubeconfig", "context, cluster, user, the CA and token"],
+  ["telemetry", "registry credentials, telemetry off, the logger"],
+  ["runtime", "the API client (TLS options built)"],
+  ["tick-imported", "evaluating the tick's modules (observe, plan, apply)"],
+  ["first-fetch", "up to the fetch of the tick's first API request"],
+];
+
+export interface StartupRun {
+  /** Spawn to each mark, ms. */
+  at: Record<string, number>;
+  /** CPU time the process had used at each mark, ms: steadier than wall time on a loaded machine. */
+  cpu: Record<string, number>;
+  connected?: number;
+  firstRequest?: number;
+}
+
+/** One tick with the probe on; its marks, the relay's connection and the first request, from the spawn. */
+async function probedTick(
+  cmd: string[],
+  env: Record<string, string>,
+  file: string,
+  runs: StartupRun[],
+): Promise<Spawned> {
+  rmSync(file, { force: true });
+  const r = await timed(cmd, { ...env, IMAGE_REFRESH_STARTUP_TIMING: file });
+  const marks = JSON.parse(readFileSync(file, "utf8").trim().split("\n").at(-1) ?? "{}") as {
+    at: Record<string, number>;
+    cpu: Record<string, number>;
+  };
+  const at: Record<string, number> = {};
+  for (const [k, v] of Object.entries(marks.at)) at[k] = v - r.startedAt;
+  runs.push({ at, cpu: marks.cpu });
+  return r;
+}
+
+export async function startupSection(ctx: BenchContext, floor: string[]): Promise<string[]> {
+  ctx.log("6. a tick's start-up, part by part");
+  const n = Math.max(20, ctx.reps * 2);
+  const w = await recordedWorld({ relay: true, stepMs: 100 });
+  const file = join(w.dir, "startup-marks.jsonl");
+  const runs: StartupRun[] = [];
+  try {
+    const files = ["tick", "--config", w.configPath, "--kubeconfig", w.kubeconfigPath];
+    const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp" };
+    const tick: Client = {
+      name: "tick (probe on)",
+      run: async () => {
+        const r = await probedTick([BINARY, ...files], w.env(), file, runs);
+        const last = runs.at(-1) as StartupRun;
+        const c = w.firstConnectionAt();
+        const q = w.firstRequestAt();
+        if (c !== undefined) last.connected = c - r.startedAt;
+        if (q !== undefined) last.firstRequest = q - r.startedAt;
+        return r;
+      },
+      ok: (r) => r.code === 0 && outcomeOf(r) === "noop",
+    };
+    const ms = await compare(
+      w,
+      [
+        { name: "floor", run: () => timed(floor, env), ok: (r) => r.code === 0 },
+        tick,
+        { name: "limit", run: () => runLimit(w, ctx.limit), ok: limitOk },
+      ],
+      n,
+    );
+    return partsTable(runs, ms as [Measured, Measured, Measured], n);
+  } finally {
+    await w.stop();
+  }
+}
+
+const median = (xs: number[]) => stats(xs).median;
+
+function partsTable(runs: StartupRun[], [fl, , limit]: [Measured, Measured, Measured], n: number): string[] {
+  const rows: string[][] = [];
+  const atOf = (name: string) => runs.map((r) => r.at[name] ?? Number.NaN);
+  // In the order the tick reaches them (the first fetch may come before the tick's modules load).
+  const order = [...PARTS].sort((a, b) => median(atOf(a[0])) - median(atOf(b[0])));
+  const cpuOf = (name: string) => runs.map((r) => r.cpu[name] ?? Number.NaN);
+  let prev = "spawn";
+  let prevAt = runs.map(() => 0);
+  let prevCpu = runs.map(() => 0);
+  for (const [name, what] of order) {
+    const at = atOf(name);
+    const cpu = cpuOf(name);
+    const step = stats(at.map((a, i) => a - (prevAt[i] as number)));
+    const cpuStep = median(cpu.map((c, i) => c - (prevCpu[i] as number)));
+    rows.push([`${prev} → ${name}`, what, fmtMs(step), cpuStep.toFixed(2), median(at).toFixed(1)]);
+    prev = name;
+    prevAt = at;
+    prevCpu = cpu;
+  }
+  const fetched = atOf("first-fetch");
+  const connected = runs.map((r) => r.connected ?? Number.NaN);
+  const requested = runs.map((r) => r.firstRequest ?? Number.NaN);
+  const between = (a: number[], b: number[]) => fmtMs(stats(b.map((x, i) => x - (a[i] as number))));
+  rows.push(
+    [
+      "first-fetch → connection",
+      "fetch until the TCP connection is accepted (the relay's clock)",
+      between(fetched, connected),
+      "–",
+      median(connected).toFixed(1),
+    ],
+    [
+      "connection → first request",
+      "TLS handshake and the request (the simulator's ms clock)",
+      between(connected, requested),
+      "–",
+      median(requested).toFixed(1),
+    ],
+  );
+  const lc = limit.firstConnection?.median ?? Number.NaN;
+  const tc = median(connected);
+  return [
+    `### 6. A tick's start-up, part by part (${n} runs, in turns with the floor and the limit)`,
+    "",
+    ...table(
+      [
+        "step",
+        "what it does",
+        "wall ms: median (min–max)",
+        "CPU ms (median)",
+        "spawn → end of step (median)",
+      ],
+      rows,
+    ),
+    "",
+    `- Floor (compiled Bun, one write): ${fl.ms.median.toFixed(1)} ms; the limit connects at ${lc.toFixed(1)} ms; the tick at ${tc.toFixed(1)} ms (${(tc / fl.ms.median).toFixed(2)}× the floor).`,
+    `- The tick's connection against the limit's + one floor (${(lc + fl.ms.median).toFixed(1)} ms): ${tc <= lc + fl.ms.median ? "met" : "**MISSED**"} (${(tc - lc).toFixed(1)} ms later than the limit).`,
+    "",
+  ];
+}
