@@ -66,9 +66,7 @@ export interface Faults {
 
 /** SPEC "Outcomes", in its order of severity, with the exit codes of its table (tests/support/spec-outcomes.ts). */
 const ORDER: readonly string[] = DOCUMENTED_SEVERITY;
-// A lockout fails the Job on every tick it lasts (exit 1); tests/support/spec-outcomes.ts still
-// lists it among the exit-0 outcomes, so it is added here.
-const EXIT_ONE: ReadonlySet<string> = new Set([...SPEC_EXIT_ONE, "locked_out"]);
+const EXIT_ONE: ReadonlySet<string> = new Set(SPEC_EXIT_ONE);
 const rank = (o: string) => ORDER.indexOf(o);
 
 /** Store keys carry no prefix. */

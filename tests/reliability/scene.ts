@@ -129,11 +129,8 @@ export function inject(
 
 /** SPEC "Outcomes", most severe first, and its exit codes (tests/support/spec-outcomes.ts). */
 export const SEVERITY = DOCUMENTED_SEVERITY;
-/**
- * The exit code of an outcome. A lockout now exits 1 on every tick; tests/support/spec-outcomes.ts
- * still gives it 0, so this table says it here until that file catches up.
- */
-export const exitCodeFor = (o: string): 0 | 1 => (o === "locked_out" ? 1 : specExitCode(o));
+/** The exit code of an outcome, as the documented table gives it. */
+export const exitCodeFor = (o: string): 0 | 1 => specExitCode(o);
 
 const OUTCOME_LINE = new RegExp(
   `^\\[image-refresh\\] (?:ERROR: |WARNING: )?(${SEVERITY.join("|")}): (.*?)(?: outcome=|$)`,
