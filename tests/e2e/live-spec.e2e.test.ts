@@ -236,6 +236,9 @@ describe("a human's pin", () => {
       const kubectl = kubectlFor(w.api, "image-refresh-live-spec-");
       const set = await kubectl("-n", "apps", "set", "image", "deployment/api-proxy", `proxy=${pin(old)}`);
       expect(set.code, set.err).toBe(0);
+      // The guard is per image: the human's pin rolls out before the tick judges it (a tick
+      // during that rollout skips the image, as it must).
+      await waitFor(w.api, "Deployment", "apps", "api-proxy", settled);
       w.api.clearLog();
       const r = await w.run();
       expect(r.code).toBe(0);
