@@ -139,11 +139,12 @@ interface PullSecret {
  * The tick's pull secret must be readable: one that cannot be read is a configuration error
  * (exit 2, before any request). A human runs status and reject from a laptop with a copy of the
  * CronJob's config, where the mounted path does not exist: that is a warning, and the registry
- * is asked anonymously. rearm never asks the registry, so it never reads the file.
+ * is asked anonymously. rearm never asks the registry, nor does reject given a DIGEST, so
+ * neither reads the file.
  */
 function pullSecret(args: CliArgs, config: Config, readFile: (p: string) => string): PullSecret {
   const path = config.registry.dockerConfigJson;
-  if (!path || args.command === "rearm") return {};
+  if (!path || args.command === "rearm" || (args.command === "reject" && args.digest)) return {};
   let creds: DockerCredentials;
   try {
     creds = loadDockerConfig(path, readFile);

@@ -50,7 +50,8 @@ export const METRICS = [
     name: "image_refresh.skips",
     kind: "counter",
     unit: "{tick}",
-    description: "Ticks skipped because the state object was not settled",
+    description:
+      "Ticks that did not touch an image because one of its targets was not settled (skipped or frozen), by image",
   },
   {
     name: "image_refresh.ticks",
@@ -68,7 +69,8 @@ export const METRICS = [
     name: "image_refresh.skip_streak",
     kind: "gauge",
     unit: "{tick}",
-    description: "Consecutive unsettled ticks recorded",
+    description:
+      "Consecutive ticks in which one of the image's targets was not settled, as counted in the store",
   },
   // No unit: "1" would make the Prometheus translation append _ratio.
   {
@@ -87,13 +89,14 @@ export const METRICS = [
     name: "image_refresh.in_sync",
     kind: "gauge",
     unit: "",
-    description: "1 when every target of the image runs the recorded pin",
+    description: "1 when every target of the image runs the pin recorded in the store",
   },
   {
     name: "image_refresh.unresolved_streak",
     kind: "gauge",
     unit: "{tick}",
-    description: "Consecutive settled ticks in which the image's digest could not be resolved",
+    description:
+      "Consecutive ticks in which the image's digest could not be resolved, as counted in the store",
   },
   {
     name: "image_refresh.last_verified_timestamp",
@@ -105,7 +108,8 @@ export const METRICS = [
     name: "image_refresh.frozen",
     kind: "gauge",
     unit: "",
-    description: "1 while the skip ceiling is reached",
+    description:
+      "1 while the image is frozen: one of its targets stayed unsettled for maxSkipTicks ticks in a row",
   },
   {
     name: "image_refresh.last_success_timestamp",

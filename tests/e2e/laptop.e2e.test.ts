@@ -90,6 +90,15 @@ describe("a copied config whose pull secret is not on this machine", () => {
     expect(w.ours()[`${PREFIX}/refresh-attempt-api`]).toBeUndefined();
   });
 
+  test("reject IMAGE DIGEST needs no registry: no request, no word about the pull secret", async () => {
+    const digest = `sha256:${"ab".repeat(32)}`;
+    const r = await w.run(["reject", "node-agent", digest]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).not.toContain("dockerConfigJson");
+    expect(w.registry.log).toEqual([]);
+    expect(w.ours()[`${PREFIX}/rejected-node-agent-digest`]).toBe(digest);
+  });
+
   test("reject IMAGE: a WARNING, then the tag's current digest asked anonymously", async () => {
     const r = await w.run(["reject", "node-agent", "--dry-run"]);
     expect(r.code).toBe(0);
