@@ -20,10 +20,10 @@ import type {
   WorkloadRef,
 } from "../model.ts";
 import { describeWorkload, workloadId } from "../model.ts";
-import type { Judgement } from "./verdict.ts";
+import { amend, type Judgement } from "./due.ts";
 
-export function combine(o: Observed, c: Config, judged: Map<string, Judgement>): Decision {
-  holdSharers(c, judged);
+export function combine(o: Observed, c: Config, given: Map<string, Judgement>): Decision {
+  const judged = holdSharers(c, given);
   const groups = groupsOf(c, judged);
   const write = stateWrite(o, c, judged);
   const actions: Action[] = [];
@@ -93,20 +93,18 @@ export function verdictLine(v: ImageVerdict): string {
   return `${v.key}: ${v.outcome}${detail}`;
 }
 
+/** A new judgement: `j` held back with the image it waits with (`short` says which). */
 function hold(
   j: Judgement,
   outcome: ImageVerdict["outcome"],
   reason: ImageVerdict["reason"],
   message: string,
-) {
-  j.due = undefined;
-  j.blocks = true;
-  Object.assign(j.verdict, {
-    outcome,
-    reason,
-    message,
-    attemptCount: j.verdict.attemptCount,
-    short: undefined,
+  short: string,
+): Judgement {
+  return amend(j, {
+    due: undefined,
+    blocks: true,
+    verdict: { outcome, reason, message, attemptCount: j.verdict.attemptCount, short },
   });
 }
 
@@ -119,7 +117,8 @@ function workloadsOf(img: ImageConfig): Set<string> {
  * A due image that shares a workload with a blocking image waits with it, and so, in turn, does
  * every due image that shares a workload with that one: images that share a workload move together.
  */
-function holdSharers(c: Config, judged: Map<string, Judgement>): void {
+function holdSharers(c: Config, given: Map<string, Judgement>): Map<string, Judgement> {
+  const judged = new Map(given);
   const blockers = (j: Judgement) => j.blocks || holdsSharers(j.verdict.outcome);
   for (let changed = true; changed; ) {
     changed = false;
@@ -137,11 +136,11 @@ function holdSharers(c: Config, judged: Map<string, Judgement>): void {
       const [outcome, state] = blockerState(bj);
       const shared = by.targets.find((t) => mine.has(workloadId(t))) as Target;
       const message = `refresh of ${img.key} waits with ${by.key} (${state}), which shares ${describeWorkload(shared)}`;
-      hold(j, outcome, "shared_workload", message);
-      j.verdict.short = `(waits with ${by.key})`;
+      judged.set(img.key, hold(j, outcome, "shared_workload", message, `(waits with ${by.key})`));
       changed = true;
     }
   }
+  return judged;
 }
 
 /** What a blocking image is, for the images that wait with it: its own verdict, or its count's state. */

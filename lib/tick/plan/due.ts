@@ -36,14 +36,30 @@ export interface Judgement {
   event?: { reason: EventReason; note: string; regarding?: WorkloadRef[] };
 }
 
+/** A change to a judgement: its verdict and writes are merged into the old ones, the rest replaced. */
+export type Change = Partial<Omit<Judgement, "verdict" | "writes">> & {
+  verdict?: Partial<ImageVerdict>;
+  writes?: Judgement["writes"];
+};
+
+/** A new judgement: `j` with `change` merged in; `j` itself is left as it was. */
+export function amend(j: Judgement, change: Change): Judgement {
+  return {
+    ...j,
+    ...change,
+    verdict: { ...j.verdict, ...change.verdict },
+    writes: { ...j.writes, ...change.writes },
+  };
+}
+
+/** A new judgement: `j` with the verdict's outcome, reason and message set. */
 export function say(
   j: Judgement,
   outcome: ImageVerdict["outcome"],
   reason: ImageVerdict["reason"],
   message: string,
-) {
-  Object.assign(j.verdict, { outcome, reason, message });
-  return j;
+): Judgement {
+  return { ...j, verdict: { ...j.verdict, outcome, reason, message } };
 }
 
 export interface DueInput {
@@ -74,22 +90,19 @@ export function due(j: Judgement, { img, b, c, o, digest, live, repin }: DueInpu
   }
   // A patch that can start no rollout would only fail the wait and count an attempt.
   if (live && live.blocked.length > 0) {
-    j.blocks = true;
     const msg = `refresh of ${img.key} is due but cannot start safely: ${live.blocked.join("; ")}`;
-    return say(j, "held", "target_unavailable", msg);
+    return say(amend(j, { blocks: true }), "held", "target_unavailable", msg);
   }
-  j.due = { digest, count: count + 1, ...(repin ? { repin: true, only: repin.only } : {}) };
-  j.verdict.short = `attempt ${count + 1}/${max}`;
-  j.verdict.attempt = count + 1;
-  j.verdict.attemptCount = 0;
-  j.verdict.lockedOut = false;
+  const next = amend(j, {
+    due: { digest, count: count + 1, ...(repin ? { repin: true, only: repin.only } : {}) },
+    verdict: { short: `attempt ${count + 1}/${max}`, attempt: count + 1, attemptCount: 0, lockedOut: false },
+  });
   if (repin) {
-    j.verdict.restoredFrom = repin.managers;
     const msg = `${repin.what}; re-pinning ${img.key} to ${digest} (reconcile: repin; attempt ${count + 1}/${max})`;
-    return say(j, "refreshed", "pin_restored", msg);
+    return say(amend(next, { verdict: { restoredFrom: repin.managers } }), "refreshed", "pin_restored", msg);
   }
   const msg = `${img.key}: new build ${digest}; refresh attempt ${count + 1}/${max}`;
-  return say(j, "refreshed", "digest_changed", msg);
+  return say(next, "refreshed", "digest_changed", msg);
 }
 
 /**
@@ -100,7 +113,7 @@ export function due(j: Judgement, { img, b, c, o, digest, live, repin }: DueInpu
 function lockout(j: Judgement, img: ImageConfig, b: ImageBook, c: Config, digest: string, count: number) {
   const max = c.maxRefreshAttempts;
   const failed = trusted(b.failed);
-  j.verdict.short = `${count}/${max}`;
+  const short = amend(j, { verdict: { short: `${count}/${max}` } });
   const held = `refresh of ${img.key} is held: ${count} failed rollouts in a row (max ${max})`;
   const rearm = `\`image-refresh rearm ${img.key}\``;
   const msg =
@@ -108,9 +121,12 @@ function lockout(j: Judgement, img: ImageConfig, b: ImageBook, c: Config, digest
       ? `${held}, the last of build ${digest}; check its workloads, then run ${rearm} to try this build again or \`image-refresh reject ${img.key}\` to wait for the next one`
       : `${held}, the last of build ${failed}; the registry now has a newer build ${digest}: check its workloads, then run ${rearm} to try it (\`image-refresh reject ${img.key}\` would reject the failed build ${failed}, not the newer one)`;
   if (b.flap.kind === "absent") {
-    j.flap = true;
-    j.writes[IMAGE_KEYS.flap.name(img.key)] = String(count);
-    j.event = { reason: "RefreshLockedOut", note: msg };
+    const announced = amend(short, {
+      flap: true,
+      writes: { [IMAGE_KEYS.flap.name(img.key)]: String(count) },
+      event: { reason: "RefreshLockedOut", note: msg },
+    });
+    return say(announced, "locked_out", "flap_lockout", msg);
   }
-  return say(j, "locked_out", "flap_lockout", msg);
+  return say(short, "locked_out", "flap_lockout", msg);
 }

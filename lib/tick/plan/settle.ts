@@ -10,7 +10,7 @@ import { IMAGE_KEYS } from "../../state/keys.ts";
 import { countOf, quoteForLog } from "../../state/values.ts";
 import type { Observed, WorkloadRef } from "../model.ts";
 import { describeWorkload, workloadId } from "../model.ts";
-import { type Judgement, say } from "./due.ts";
+import { amend, type Judgement, say } from "./due.ts";
 
 /** The image's targets that were read and are not settled, with what kubectl would say. */
 export function unsettled(img: ImageConfig, o: Observed): Array<{ ref: WorkloadRef; message: string }> {
@@ -26,23 +26,32 @@ export function unsettled(img: ImageConfig, o: Observed): Array<{ ref: WorkloadR
   return [...out.values()];
 }
 
+/** The judgement after the guard, and whether the guard holds the image (`held`). */
 export function settledGuard(
-  j: Judgement,
+  given: Judgement,
   img: ImageConfig,
   b: ImageBook,
   o: Observed,
   c: Config,
-): Judgement | undefined {
+): { j: Judgement; held: boolean } {
   const name = IMAGE_KEYS.skip.name(img.key);
   const waiting = unsettled(img, o);
   if (waiting.length === 0) {
     // A settled image's streak is removed (a failed removal is only a warning).
-    if (b.skip.kind !== "absent") j.writes[name] = null;
-    j.verdict.skipStreak = 0;
-    j.verdict.frozen = false;
-    return undefined;
+    const writes = b.skip.kind !== "absent" ? { [name]: null } : {};
+    return { j: amend(given, { writes, verdict: { skipStreak: 0, frozen: false } }), held: false };
   }
-  j.blocks = true;
+  return { j: unsettledVerdict(amend(given, { blocks: true }), img, b, c, waiting), held: true };
+}
+
+function unsettledVerdict(
+  j: Judgement,
+  img: ImageConfig,
+  b: ImageBook,
+  c: Config,
+  waiting: Array<{ ref: WorkloadRef; message: string }>,
+): Judgement {
+  const name = IMAGE_KEYS.skip.name(img.key);
   const first = waiting[0] as { ref: WorkloadRef; message: string };
   const what = `${describeWorkload(first.ref)} not settled (${first.message})`;
   if (b.skip.kind === "untrusted") {
@@ -51,16 +60,14 @@ export function settledGuard(
   }
   const previous = countOf(b.skip) ?? 0;
   const n = previous + 1;
-  j.writes[name] = String(n);
-  j.countsStreak = true;
-  j.verdict.skipStreak = n;
-  j.verdict.short = `${n}/${c.maxSkipTicks}`;
-  if (n < c.maxSkipTicks) {
-    j.verdict.frozen = false;
-    return say(j, "skipped", "not_settled", `${img.key}: ${what}, skip ${n}/${c.maxSkipTicks}`);
-  }
-  j.verdict.frozen = true;
+  const counted = amend(j, {
+    writes: { [name]: String(n) },
+    countsStreak: true,
+    verdict: { skipStreak: n, short: `${n}/${c.maxSkipTicks}`, frozen: n >= c.maxSkipTicks },
+  });
+  if (n < c.maxSkipTicks)
+    return say(counted, "skipped", "not_settled", `${img.key}: ${what}, skip ${n}/${c.maxSkipTicks}`);
   const msg = `FROZEN: ${img.key}: ${what} for ${n} ticks in a row (max ${c.maxSkipTicks}); no refresh of ${img.key} until it settles`;
-  if (previous < c.maxSkipTicks) j.event = { reason: "RefreshFrozen", note: msg, regarding: [first.ref] };
-  return say(j, "frozen", "skip_ceiling", msg);
+  const event = { reason: "RefreshFrozen" as const, note: msg, regarding: [first.ref] };
+  return say(previous < c.maxSkipTicks ? amend(counted, { event }) : counted, "frozen", "skip_ceiling", msg);
 }

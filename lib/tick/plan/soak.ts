@@ -14,9 +14,9 @@ import {
   stamp,
   trim,
 } from "./candidates.ts";
-import { type DueInput, due, type Judgement, say } from "./due.ts";
+import { amend, type DueInput, due, type Judgement, say } from "./due.ts";
 
-export function soak(j: Judgement, input: DueInput, recorded: string): Judgement {
+export function soak(given: Judgement, input: DueInput, recorded: string): Judgement {
   const { img, c, o, digest: L, b } = input;
   const key = IMAGE_KEYS.candidates.name(img.key);
   const rejected = trusted(b.rejected);
@@ -26,10 +26,10 @@ export function soak(j: Judgement, input: DueInput, recorded: string): Judgement
   const parsed = parseCandidates(raw);
   // An unreadable entry has no first-seen time to trust: dropping it can only make a build wait
   // longer, never roll out sooner, so the tick goes on and rewrites the list (and says so).
-  if (parsed.unreadable.length > 0)
-    j.verdict.warnings = [
-      `${key} has entries that are not <digest>=<RFC 3339 time>: ${parsed.unreadable.map((e) => JSON.stringify(e)).join(", ")}; they are dropped and the list is rewritten (a build among them waits its minimumAge again)`,
-    ];
+  const warnings = [
+    `${key} has entries that are not <digest>=<RFC 3339 time>: ${parsed.unreadable.map((e) => JSON.stringify(e)).join(", ")}; they are dropped and the list is rewritten (a build among them waits its minimumAge again)`,
+  ];
+  const warned = parsed.unreadable.length > 0 ? amend(given, { verdict: { warnings } }) : given;
   // The tag moved back to an older candidate: every build first seen after it was withdrawn.
   const back = parsed.list.find((x) => x.digest === L);
   const kept = parsed.list.filter((x) => x.digest !== recorded && (!back || x.seen <= back.seen));
@@ -38,20 +38,20 @@ export function soak(j: Judgement, input: DueInput, recorded: string): Judgement
   const chosen = chooseCandidate(all, clock, c.minimumAgeMs, [recorded, rejected]);
   const list = trim(all, chosen?.digest);
   const value = formatCandidates(list);
-  if (value !== (raw ?? null)) j.writes[key] = value;
+  const j = value !== (raw ?? null) ? amend(warned, { writes: { [key]: value } }) : warned;
   if (!chosen) return pending(j, input, list);
-  const d = due(j, { ...input, digest: chosen.digest });
-  if (!d.due) return d;
+  const tried = due(j, { ...input, digest: chosen.digest });
+  if (!tried.due) return tried;
   // The record removes the rejected marker (apply.ts), so a rejected build leaves the list with it.
-  d.due.candidates = formatCandidates(afterRollout(list, chosen, [recorded, rejected]));
-  j.verdict.digest = chosen.digest;
+  const candidates = formatCandidates(afterRollout(list, chosen, [recorded, rejected]));
+  const d = amend(tried, { due: { ...tried.due, candidates }, verdict: { digest: chosen.digest } });
   const seen = `first seen ${stamp(chosen.seen)}, minimumAge ${age(c.minimumAgeMs)}`;
   const newer = chosen.digest === L ? "" : `; the tag now names ${L}, which waits its turn`;
   return say(
     d,
     "refreshed",
     "digest_changed",
-    `${img.key}: build ${chosen.digest} has aged (${seen})${newer}; refresh attempt ${d.due.count}/${c.maxRefreshAttempts}`,
+    `${img.key}: build ${chosen.digest} has aged (${seen})${newer}; refresh attempt ${tried.due.count}/${c.maxRefreshAttempts}`,
   );
 }
 
@@ -62,8 +62,7 @@ function pending(j: Judgement, { img, c, o, digest: L, b }: DueInput, list: Cand
   const waiting = list.filter((x) => x.digest !== rejected);
   const next = waiting[waiting.length - 1] ?? (list[0] as Candidate);
   const at = dueAt(next, c.minimumAgeMs);
-  j.verdict.digest = L;
-  j.verdict.short = `(due ${stamp(at)})`;
+  const waits = amend(j, { verdict: { digest: L, short: `(due ${stamp(at)})` } });
   // The tag's build can be trimmed from a full list whose times tie with it (a hand-edited list).
   const current = list.find((x) => x.digest === L);
   const when = current
@@ -71,7 +70,7 @@ function pending(j: Judgement, { img, c, o, digest: L, b }: DueInput, list: Cand
     : "not kept: the list holds at most 5";
   const tag = next.digest === L ? "" : `; the tag now names ${L} (${when})`;
   const msg = `${img.key}: build ${next.digest} waits out minimumAge ${age(c.minimumAgeMs)}: first seen ${stamp(next.seen)}, due ${stamp(at)} (in ${age(at - clock)})${tag}`;
-  return say(j, "pending", "minimum_age", msg);
+  return say(waits, "pending", "minimum_age", msg);
 }
 
 /** `2h59m`, `40s`: a wait as a human reads it, whole seconds. */

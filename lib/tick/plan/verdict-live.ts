@@ -8,7 +8,7 @@ import type { Field } from "../../state/values.ts";
 import { quoteForLog } from "../../state/values.ts";
 import { workloadId } from "../model.ts";
 import { stopUndoingAdvice } from "./advice.ts";
-import { type DueInput, due, type Judgement, say } from "./due.ts";
+import { amend, type DueInput, due, type Judgement, say } from "./due.ts";
 import { describeContainer, describeOwner, type LiveContainer, type LiveImage } from "./live.ts";
 
 /** Targets that cannot be read, or that run another repository, hold the image first (steps 4, 6). */
@@ -20,15 +20,13 @@ export function targetFindings(
 ): Judgement | undefined {
   if (live.problems.length > 0) {
     const msg = `${img.key} cannot be checked, so none of its workloads is touched: ${live.problems.join("; ")}`;
-    j.blocks = true;
-    return say(j, "held", "target_unavailable", msg);
+    return say(amend(j, { blocks: true }), "held", "target_unavailable", msg);
   }
   const wrong = live.containers.filter((x) => x.state === "other_repo");
   if (wrong.length === 0) return undefined;
-  j.blocks = true;
   const list = wrong.map((x) => `${describeContainer(x)} runs ${x.image}`).join("; ");
   const msg = `${img.key} is configured as ${c.registry.host}/${img.repository}, but ${list}: it is never patched; check images[].targets[].container in the config`;
-  return say(j, "held", "target_mismatch", msg);
+  return say(amend(j, { blocks: true }), "held", "target_mismatch", msg);
 }
 
 /** A container a human (or a rollback) pinned: same repository, not a digest we know, not our write. */
@@ -46,18 +44,17 @@ export function paused(
   c: Config,
   announced: string | undefined,
 ): Judgement {
-  j.blocks = true;
-  j.verdict.paused = true;
-  j.verdict.short = `(${x.owner?.manager ?? "unknown writer"})`;
   const resume = resumeCommand(x, img, c);
-  j.verdict.resume = resume;
+  const short = `(${x.owner?.manager ?? "unknown writer"})`;
+  const held = amend(j, { blocks: true, verdict: { paused: true, short, resume } });
   const msg = `${img.key} is paused: ${describeContainer(x)} was set to ${x.image} by ${describeOwner(x.owner)}, not by image-refresh; no refresh of ${img.key} while it stays so. To hand it back: ${resume}`;
   // The marker remembers which pin was announced, so the Warning Event comes when a pause begins.
   if (announced !== x.image) {
-    j.writes[IMAGE_KEYS.paused.name(img.key)] = x.image;
-    j.event = { reason: "RefreshPaused", note: msg };
+    const event = { reason: "RefreshPaused" as const, note: msg };
+    const marked = amend(held, { writes: { [IMAGE_KEYS.paused.name(img.key)]: x.image }, event });
+    return say(marked, "paused", "pinned_by_human", msg);
   }
-  return say(j, "paused", "pinned_by_human", msg);
+  return say(held, "paused", "pinned_by_human", msg);
 }
 
 /** The command that hands a paused container back: set it to the floating tag again. */
@@ -78,9 +75,8 @@ export function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]):
   const x = off.find((y) => !y.ours) ?? (off[0] as LiveContainer);
   const what = `${describeContainer(x)} names ${x.image} (written by ${describeOwner(x.owner)}), not the pin ${R}`;
   if (c.reconcile === "report") {
-    j.verdict.short = `(${x.owner?.manager ?? "unknown writer"})`;
     return say(
-      j,
+      amend(j, { verdict: { short: `(${x.owner?.manager ?? "unknown writer"})` } }),
       "drifted",
       "tag_rerendered",
       `${what}; reconcile: report, so it is left as it is (pods may run any build of :${c.tag})`,
@@ -99,15 +95,14 @@ export function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]):
 }
 
 function contested(
-  j: Judgement,
+  given: Judgement,
   img: ImageConfig,
   x: LiveContainer,
   what: string,
   streak: Field<number>,
   key: string,
 ): Judgement {
-  j.blocks = true;
-  j.verdict.short = `(${x.owner?.manager ?? "unknown writer"})`;
+  const j = amend(given, { blocks: true, verdict: { short: `(${x.owner?.manager ?? "unknown writer"})` } });
   const advice = stopUndoingAdvice(x.owner?.manager);
   if (streak.kind === "untrusted") {
     const msg = `${what}, and the store's ${key} is ${quoteForLog(streak.raw)}, not a count; no re-pin until it is removed (\`image-refresh rearm ${img.key}\`)`;
@@ -116,8 +111,8 @@ function contested(
   const msg = `PIN CONTESTED: ${what} again after image-refresh re-pinned it; something keeps undoing the pin, so image-refresh does not re-pin again: ${advice}. Then run \`image-refresh rearm ${img.key}\``;
   // 1 is the re-pin; 2 marks the contest as announced, so the Warning Event comes once.
   if (streak.kind === "trusted" && streak.value < 2) {
-    j.writes[key] = "2";
-    j.event = { reason: "PinContested", note: msg };
+    const announced = amend(j, { writes: { [key]: "2" }, event: { reason: "PinContested", note: msg } });
+    return say(announced, "held", "pin_contested", msg);
   }
   return say(j, "held", "pin_contested", msg);
 }
