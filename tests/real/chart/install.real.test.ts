@@ -66,9 +66,8 @@ describe.skipIf(missing)("the chart installed by helm, a tick as its ServiceAcco
             tag: "stable",
             registry: { host: reg.host },
             namespace: app,
-            // In a pod the store's namespace is the pod's own (the ServiceAccount mount); the tick
-            // here runs outside one, so it is named: the release's, where the chart puts the store Role.
-            store: { namespace: rel },
+            // No store namespace: the chart writes the release's into the rendered config, so the
+            // tick run here, outside a pod, finds the store as a laptop copy of the config would.
             rolloutTimeout: "60s",
             images: [{ repository: repo, targets: [{ kind: "Deployment", name: "web", container: "web" }] }],
           },
