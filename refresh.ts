@@ -111,6 +111,7 @@ async function runCommand(
 const argv = process.argv.slice(2);
 main(argv).then(
   (code) => {
+    mark("exit");
     writeMarks();
     process.exit(code);
   },

@@ -18,23 +18,34 @@ export const PARTS: Array<[mark: string, what: string]> = [
     "loading the runtime's chunks, evaluating zod/mini and its English messages (module evaluation)",
   ],
   ["config-module", "configuring zod's messages, evaluating the config's helpers (module evaluation)"],
-  ["config-schema", "building the config schema (schema construction)"],
+  [
+    "config-schema",
+    "building the config's zod schema (only when a file is refused: absent from a valid run)",
+  ],
   [
     "runtime-module",
     "evaluating the rest of the runtime's modules (kubeconfig, API and registry clients, log)",
   ],
   ["imported", "the import of the error classes and the hand-over"],
   ["config-parsed", "reading the config file, parsing its YAML (Bun.YAML and the repeated-key screen)"],
-  ["config-checked", "checking it against the config schema (zod)"],
+  ["config-checked", "checking it with the check compiled from the config's zod schema"],
   ["config", "defaults, durations and the checks across fields"],
   ["kubeconfig-parsed", "reading the kubeconfig, parsing its YAML"],
-  ["kubeconfig-schema", "building the kubeconfig's schemas (on first use)"],
-  ["kubeconfig-checked", "checking it against them"],
+  ["kubeconfig-checked", "checking it with the check compiled from its zod schema"],
   ["kubeconfig", "context, cluster, user, the CA and token"],
   ["telemetry", "registry credentials, telemetry off, the logger"],
   ["runtime", "the API client (TLS options built)"],
   ["tick-imported", "evaluating the tick's modules (observe, plan, apply)"],
   ["first-fetch", "up to the fetch of the tick's first API request"],
+  ["store-answered", "the store's answer parsed into the book (the other target reads in flight)"],
+  ["registry-start", "the registry's resolution started (the stored Retry-After read)"],
+  ["registry-authorized", "the registry's challenge probe and token"],
+  ["reads-answered", "every target workload read"],
+  ["resolved", "every repository's HEAD"],
+  ["planned", "the plan (pure) decided"],
+  ["applied", "nothing to write: the apply step"],
+  ["reported", "the tick's metrics and outcome line"],
+  ["exit", "until the exit is called"],
 ];
 
 export interface StartupRun {
@@ -108,7 +119,9 @@ function partsTable(runs: StartupRun[], [fl, , limit]: [Measured, Measured, Meas
   const rows: string[][] = [];
   const atOf = (name: string) => runs.map((r) => r.at[name] ?? Number.NaN);
   // In the order the tick reaches them (the first fetch may come before the tick's modules load).
-  const order = [...PARTS].sort((a, b) => median(atOf(a[0])) - median(atOf(b[0])));
+  // A part no run reached (the zod schemas are built only for a file that is refused) has no row.
+  const reached = PARTS.filter(([name]) => runs.some((r) => r.at[name] !== undefined));
+  const order = reached.sort((a, b) => median(atOf(a[0])) - median(atOf(b[0])));
   const cpuOf = (name: string) => runs.map((r) => r.cpu[name] ?? Number.NaN);
   let prev = "spawn";
   let prevAt = runs.map(() => 0);

@@ -6,6 +6,8 @@
 // `version` and `--help` never load zod (docs/benchmarks.md).
 import * as z from "zod/mini";
 import en from "zod/v4/locales/en.js";
+import { FAIL } from "./checks/fail.ts";
+import { isHttpUrl, noCredentials } from "./checks/refinements.ts";
 import { mark } from "./startup-timing.ts";
 
 mark("zod-module");
@@ -46,6 +48,20 @@ export function parse<S extends z.ZodMiniType>(schema: S, value: unknown): Parse
   };
 }
 
+/**
+ * A boundary's parse: the check compiled from its schema (lib/checks/) when it accepts the value,
+ * else zod, built on first use, with every issue. The same answer as `parse(schema(), value)`.
+ */
+export function parseChecked<S extends z.ZodMiniType>(
+  check: (value: unknown) => unknown,
+  schema: () => S,
+  value: unknown,
+): Parsed<z.output<S>> {
+  const fast = check(value);
+  if (fast !== FAIL) return { ok: true, value: fast as z.output<S> };
+  return parse(schema(), value);
+}
+
 /** `images[0].targets[1].kind`; `(root)` for the top level. */
 export function formatPath(path: readonly Key[]): string {
   let out = "";
@@ -65,7 +81,7 @@ export function matching(re: RegExp, message: string, ...more: z.core.$ZodCheck<
 export function urlWithoutCredentials(hint: string) {
   return z.string().check(
     z.refine(isHttpUrl, { error: "Invalid URL", abort: true }),
-    z.refine((s) => noCredentials(s), {
+    z.refine(noCredentials, {
       error: `must not contain a user name or password; ${hint}`,
       abort: true,
     }),
@@ -77,18 +93,3 @@ export function urlWithoutCredentials(hint: string) {
 
 /** http(s)://, then an authority without `@` (no user info), then anything but whitespace. */
 const HTTP_URL = /^https?:\/\/[^\s/?#@]+([/?#]\S*)?$/;
-
-function isHttpUrl(s: string): boolean {
-  try {
-    // http: and https: are special schemes: a URL of theirs without a host does not parse.
-    const u = new URL(s);
-    return u.protocol === "http:" || u.protocol === "https:";
-  } catch {
-    return false;
-  }
-}
-
-function noCredentials(s: string): boolean {
-  const u = new URL(s);
-  return !u.username && !u.password;
-}

@@ -8,7 +8,7 @@ import { writeStdout } from "../output.ts";
 /** The JSON Schema of the config file as a user writes it (durations as text, defaults shown). */
 export function configJsonSchema(): Record<string, unknown> {
   // io "input": the file's side of the transforms (a duration is the text "10m", not 600000).
-  const generated = z.toJSONSchema(configSchema, { io: "input", target: "draft-2020-12" });
+  const generated = z.toJSONSchema(configSchema(), { io: "input", target: "draft-2020-12" });
   const { $schema, ...rest } = generated as Record<string, unknown>;
   return {
     $schema,

@@ -3,7 +3,8 @@
 // Errors stay ApiErrors carrying the server's reason and message; only the caller decides that
 // AlreadyExists or Conflict means "re-read and decide again".
 import * as z from "zod/mini";
-import { formatPath, parse } from "../issues.ts";
+import { checkConfigMap } from "../checks/configmap.generated.ts";
+import { formatPath, lazy, parseChecked } from "../issues.ts";
 import { ApiError } from "./errors.ts";
 import type { KubeHttp, KubeRequest } from "./http.ts";
 
@@ -32,16 +33,19 @@ export interface ConfigMapApi {
   ): Promise<StoredConfigMap>;
 }
 
-const Schema = z.object({
-  metadata: z.object({ resourceVersion: z.string().check(z.minLength(1)) }),
-  data: z.optional(z.nullable(z.record(z.string(), z.string()))),
-});
+/** A ConfigMap as the store reads it (compiled into lib/checks/configmap.generated.ts). */
+export const configMapSchema = lazy(() =>
+  z.object({
+    metadata: z.object({ resourceVersion: z.string().check(z.minLength(1)) }),
+    data: z.optional(z.nullable(z.record(z.string(), z.string()))),
+  }),
+);
 
 const collection = (ns: string) => `/api/v1/namespaces/${encodeURIComponent(ns)}/configmaps`;
 const describe = (ref: ConfigMapRef) => `configmap ${ref.namespace}/${ref.name}`;
 
 function stored(req: KubeRequest, raw: unknown): StoredConfigMap {
-  const r = parse(Schema, raw);
+  const r = parseChecked(checkConfigMap, configMapSchema, raw);
   if (!r.ok) {
     const fields = r.issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join("; ");
     throw new ApiError({

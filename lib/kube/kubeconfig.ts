@@ -5,7 +5,8 @@ import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import * as z from "zod/mini";
-import { formatPath, lazy, parse, urlWithoutCredentials } from "../issues.ts";
+import { checkKubeconfig } from "../checks/kubeconfig.generated.ts";
+import { formatPath, lazy, parseChecked, urlWithoutCredentials } from "../issues.ts";
 import { mark } from "../startup-timing.ts";
 import { KubeconfigError } from "./errors.ts";
 import { type ExecConfig, parseExecConfig } from "./exec.ts";
@@ -103,7 +104,7 @@ function inCluster(env: Record<string, string | undefined>, readFile: (p: string
 }
 
 // Built on first use: a pod reads no kubeconfig (in-cluster configuration), so its ticks never pay for it.
-const schemas = lazy(() => {
+export const kubeconfigSchemas = lazy(() => {
   const nonEmpty = z.string().check(z.minLength(1));
   const optionalPath = z.optional(nonEmpty);
 
@@ -141,7 +142,7 @@ const schemas = lazy(() => {
   });
   return { cluster: ClusterSchema, user: UserSchema, context: ContextSchema, file };
 });
-type Schemas = ReturnType<typeof schemas>;
+type Schemas = ReturnType<typeof kubeconfigSchemas>;
 type Cluster = z.output<Schemas["cluster"]>;
 type User = z.output<Schemas["user"]>;
 type Context = z.output<Schemas["context"]>;
@@ -174,9 +175,7 @@ interface Merged {
 function loadFile(text: string, path: string): LoadedFile {
   const value = parseYaml(text, path);
   mark("kubeconfig-parsed");
-  const schema = schemas().file;
-  mark("kubeconfig-schema");
-  const parsed = parse(schema, value);
+  const parsed = parseChecked(checkKubeconfig, () => kubeconfigSchemas().file, value);
   mark("kubeconfig-checked");
   if (!parsed.ok) {
     // Field paths and the schema's messages only: values (a token!) never enter the message.

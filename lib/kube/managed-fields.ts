@@ -4,7 +4,8 @@
 // that wrote the object. Attribution is advisory (a client may send any managedFields), which is
 // why a missing or unreadable entry is "unknown", never a guess. Pure; table-tested.
 import * as z from "zod/mini";
-import { lazy } from "../issues.ts";
+import { checkManagedFields } from "../checks/managed-fields.generated.ts";
+import { lazy, parseChecked } from "../issues.ts";
 
 /** The field manager of every write this product makes; users name it in Argo CD and Flux settings. */
 export const FIELD_MANAGER = "image-refresh";
@@ -17,7 +18,8 @@ export interface FieldOwner {
   time?: string;
 }
 
-const entries = lazy(() =>
+/** metadata.managedFields as attribution reads it (compiled into lib/checks/managed-fields.generated.ts). */
+export const managedFieldsSchema = lazy(() =>
   z.array(
     z.object({
       manager: z.optional(z.string()),
@@ -83,8 +85,8 @@ export interface Owners {
 
 /** Every answer is empty when managedFields are absent, unreadable or name nobody. */
 export function ownersOf(managedFields: unknown): Owners {
-  const parsed = entries().safeParse(managedFields);
-  const list = parsed.success ? parsed.data : [];
+  const parsed = parseChecked(checkManagedFields, managedFieldsSchema, managedFields);
+  const list = parsed.ok ? parsed.value : [];
   return {
     image: (container, l = "containers") => ownersIn(list, (f) => ownsImage(f, l, container)),
     annotation: (name) => ownersIn(list, (f) => ownsAnnotation(f, name)),
@@ -104,7 +106,7 @@ export function annotationOwners(
   return Object.fromEntries(names.map((n) => [n, owners.annotation(n)]));
 }
 
-type Entry = ReturnType<ReturnType<typeof entries>["parse"]>[number];
+type Entry = ReturnType<ReturnType<typeof managedFieldsSchema>["parse"]>[number];
 
 function ownersIn(list: Entry[], owns: (fields: Trie) => boolean): FieldOwner[] {
   const owners: FieldOwner[] = [];

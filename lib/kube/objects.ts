@@ -3,14 +3,17 @@
 // the rollout rules read them as 0) and strict about wrong types: a string where a number belongs
 // is an error, never a silent 0 that could make an unsettled workload look settled.
 import * as z from "zod/mini";
-import { formatPath, lazy, parse } from "../issues.ts";
+import { emptyIfAbsent } from "../checks/refinements.ts";
+import { checkWorkload } from "../checks/workload.generated.ts";
+import { formatPath, lazy, parseChecked } from "../issues.ts";
 
 import { PLURAL, type WorkloadKind, type WorkloadRef } from "../workload.ts";
 
 export { nameAttribute, WORKLOAD_KINDS, type WorkloadKind } from "../workload.ts";
 export type ObjectRef = WorkloadRef;
 
-const workloadSchema = lazy(() => {
+/** An apps/v1 workload as the rules read it (compiled into lib/checks/workload.generated.ts). */
+export const workloadSchema = lazy(() => {
   const count = z.optional(z.int());
   const text = z.string();
   const optionalText = z.optional(text);
@@ -21,10 +24,7 @@ const workloadSchema = lazy(() => {
     namespace: text,
     generation: z._default(z.int(), 0),
     resourceVersion: z.string().check(z.minLength(1)),
-    annotations: z.pipe(
-      z.nullish(z.record(z.string(), text)),
-      z.transform((a) => a ?? {}),
-    ),
+    annotations: z.pipe(z.nullish(z.record(z.string(), text)), z.transform(emptyIfAbsent)),
     uid: optionalText,
     // Read by managed-fields.ts, which treats anything it cannot parse as "nobody on record".
     managedFields: z.optional(z.unknown()),
@@ -91,7 +91,7 @@ export function parseWorkload(kind: WorkloadKind, raw: unknown): Workload {
     const shown = typeof declared === "string" ? declared : JSON.stringify(declared);
     throw new WorkloadParseError(`Cannot read ${kind}: the server returned a ${shown}`);
   }
-  const parsed = parse(workloadSchema(), raw);
+  const parsed = parseChecked(checkWorkload, workloadSchema, raw);
   if (!parsed.ok) {
     const fields = parsed.issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join("; ");
     throw new WorkloadParseError(`Cannot read ${kind}: unexpected object shape (${fields})`);

@@ -3,7 +3,8 @@
 // the token request asks for pull on every repository at once (one `scope` parameter each), so
 // 50 images still cost one token.
 import * as z from "zod/mini";
-import { lazy, parse } from "../issues.ts";
+import { checkTokenResponse } from "../checks/token-response.generated.ts";
+import { lazy, parseChecked } from "../issues.ts";
 import type { BasicCredentials } from "./credentials.ts";
 import { RegistryError } from "./errors.ts";
 import { type HttpContext, send } from "./http.ts";
@@ -12,7 +13,8 @@ import { challengeOf, errorFromResponse } from "./response.ts";
 /** How to authorize the manifest requests that follow; undefined means anonymous. */
 export type Authorization = string | undefined;
 
-const tokenResponse = lazy(() =>
+/** A token endpoint's answer (compiled into lib/checks/token-response.generated.ts). */
+export const tokenResponseSchema = lazy(() =>
   z.object({ token: z.optional(z.string()), access_token: z.optional(z.string()) }),
 );
 
@@ -97,7 +99,7 @@ async function fetchToken(
   } catch {
     throw new RegistryError("server_error", "the token endpoint did not answer JSON", { status: 200 });
   }
-  const parsed = parse(tokenResponse(), json);
+  const parsed = parseChecked(checkTokenResponse, tokenResponseSchema, json);
   const token = parsed.ok ? parsed.value.token || parsed.value.access_token : undefined;
   if (!token) {
     throw new RegistryError(

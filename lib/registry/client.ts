@@ -4,6 +4,7 @@
 // workloads' own pulls and every further request would spend it: the first HEAD goes alone, a
 // 429 aborts the HEADs in flight, and a Retry-After is returned for the tick to keep.
 import { basicSecrets } from "../scrub.ts";
+import { mark } from "../startup-timing.ts";
 import { authorize } from "./auth.ts";
 import type { RegistryError } from "./errors.ts";
 import { asRegistryError, blameConfiguredToken, DEFAULT_CONCURRENCY, fail, headAll } from "./heads.ts";
@@ -70,6 +71,7 @@ export async function resolveDigests(
     secrets: opts.credentials ? basicSecrets(opts.credentials.username, opts.credentials.password) : [],
   };
   let authorization: string | undefined;
+  mark("registry-start");
   try {
     authorization = await authorize(ctx, {
       endpoint,
@@ -84,6 +86,7 @@ export async function resolveDigests(
     for (const repo of repos) results.set(repo, fail(opts, repo, tag, failure));
     return results;
   }
+  mark("registry-authorized");
   const limited = await headAll(ctx, { ...opts, endpoint, tag, paths, authorization }, results);
   // Completion order is arbitrary; callers and logs get the configured order.
   const ordered = new DigestResults(repos.map((r) => [r, results.get(r) as DigestResult]));

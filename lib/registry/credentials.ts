@@ -3,7 +3,9 @@
 // object by accident shows only which hosts have credentials.
 import { readFileSync } from "node:fs";
 import * as z from "zod/mini";
-import { lazy, parse } from "../issues.ts";
+import { checkDockerCfg } from "../checks/docker-cfg.generated.ts";
+import { checkDockerConfig } from "../checks/docker-config.generated.ts";
+import { lazy, parseChecked } from "../issues.ts";
 import { isDockerHub } from "./reference.ts";
 
 export interface BasicCredentials {
@@ -39,8 +41,9 @@ export class DockerCredentials {
   }
 }
 
-// `.dockerconfigjson` wraps the map in `auths`; the legacy `.dockercfg` is the bare map.
-const schemas = lazy(() => {
+// `.dockerconfigjson` wraps the map in `auths`; the legacy `.dockercfg` is the bare map (both
+// compiled into lib/checks/docker-config*.generated.ts).
+export const dockerConfigSchemas = lazy(() => {
   const entry = z.object({
     username: z.optional(z.string()),
     password: z.optional(z.string()),
@@ -66,7 +69,10 @@ function decodeAuth(key: string, auth: string): BasicCredentials {
   return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
-function toEntry(key: string, raw: z.output<ReturnType<typeof schemas>["entry"]>): Entry | undefined {
+function toEntry(
+  key: string,
+  raw: z.output<ReturnType<typeof dockerConfigSchemas>["entry"]>,
+): Entry | undefined {
   if (raw.auth) return { key, host: normaliseKey(key), ...decodeAuth(key, raw.auth) };
   if (raw.username && raw.password !== undefined) {
     return { key, host: normaliseKey(key), username: raw.username, password: raw.password };
@@ -74,8 +80,12 @@ function toEntry(key: string, raw: z.output<ReturnType<typeof schemas>["entry"]>
   return undefined; // e.g. an email-only or identity-token entry: nothing we can send
 }
 
-function parseOrThrow<S extends z.ZodMiniType>(schema: S, json: unknown): z.output<S> {
-  const parsed = parse(schema, json);
+function parseOrThrow<S extends z.ZodMiniType>(
+  check: (v: unknown) => unknown,
+  schema: () => S,
+  json: unknown,
+): z.output<S> {
+  const parsed = parseChecked(check, schema, json);
   if (parsed.ok) return parsed.value;
   const issue = parsed.issues[0];
   const where = issue?.path.length ? issue.path.map(String).join(".") : "the top level";
@@ -93,7 +103,9 @@ export function parseDockerConfig(text: string): DockerCredentials {
     throw new Error("it is not valid JSON");
   }
   const wrapped = typeof json === "object" && json !== null && "auths" in json;
-  const map = wrapped ? parseOrThrow(schemas().wrapped, json).auths : parseOrThrow(schemas().map, json);
+  const map = wrapped
+    ? parseOrThrow(checkDockerConfig, () => dockerConfigSchemas().wrapped, json).auths
+    : parseOrThrow(checkDockerCfg, () => dockerConfigSchemas().map, json);
   const entries: Entry[] = [];
   for (const [key, raw] of Object.entries(map)) {
     const entry = toEntry(key, raw);

@@ -10,6 +10,7 @@ import { containerImages } from "../kube/objects.ts";
 import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { KubeClient, Workload } from "../kube/workloads.ts";
 import { DigestResults } from "../registry/client.ts";
+import { mark } from "../startup-timing.ts";
 import type { Book } from "../state/book.ts";
 import type { Change } from "../state/change.ts";
 import { bookWithLegacy, type LegacyInput, legacyAnnotations, migrationChange } from "../state/legacy.ts";
@@ -81,6 +82,7 @@ export async function observe(ctx: TickContext): Promise<Observation> {
     : undefined;
   const early = startResolving(ctx, storeRead, legacyRef, legacyRead);
   const [store, ...reads] = await Promise.all([storeRead, ...workloadReads]);
+  mark("reads-answered");
   const { legacy, book, clock, resolving } = await early;
   const objects = new Map<string, Workload>();
   const workloads: Record<string, ObservedWorkload> = {};
@@ -93,6 +95,7 @@ export async function observe(ctx: TickContext): Promise<Observation> {
   });
   const observed: Observed = { book, workloads, clock };
   const resolved = await resolving;
+  mark("resolved");
   observed.digests = resolved.digests;
   observed.registry = resolved.registry;
   const migration = legacy ? migrationChange(store.book, legacy.input) : {};
@@ -131,6 +134,7 @@ function startResolving(
   legacyRead: Promise<Workload | Error> | undefined,
 ): Promise<Early> {
   const early = Promise.all([storeRead, legacyRead]).then(([store, w]) => {
+    mark("store-answered");
     const legacy = legacyOf(ctx.config, legacyRef, w instanceof Error ? undefined : w);
     const book = legacy ? bookWithLegacy(store.book, legacy.input) : store.book;
     // Stored times (candidates, the registry's Retry-After) are by this clock: a missing Date is

@@ -3,6 +3,7 @@
 
 import type { Outcome } from "../outcomes.ts";
 import { exitCodeFor, logLevelFor } from "../outcomes.ts";
+import { mark } from "../startup-timing.ts";
 import { linkStories } from "../story.ts";
 import type { SpanHandle, Telemetry } from "../telemetry.ts";
 import { type Applied, apply } from "./apply/apply.ts";
@@ -38,7 +39,9 @@ export async function runTick(ctx: TickContext): Promise<TickResult> {
       reason: "unexpected" as const,
       message: `unexpected error: ${err.message}`,
     }));
+    mark("applied");
     report(tickCtx, root, r, (ctx.now() - started) / 1000);
+    mark("reported");
     return { outcome: r.outcome, reason: r.reason, message: r.message, decision: r.decision };
   });
 }
@@ -88,6 +91,7 @@ async function decideAndApply(ctx: TickContext, root: SpanHandle): Promise<Round
     const claimed = Object.keys(counts).filter((k) => (counts[k] ?? 0) > (first?.[k] ?? 0));
     if (claimed.length) obs.observed.claimed = claimed;
     const decision = plan(obs.observed, ctx.config);
+    mark("planned");
     ctx.log.debug(`plan: ${decision.outcome} (${decision.reason})`, {
       actions: decision.actions.map((a) => a.type),
     });
