@@ -50,6 +50,9 @@ export const workloadSchema = lazy(() => {
     status: text,
     reason: optionalText,
     message: optionalText,
+    // Go writes a zero metav1.Time as null; read only to tell one condition from another.
+    lastUpdateTime: z.nullish(text),
+    lastTransitionTime: z.nullish(text),
   });
 
   const StatusSchema = z._default(

@@ -345,3 +345,66 @@ describe("waitForRollout at its deadline", () => {
     expect(s.calls).toEqual(["list", "watch@10", "get"]);
   });
 });
+
+// The revert's PATCH response still carries the failed rollout's ProgressDeadlineExceeded, and the
+// controller keeps it (the old ReplicaSet comes back, no condition is reset) until complete.
+const exceeded = {
+  type: "Progressing",
+  status: "False",
+  reason: "ProgressDeadlineExceeded",
+  message: 'ReplicaSet "api-bad" has timed out progressing.',
+  lastUpdateTime: "2026-12-01T22:50:41Z",
+  lastTransitionTime: "2026-12-01T22:50:41Z",
+};
+const written = dep("9", 5, {
+  observedGeneration: 4,
+  replicas: 3,
+  updatedReplicas: 1,
+  conditions: [exceeded],
+});
+const leftOver = (rv: string) =>
+  dep(rv, 5, {
+    observedGeneration: 5,
+    replicas: 3,
+    updatedReplicas: 2,
+    availableReplicas: 2,
+    conditions: [exceeded],
+  });
+const exceededAgain = (rv: string) =>
+  dep(rv, 5, {
+    observedGeneration: 5,
+    conditions: [
+      { ...exceeded, lastUpdateTime: "2026-12-01T22:51:30Z", lastTransitionTime: "2026-12-01T22:51:30Z" },
+    ],
+  });
+const pending = 'Waiting for deployment "api" rollout to finish: 1 old replicas are pending termination...';
+
+describe("waitForRollout and a progress deadline left over from before the patch", () => {
+  const opts = () => ({ ...deadlineOpts(new AbortController().signal), written });
+
+  test("is no verdict: the wait goes on until the rollout completes", async () => {
+    const s = scripted([[leftOver("10")]], [[ev("MODIFIED", leftOver("11")), ev("MODIFIED", done("12"))]]);
+    const log = memoryLogger();
+    const result = await waitForRollout(s.client, ref, { ...opts(), log });
+    expect(result).toEqual({ ok: true, message: 'deployment "api" successfully rolled out' });
+    expect(log.lines.map((l) => l.msg)).toEqual([pending, 'deployment "api" successfully rolled out']);
+  });
+
+  test("a deadline this rollout reaches itself still fails fast", async () => {
+    const s = scripted([[leftOver("10")]], [[ev("MODIFIED", exceededAgain("11"))]]);
+    expect(await waitForRollout(s.client, ref, opts())).toEqual({
+      ok: false,
+      reason: "deadline_exceeded",
+      message: 'deployment "api" exceeded its progress deadline',
+    });
+  });
+
+  test("still there at rolloutTimeout: a timeout, not the earlier rollout's deadline", async () => {
+    const s = scripted([[unobserved("10")]], ["hang"], [leftOver("20")]);
+    expect(await waitForRollout(s.client, ref, opts())).toEqual({
+      ok: false,
+      reason: "timeout",
+      message: timedOut(pending),
+    });
+  });
+});

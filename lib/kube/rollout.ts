@@ -1,6 +1,7 @@
 // Waits for a rollout the way `kubectl rollout status` does: LIST with the name field selector,
 // judge, then WATCH from the list's resourceVersion, judging every ADDED/MODIFIED. Unlike kubectl
-// it only counts a verdict once the controller has observed *our* patch's generation, and its
+// it only counts a verdict once the controller has observed *our* patch's generation, never takes
+// a progress deadline left over from before our patch for this rollout's verdict, and its
 // deadline is absolute: a crash-looping rollout that keeps sending events never extends it, and
 // the verdict at the deadline is taken from one fresh GET, not from the last event seen.
 import { formatDuration } from "../duration.ts";
@@ -10,7 +11,7 @@ import { workloadAttributes } from "../workload.ts";
 import { ApiError } from "./errors.ts";
 import { abortableSleep } from "./http.ts";
 import { containerImages, describeRef, type ObjectRef, parseWorkload, type Workload } from "./objects.ts";
-import { PROGRESS_DEADLINE_EXCEEDED, rolloutStatus } from "./settled.ts";
+import { deadlineExceeded, rolloutStatus } from "./settled.ts";
 import type { KubeClient } from "./workloads.ts";
 
 export type RolloutResult =
@@ -20,6 +21,11 @@ export type RolloutResult =
 export interface RolloutOptions {
   /** metadata.generation from the PATCH response: the spec the controller must have observed. */
   afterGeneration: number;
+  /**
+   * The object as that PATCH left it (its response): a progress deadline it already carried was
+   * an earlier rollout's and is no verdict on this one (settled.ts, deadlineExceeded).
+   */
+  written?: Workload;
   /**
    * The images our patch set, by container name. A rollout that settles on other images (a
    * human's `kubectl rollout undo` during the wait) is not ours: it ends as `changed`.
@@ -178,14 +184,13 @@ class Waiter {
     const status =
       observed < this.opts.afterGeneration
         ? { done: false, message: `Waiting for ${specUpdateNoun(w.kind)} spec update to be observed...` }
-        : rolloutStatus(w);
+        : rolloutStatus(w, this.opts.written);
     if (status.message !== this.lastMessage) {
       this.lastMessage = status.message;
       this.opts.log.info(status.message, { workload: describeRef(this.ref) });
     }
     if ("error" in status && status.error) {
-      const deadline =
-        w.status.conditions?.find((c) => c.type === "Progressing")?.reason === PROGRESS_DEADLINE_EXCEEDED;
+      const deadline = deadlineExceeded(w, this.opts.written);
       return { ok: false, reason: deadline ? "deadline_exceeded" : "error", message: status.error };
     }
     if (!status.done) return undefined;

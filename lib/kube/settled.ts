@@ -1,6 +1,8 @@
 // kubectl's `rollout status` rules (kubectl pkg/polymorphichelpers/rollout_status.go), pure and
 // exact, including the messages, so an operator sees the same words kubectl would print. A missing
-// status number is 0, as Go's zero value is. The trailing "\n" kubectl prints is left off.
+// status number is 0, as Go's zero value is. The trailing "\n" kubectl prints is left off. One
+// departure, for the wait on a rollout we started only: a progress deadline the Deployment already
+// carried when our write was answered is an earlier rollout's, not this one's (deadlineExceeded).
 import type { Workload } from "./objects.ts";
 
 export interface RolloutStatus {
@@ -10,10 +12,15 @@ export interface RolloutStatus {
   error?: string;
 }
 
-export function rolloutStatus(w: Workload): RolloutStatus {
+/**
+ * `written`, when given, is the object as the write that started the rollout being waited for
+ * left it (the PATCH response): see `deadlineExceeded`. Without it (the settled guard, `status`)
+ * every progress deadline counts, as it does for kubectl.
+ */
+export function rolloutStatus(w: Workload, written?: Workload): RolloutStatus {
   switch (w.kind) {
     case "Deployment":
-      return deploymentStatus(w);
+      return deploymentStatus(w, written);
     case "DaemonSet":
       return daemonSetStatus(w);
     case "StatefulSet":
@@ -26,15 +33,42 @@ const n = (v: number | undefined) => v ?? 0;
 /** Reason the deployment controller puts on Progressing when progressDeadlineSeconds passed. */
 export const PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded";
 
-function deploymentStatus(w: Workload): RolloutStatus {
+type Condition = NonNullable<Workload["status"]["conditions"]>[number];
+
+/** The first Progressing condition, the one kubectl reads. */
+const progressingOf = (w: Workload): Condition | undefined =>
+  w.status.conditions?.find((c) => c.type === "Progressing");
+
+const sameCondition = (a: Condition, b: Condition): boolean =>
+  a.status === b.status &&
+  a.reason === b.reason &&
+  a.message === b.message &&
+  a.lastUpdateTime === b.lastUpdateTime &&
+  a.lastTransitionTime === b.lastTransitionTime;
+
+/**
+ * Whether `w`'s Progressing condition says ProgressDeadlineExceeded (kubectl looks at its reason
+ * only), and, given `written`, says it about the rollout that write started. The deployment
+ * controller keeps a condition at that reason until the Deployment is complete again, also across
+ * a new generation that brings back an existing ReplicaSet (a revert, a `rollout undo`), which
+ * resets no condition. So the very condition `written` already carried is an earlier rollout's,
+ * not a verdict on this one; a deadline this rollout runs out of is a new condition (new times:
+ * the controller only reaches it again after reporting progress). No clocks are compared.
+ */
+export function deadlineExceeded(w: Workload, written?: Workload): boolean {
+  const now = progressingOf(w);
+  if (now?.reason !== PROGRESS_DEADLINE_EXCEEDED) return false;
+  const then = written && progressingOf(written);
+  return !(then && sameCondition(now, then));
+}
+
+function deploymentStatus(w: Workload, written: Workload | undefined): RolloutStatus {
   const { name, generation } = w.metadata;
   const s = w.status;
   if (generation > n(s.observedGeneration)) {
     return { done: false, message: "Waiting for deployment spec update to be observed..." };
   }
-  // kubectl looks at the first Progressing condition and checks only its reason.
-  const progressing = s.conditions?.find((c) => c.type === "Progressing");
-  if (progressing?.reason === PROGRESS_DEADLINE_EXCEEDED) {
+  if (deadlineExceeded(w, written)) {
     const error = `deployment "${name}" exceeded its progress deadline`;
     return { done: false, message: error, error };
   }

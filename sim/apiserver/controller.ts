@@ -20,13 +20,24 @@ interface Workload {
   step: RolloutPoint["step"];
   flicker: boolean;
   deadlineExceeded: boolean;
+  /**
+   * The deadline is an earlier rollout's, kept across a generation that brought back an existing
+   * ReplicaSet (the real controller resets the condition only when it creates one), until this
+   * rollout's first progress (the earlier rollout's pods going away) ends it.
+   */
+  leftOverDeadline: boolean;
   currentHash: string;
   updateHash: string;
   changedAt: number;
   /** Images this workload's pods never become available on (a bad build), whatever its mode. */
   badImages?: Set<string>;
+  /** How a rollout to a bad image fails: "flap" never settles, "deadline" runs out of its progress deadline. */
+  badMode: "flap" | "deadline";
   timer?: ReturnType<typeof setTimeout>;
 }
+
+/** Steps the earlier rollout's pods take to go (their grace period) after a revert brought an old ReplicaSet back. */
+const LEFT_OVER_STEPS = 10;
 
 const keyOf = (kind: WorkloadKind, ns: string, name: string): string => `${kind}/${ns}/${name}`;
 const meta = (o: JsonObject): JsonObject => o.metadata as JsonObject;
@@ -56,6 +67,8 @@ export class Controllers {
       step: 4,
       flicker: false,
       deadlineExceeded: false,
+      leftOverDeadline: false,
+      badMode: "flap",
       currentHash: hash,
       updateHash: hash,
       changedAt: Date.now(),
@@ -86,11 +99,22 @@ export class Controllers {
     this.#schedule(w, this.stepMs);
   }
 
-  /** A rollout of this workload to a template naming one of these images flaps, as a crash-looping build would. */
-  failImages(kind: WorkloadKind, ns: string, name: string, images: readonly string[]): void {
+  /**
+   * A rollout of this workload to a template naming one of these images flaps, as a crash-looping
+   * build would, or (`how` "deadline", a Deployment) runs out of its progress deadline, as a build
+   * never Ready does.
+   */
+  failImages(
+    kind: WorkloadKind,
+    ns: string,
+    name: string,
+    images: readonly string[],
+    how: "flap" | "deadline" = "flap",
+  ): void {
     const w = this.#workloads.get(keyOf(kind, ns, name));
     if (!w) throw new Error(`Cannot set bad images of ${kind} ${ns}/${name}: no such workload`);
     w.badImages = new Set(images);
+    w.badMode = how;
     this.#schedule(w, this.stepMs);
   }
 
@@ -162,7 +186,9 @@ export class Controllers {
       if (w.step === 4) w.currentHash = w.updateHash;
       w.updateHash = hash;
       w.step = rollsOnItsOwn(obj) ? 1 : 0;
-      w.deadlineExceeded = false;
+      const reused = w.kind === "Deployment" && this.store.replicaSets.find(obj) !== undefined;
+      w.leftOverDeadline = w.deadlineExceeded && reused;
+      w.deadlineExceeded = w.leftOverDeadline;
       w.flicker = false;
       if (w.kind === "Deployment") {
         const previous = Number(
@@ -174,7 +200,8 @@ export class Controllers {
     revision = annotations?.[DEPLOYMENT_REVISION] ?? revision;
     this.#write(w, obj, generation, annotations);
     this.#syncReplicaSets(w, revision);
-    if (w.step !== 4 && w.step !== 0) this.#schedule(w, this.stepMs);
+    if (w.step !== 4 && w.step !== 0)
+      this.#schedule(w, w.leftOverDeadline ? this.stepMs * LEFT_OVER_STEPS : this.stepMs);
   }
 
   /** A Deployment's ReplicaSets follow every observed generation (template and annotations). */
@@ -186,7 +213,13 @@ export class Controllers {
   /** Moves the rollout one step; returns the delay to the next sync, or "idle" to wait for a change. */
   #advance(w: Workload): number | "idle" {
     if (w.step === 4 || w.step === 0) return "idle";
-    switch (this.#runsBadImage(w) ? "flap" : w.mode) {
+    if (w.leftOverDeadline) {
+      // The earlier rollout's pods are gone: progress, which ends its condition.
+      w.leftOverDeadline = false;
+      w.deadlineExceeded = false;
+      return this.stepMs;
+    }
+    switch (this.#runsBadImage(w) ? w.badMode : w.mode) {
       case "healthy":
         w.deadlineExceeded = false;
         w.flicker = false;

@@ -131,9 +131,16 @@ export interface SimApiServer {
   putConfigMap(namespace: string, name: string, data: Record<string, string> | null): void;
   /**
    * A bad build for this workload: a rollout to a template that names one of these images never
-   * becomes available (as "flap"), while a rollout back to other images settles as its mode says.
+   * becomes available (as "flap"), or with `how` "deadline" runs out of its progress deadline (a
+   * Deployment), while a rollout back to other images settles as its mode says.
    */
-  failImages(kind: WorkloadKind, namespace: string, name: string, images: readonly string[]): void;
+  failImages(
+    kind: WorkloadKind,
+    namespace: string,
+    name: string,
+    images: readonly string[],
+    how?: "flap" | "deadline",
+  ): void;
   faults: { add(rule: FaultRule): void; clear(): void };
   readonly log: RequestLogEntry[];
   clearLog(): void;
@@ -321,7 +328,7 @@ function makeHandle(rt: Runtime, d: HandleDeps): SimApiServer {
       store.updateMain(kind, ns, name, next, { manager: o.manager });
     },
     setMode: (kind, ns, name, mode, o) => d.controllers.setMode(kind, ns, name, mode, o),
-    failImages: (kind, ns, name, images) => d.controllers.failImages(kind, ns, name, images),
+    failImages: (kind, ns, name, images, how) => d.controllers.failImages(kind, ns, name, images, how),
     deleteObject(kind, ns, name) {
       requireObject(store, kind, ns, name);
       d.controllers.forget(kind, ns, name);

@@ -34,12 +34,17 @@ interface Condition {
   message: string;
 }
 
-/** Keeps timestamps of unchanged conditions so that an unchanged status is a no-op write. */
+/**
+ * Keeps timestamps of unchanged conditions so that an unchanged status is a no-op write. A
+ * condition whose status and reason did not change is kept as it was, message and times, as the
+ * controller's SetDeploymentCondition keeps it; only ReplicaSetUpdated is rewritten on progress.
+ */
 export function withTimes(conditions: Condition[], previous: unknown, now: string): JsonObject[] {
   const prev = Array.isArray(previous) ? previous.filter(isObject) : [];
   return conditions.map((c) => {
     const old = prev.find((p) => p.type === c.type);
     const sameStatus = old?.status === c.status;
+    if (old && sameStatus && old.reason === c.reason && c.reason !== "ReplicaSetUpdated") return { ...old };
     const same = sameStatus && old?.reason === c.reason && old?.message === c.message;
     return {
       type: c.type,

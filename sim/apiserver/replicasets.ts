@@ -112,9 +112,8 @@ export class ReplicaSets {
    * the older ones are scaled to zero and keep the annotations they had.
    */
   sync(d: JsonObject, revision: string, hash: string): void {
-    const owned = this.list(String(meta(d).namespace)).filter((rs) => controlledBy(rs, meta(d).uid));
-    const template = spec(d).template;
-    let current = owned.find((rs) => deepEqual(withoutHash(spec(rs).template), template));
+    const owned = this.#owned(d);
+    let current = this.find(d);
     if (!current) {
       current = newReplicaSet(d, hash);
       this.#items.set(`${String(meta(d).namespace)}/${String(meta(current).name)}`, current);
@@ -125,6 +124,16 @@ export class ReplicaSets {
       scaled(rs, rs === current ? Number(spec(d).replicas ?? 1) : 0);
       if (!deepEqual(before, rs)) meta(rs).resourceVersion = this.nextRv();
     }
+  }
+
+  /** The ReplicaSet of Deployment `d`'s pod template, if it has one (found by template, ignoring the hash label). */
+  find(d: JsonObject): JsonObject | undefined {
+    const template = spec(d).template;
+    return this.#owned(d).find((rs) => deepEqual(withoutHash(spec(rs).template), template));
+  }
+
+  #owned(d: JsonObject): JsonObject[] {
+    return this.list(String(meta(d).namespace)).filter((rs) => controlledBy(rs, meta(d).uid));
   }
 
   /** The garbage collector: a deleted Deployment's ReplicaSets go with it. */

@@ -6,17 +6,12 @@
 // finds the workloads as they are and goes on.
 import type { Workload } from "../../kube/workloads.ts";
 import type { ImageVerdict } from "../model.ts";
-import { describeWorkload, workloadId } from "../model.ts";
+import { describeWorkload } from "../model.ts";
 import { baseAttrs, type Failure, failImage, type Patched, postEvent, type Run } from "./state.ts";
 import { patchImages, waitForImages } from "./workload-patch.ts";
 
 /** Reverts the group's patched workloads, newest first, and amends its images' verdicts. */
-export async function revertGroup(
-  run: Run,
-  group: number,
-  failed: Failure,
-  failedOn?: Workload,
-): Promise<void> {
+export async function revertGroup(run: Run, group: number, failed: Failure): Promise<void> {
   const { ctx } = run;
   const todo = run.patched.filter((p) => p.group === group).reverse();
   if (ctx.config.onFailure !== "revert" || todo.length === 0 || ctx.signal.aborted) return;

@@ -3,7 +3,7 @@
 import { ApiError } from "../../kube/errors.ts";
 import type { Workload } from "../../kube/workloads.ts";
 import type { Rollout } from "../model.ts";
-import { describeWorkload, workloadId } from "../model.ts";
+import { describeWorkload } from "../model.ts";
 import { revertGroup } from "./revert.ts";
 import { baseAttrs, type Failure, failImage, type Patched, postEvent, type Run } from "./state.ts";
 import { patchImages, waitForImages } from "./workload-patch.ts";
@@ -19,7 +19,6 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
       message: `the tick was stopped (${why}) before ${describeWorkload(a.workload)} was patched`,
     });
   }
-  const id = workloadId(a.workload);
   const what = describeWorkload(a.workload);
   const images = a.containers.map((c) => ({ name: c.name, image: c.image, path: c.path as string }));
   const summary = a.containers.map((c) => `${c.name}=${c.image}`).join(" ");
@@ -75,7 +74,7 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
   };
   // About the workload that failed, where `kubectl describe` shows it.
   await postEvent(run, event, [updated]);
-  await revertGroup(run, a.group, failure, updated);
+  await revertGroup(run, a.group, failure);
 }
 
 /** The images the patched containers named when this tick read the workload: what a revert restores. */

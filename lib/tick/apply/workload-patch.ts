@@ -23,6 +23,7 @@ export function waitForImages(
   const { ctx } = run;
   return waitForRollout(ctx.kube, workload, {
     afterGeneration: updated.metadata.generation,
+    written: updated,
     expectImages: Object.fromEntries(containers.map((c) => [c.name, c.image])),
     timeoutMs: ctx.config.rolloutTimeoutMs,
     signal: ctx.signal,

@@ -162,7 +162,7 @@ const ROWS: Row[] = [
         verdict: { outcome: "unresolved", reason: "unresolved" },
         countsStreak: true,
         writes: { [`unresolved-streak-node-agent`]: "1" },
-        event: { reason: "ImageStale", note: "stale" },
+        events: [{ reason: "ImageStale", note: "stale" }],
       },
     },
     images: { api: "refreshed/digest_changed", "node-agent": "unresolved/unresolved" },

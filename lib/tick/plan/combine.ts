@@ -30,9 +30,14 @@ export function combine(o: Observed, c: Config, given: Map<string, Judgement>): 
   if (write) actions.push({ type: "write-state", ...write });
   for (const img of c.images) {
     const j = judged.get(img.key) as Judgement;
-    if (!j.event) continue;
-    const regarding = j.event.regarding ?? targetsOf(img);
-    actions.push({ type: "event", eventType: "Warning", ...j.event, image: img.key, regarding });
+    for (const e of j.events ?? [])
+      actions.push({
+        type: "event",
+        eventType: "Warning",
+        ...e,
+        image: img.key,
+        regarding: e.regarding ?? targetsOf(img),
+      });
   }
   const due = [...judged.values()].filter((j) => j.due);
   actions.push(...rollouts(o, c, judged, groups).map((r): Action => ({ type: "rollout", ...r })));

@@ -32,11 +32,19 @@ export interface Judgement {
   countsStreak: boolean;
   flap: boolean;
   firstSeen?: string;
-  /** A Warning Event; about the image's targets unless `regarding` names the workloads. */
-  event?: { reason: EventReason; note: string; regarding?: WorkloadRef[] };
+  /**
+   * Warning Events, each about the image's targets unless `regarding` names the workloads. One
+   * tick can reach two transitions of one image (stale and frozen): each is announced.
+   */
+  events?: ImageEvent[];
 }
 
-/** A change to a judgement: its verdict and writes are merged into the old ones, the rest replaced. */
+export type ImageEvent = { reason: EventReason; note: string; regarding?: WorkloadRef[] };
+
+/**
+ * A change to a judgement: its verdict and writes are merged into the old ones, its events added
+ * after the old ones, the rest replaced.
+ */
 export type Change = Partial<Omit<Judgement, "verdict" | "writes">> & {
   verdict?: Partial<ImageVerdict>;
   writes?: Judgement["writes"];
@@ -44,11 +52,13 @@ export type Change = Partial<Omit<Judgement, "verdict" | "writes">> & {
 
 /** A new judgement: `j` with `change` merged in; `j` itself is left as it was. */
 export function amend(j: Judgement, change: Change): Judgement {
+  const events = [...(j.events ?? []), ...(change.events ?? [])];
   return {
     ...j,
     ...change,
     verdict: { ...j.verdict, ...change.verdict },
     writes: { ...j.writes, ...change.writes },
+    ...(events.length > 0 ? { events } : {}),
   };
 }
 
@@ -124,7 +134,7 @@ function lockout(j: Judgement, img: ImageConfig, b: ImageBook, c: Config, digest
     const announced = amend(short, {
       flap: true,
       writes: { [IMAGE_KEYS.flap.name(img.key)]: String(count) },
-      event: { reason: "RefreshLockedOut", note: msg },
+      events: [{ reason: "RefreshLockedOut", note: msg }],
     });
     return say(announced, "locked_out", "flap_lockout", msg);
   }

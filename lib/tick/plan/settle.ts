@@ -69,5 +69,10 @@ function unsettledVerdict(
     return say(counted, "skipped", "not_settled", `${img.key}: ${what}, skip ${n}/${c.maxSkipTicks}`);
   const msg = `FROZEN: ${img.key}: ${what} for ${n} ticks in a row (max ${c.maxSkipTicks}); no refresh of ${img.key} until it settles`;
   const event = { reason: "RefreshFrozen" as const, note: msg, regarding: [first.ref] };
-  return say(previous < c.maxSkipTicks ? amend(counted, { event }) : counted, "frozen", "skip_ceiling", msg);
+  return say(
+    previous < c.maxSkipTicks ? amend(counted, { events: [event] }) : counted,
+    "frozen",
+    "skip_ceiling",
+    msg,
+  );
 }

@@ -51,7 +51,7 @@ export function paused(
   // The marker remembers which pin was announced, so the Warning Event comes when a pause begins.
   if (announced !== x.image) {
     const event = { reason: "RefreshPaused" as const, note: msg };
-    const marked = amend(held, { writes: { [IMAGE_KEYS.paused.name(img.key)]: x.image }, event });
+    const marked = amend(held, { writes: { [IMAGE_KEYS.paused.name(img.key)]: x.image }, events: [event] });
     return say(marked, "paused", "pinned_by_human", msg);
   }
   return say(held, "paused", "pinned_by_human", msg);
@@ -111,7 +111,7 @@ function contested(
   const msg = `PIN CONTESTED: ${what} again after image-refresh re-pinned it; something keeps undoing the pin, so image-refresh does not re-pin again: ${advice}. Then run \`image-refresh rearm ${img.key}\``;
   // 1 is the re-pin; 2 marks the contest as announced, so the Warning Event comes once.
   if (streak.kind === "trusted" && streak.value < 2) {
-    const announced = amend(j, { writes: { [key]: "2" }, event: { reason: "PinContested", note: msg } });
+    const announced = amend(j, { writes: { [key]: "2" }, events: [{ reason: "PinContested", note: msg }] });
     return say(announced, "held", "pin_contested", msg);
   }
   return say(j, "held", "pin_contested", msg);

@@ -168,7 +168,7 @@ function unresolved(
   const message = `STALE: ${what} for ${n} ticks in a row (max ${c.maxUnresolvedTicks}); ${img.key} is not being refreshed: check the repository, the tag, the registry's CA and the pull secret`;
   const event = { reason: "ImageStale" as const, note: message };
   return [
-    previous < c.maxUnresolvedTicks ? amend(counted, { event }) : counted,
+    previous < c.maxUnresolvedTicks ? amend(counted, { events: [event] }) : counted,
     { outcome: "stale", reason: "unresolved_ceiling", message },
   ];
 }
