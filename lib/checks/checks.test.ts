@@ -150,7 +150,16 @@ const WORKLOAD = {
     desiredNumberScheduled: 2,
     updatedNumberScheduled: 2,
     numberAvailable: 2,
-    conditions: [{ type: "Available", status: "True", reason: "MinimumReplicasAvailable", message: "ok" }],
+    conditions: [
+      { type: "Available", status: "True", reason: "MinimumReplicasAvailable", message: "ok" },
+      {
+        type: "Progressing",
+        status: "True",
+        reason: "NewReplicaSetAvailable",
+        lastUpdateTime: "2026-11-30T10:00:00Z",
+        lastTransitionTime: null,
+      },
+    ],
   },
 };
 

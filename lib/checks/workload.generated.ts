@@ -278,6 +278,22 @@ function s14(v: any): any {
   return o;
 }
 
+function s36(v: any): any {
+  return v === null ? null : s2(v);
+}
+
+function s35(v: any): any {
+  return v === undefined ? undefined : s36(v);
+}
+
+function s38(v: any): any {
+  return v === null ? null : s2(v);
+}
+
+function s37(v: any): any {
+  return v === undefined ? undefined : s38(v);
+}
+
 function s34(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
@@ -301,6 +317,16 @@ function s34(v: any): any {
     r = s11(v["message"]);
     if (r === FAIL) return FAIL;
     o["message"] = r;
+  }
+  if ("lastUpdateTime" in v) {
+    r = s35(v["lastUpdateTime"]);
+    if (r === FAIL) return FAIL;
+    o["lastUpdateTime"] = r;
+  }
+  if ("lastTransitionTime" in v) {
+    r = s37(v["lastTransitionTime"]);
+    if (r === FAIL) return FAIL;
+    o["lastTransitionTime"] = r;
   }
   return o;
 }
