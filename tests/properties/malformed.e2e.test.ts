@@ -59,7 +59,7 @@ const cases: Case[] = [
     setup: (w) => w.api.faults.add({ method: "GET", path: STATE_PATH, fault: { type: "malformed" } }),
     undo: (w) => w.api.faults.clear(),
     code: 1,
-    says: [/error: .*deployment apps\/api/i],
+    says: [/ERROR: .*Deployment apps\/api: Cannot GET Deployment apps\/api: /],
     writesNothing: true,
   },
   {
