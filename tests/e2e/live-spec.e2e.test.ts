@@ -1,7 +1,8 @@
-// SPEC step 6 end to end, on the compiled binary against the simulated cluster, which keeps
-// managedFields as kube-apiserver does: a deploy tool that renders the floating tag over the pin,
-// a GitOps controller that reverts it after every tick, a human's pin (with the real kubectl
-// where it is installed), a container that runs another repository, and `reconcile: report`.
+// The verdict from each target's live image end to end, on the compiled binary against the
+// simulated cluster, which keeps managedFields as kube-apiserver does: a deploy tool that renders
+// the floating tag over the pin, a GitOps controller that reverts it after every tick, a human's
+// pin (with the real kubectl where it is installed), a container that runs another repository, and
+// `reconcile: report`.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { imageOwners } from "../../lib/kube/managed-fields.ts";
 import type { WorkloadKind } from "../../lib/kube/objects.ts";

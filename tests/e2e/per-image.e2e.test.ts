@@ -1,4 +1,4 @@
-// SPEC's per-image model end to end, on the compiled binary against the simulated cluster: one
+// The per-image model end to end, on the compiled binary against the simulated cluster: one
 // image's trouble never holds back another, images that share a workload move together, legacy
 // counters carry over and migrate, an image the registry cannot resolve is never a quiet noop,
 // and a rejected build is never rolled out while the next one is.
@@ -137,7 +137,7 @@ describe("unresolved is never noop", () => {
     expect(w.ours()[k("unresolved-streak-node-agent")]).toBeUndefined();
   });
 
-  // SPEC step 6: a configured repository that the target does not run is the config pointing at
+  // A configured repository that the target does not run is the config pointing at
   // the wrong container, held whatever the registry says (before, a typo'd repository was only
   // unresolved, exit 0, until it went stale).
   test("a typo'd repository is a target mismatch: held, exit 1, from the first tick, never patched", async () => {

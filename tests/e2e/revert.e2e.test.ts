@@ -1,4 +1,4 @@
-// onFailure (SPEC step 7) end to end: a failed rollout puts every workload this tick patched for
+// onFailure end to end: a failed rollout puts every workload this tick patched for
 // the failed images back on the images they had, newest first, each waited for; `keep` leaves
 // the patch; a revert that cannot settle is `revert_failed`; SIGTERM starts no revert. The
 // simulated cluster's `failImages` is a bad build: any rollout to it never becomes available,

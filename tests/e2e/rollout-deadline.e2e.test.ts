@@ -1,4 +1,4 @@
-// SPEC step 7 ("give up after rolloutTimeout") behind a proxy that buffers chunked responses:
+// A rollout wait gives up after rolloutTimeout, even behind a proxy that buffers chunked responses:
 // every watch is answered with headers and then nothing, so the only observation before the
 // deadline is the LIST right after the patch. The binary must take the verdict at the deadline
 // from a fresh read: a rollout that settled 100 ms after the patch is refreshed, not failed.

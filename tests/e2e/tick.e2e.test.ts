@@ -1,4 +1,5 @@
-// SPEC "One tick, step by step", rule by rule, against the compiled binary over real HTTPS.
+// One tick, step by step (README "How a tick decides"), rule by rule, against the compiled binary
+// over real HTTPS.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { patch, settled, waitFor } from "../../sim/apiserver/driver.ts";
 import {

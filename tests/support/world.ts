@@ -134,7 +134,7 @@ export const SCENARIO_TARGETS: Record<
  * Pins every target of the given images to the given digests as image-refresh would have (its
  * field manager owns the image field), then waits until those rollouts settle, so a test that
  * records a digest by hand starts from the world an earlier refresh to it would have left.
- * Without it the containers stay on the seed's pin, which SPEC step 6 reads as a human's pin.
+ * Without it the containers stay on the seed's pin, which the verdict reads as a human's pin.
  */
 export function pinTargets(w: World, digests: Record<string, string>): Promise<void> {
   const refs = Object.entries(digests).map(([key, digest]) => [key, `@${digest}`] as const);
@@ -210,7 +210,7 @@ export function apiRequests(api: SimApiServer): string[] {
 }
 
 /**
- * The successful writes of a tick, named by what they did: the story SPEC prescribes, without
+ * The successful writes of a tick, named by what they did: the story the rules prescribe, without
  * the noise of a retried conflict. A store write that carries several things names each:
  * `attempt api=1`, `flap marker node-agent`, `unresolved node-agent=2`, `record api`.
  */
