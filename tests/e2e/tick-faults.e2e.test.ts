@@ -1,27 +1,17 @@
 // The tick under faults and bad input: what each failure must do (outcome, exit code, message), and
 // that nothing is written that should not be.
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateTls } from "../../sim/tls.ts";
-import {
-  PREFIX,
-  recorded,
-  STORE_PATH,
-  startWorld,
-  type World,
-  writeStory,
-  writes,
-} from "../support/world.ts";
+import { recorded, STORE_PATH, storeKey, type World, writeStory, writes } from "../support/world.ts";
+import { worldPerTest } from "../support/world-each.ts";
 
-const k = (name: string) => `${PREFIX}/${name}`;
+const k = storeKey;
 
 let w: World;
-beforeEach(async () => {
-  w = await startWorld();
-});
-afterEach(async () => {
-  await w.stop();
+worldPerTest((world) => {
+  w = world;
 });
 
 describe("store unreadable", () => {
