@@ -1,7 +1,8 @@
 // OpenTelemetry behind lib/telemetry.ts. The entry point imports this file only when
 // telemetryConfigured(env) says an exporter is configured, because loading the SDK costs about
-// 20 ms (SPEC "Performance budget"). Nothing here runs on a timer: a tick lives seconds, so all
-// spans and one collection of metrics are exported by shutdown(), within the caller's bound.
+// 20 ms, and a tick with telemetry off must start about as fast as a program that prints one line.
+// Nothing here runs on a timer: a tick lives seconds, so all spans and one collection of metrics
+// are exported by shutdown(), within the caller's bound.
 import { context } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { defaultResource, type Resource, resourceFromAttributes } from "@opentelemetry/resources";

@@ -1,7 +1,7 @@
 // Outcomes: every outcome's exit code and the severity order, as tables; a CronJob's
 // alerting keys on the exit code, and the tick's outcome is the most severe image verdict.
 import { expect, test } from "bun:test";
-import { DOCUMENTED_SEVERITY } from "../tests/support/spec-outcomes.ts";
+import { DOCUMENTED_SEVERITY } from "../tests/support/documented-outcomes.ts";
 import { EXIT_USAGE, exitCodeFor, holdsSharers, logLevelFor, mostSevere, OUTCOMES } from "./outcomes.ts";
 
 const WANT: Record<(typeof OUTCOMES)[number], 0 | 1> = {

@@ -17,7 +17,13 @@ export function workloadId(w: WorkloadRef): string {
   return `${w.kind}/${w.namespace}/${w.name}`;
 }
 
-/** `Deployment apps/api`: how the tick's messages name a workload. */
+/**
+ * `Deployment apps/api`: the one spelling of a workload in every log line, error and Event note,
+ * from the kube client and the tick alike. The Kind as the object spells it: what the operator
+ * wrote in the config's targets (`kind: Deployment`), what `kubectl get -o yaml` and an Event's
+ * `regarding.kind` show, and unlike a lowercase word it cannot be mistaken for the API's resource
+ * name that the server's own messages quote beside it (`deployments.apps "api" not found`).
+ */
 export function describeWorkload(w: WorkloadRef): string {
   return `${w.kind} ${w.namespace}/${w.name}`;
 }

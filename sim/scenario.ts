@@ -1,4 +1,4 @@
-// The standard scenario: one application as SPEC's configuration example describes it, shared
+// The standard scenario: one application as the README's configuration example describes it, shared
 // by `image-refresh demo`, the end-to-end tests and the benchmarks so they all tell one story.
 // Containers name the simulated registry's host, as a real pod spec must for its pulls to reach it.
 // Deployment apps/api (with a sidecar we never touch) and apps/api-proxy follow
@@ -7,7 +7,8 @@
 // `pinned` (the tests' default) seeds the containers already pinned to the builds the registry
 // serves, as an installation that is in sync looks once its digests are recorded; without it the
 // containers name the floating tag, as a fresh Helm install does, and the tick after the first
-// observation re-pins them (SPEC step 6, adoption): the demo tells that story.
+// observation re-pins them once (adoption: one rollout per workload ends the tag's skew between
+// nodes): the demo tells that story.
 import { exampleConfig } from "../lib/example-config.ts";
 import type { SimApiServer } from "./apiserver/index.ts";
 import type { SimRegistry } from "./registry.ts";

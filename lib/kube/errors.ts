@@ -10,7 +10,7 @@ export interface ApiErrorInit {
   method: string;
   /** The request URL; never carries credentials (the token travels only in a header). */
   url: string;
-  /** What was being done, e.g. `deployment apps/api`, used in the message. */
+  /** What was being done, e.g. `Deployment apps/api` (describeWorkload), used in the message. */
   target: string;
   code: number;
   reason: string;

@@ -1,5 +1,7 @@
-// Builds an events.k8s.io/v1 Event about the state object (reference §7.1). Pure: the clock and
-// the random suffix come in as options so the output is table-testable.
+// Builds an events.k8s.io/v1 Event about the state object, within the limits the apiserver checks
+// when one is created (kubernetes pkg/apis/core/validation/events.go; fields as kubernetes/api
+// events/v1/types.go names them). Pure: the clock and the random suffix come in as options so the
+// output is table-testable.
 import type { Workload } from "./objects.ts";
 
 export const REPORTING_CONTROLLER = "image-refresh.io/image-refresh";

@@ -6,7 +6,7 @@ import { memoryLogger } from "../log.ts";
 import { ApiError } from "./errors.ts";
 import { createKubeHttp, type KubeRequest } from "./http.ts";
 
-const GET: KubeRequest = { method: "GET", path: "/", target: "deployment apps/api" };
+const GET: KubeRequest = { method: "GET", path: "/", target: "Deployment apps/api" };
 
 async function failure(p: Promise<unknown>): Promise<ApiError> {
   try {

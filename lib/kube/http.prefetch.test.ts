@@ -8,7 +8,7 @@ import { createKubeHttp, type KubeRequest } from "./http.ts";
 const GET: KubeRequest = {
   method: "GET",
   path: "/apis/apps/v1/namespaces/apps/deployments/api",
-  target: "deployment apps/api",
+  target: "Deployment apps/api",
 };
 
 function setup(reply: (n: number) => Response) {

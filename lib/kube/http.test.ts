@@ -11,7 +11,7 @@ const conn: Connection = { server: "https://kube.test:6443", insecureSkipTlsVeri
 const GET: KubeRequest = {
   method: "GET",
   path: "/apis/apps/v1/namespaces/apps/deployments/api",
-  target: "deployment apps/api",
+  target: "Deployment apps/api",
 };
 const PATCH: KubeRequest = {
   ...GET,
@@ -79,7 +79,7 @@ const errorCases: ErrCase[] = [
       code: 404,
       reason: "NotFound",
       transient: false,
-      message: 'Cannot GET deployment apps/api: NotFound (404) deployments.apps "api" not found',
+      message: 'Cannot GET Deployment apps/api: NotFound (404) deployments.apps "api" not found',
     },
     1,
   ],
@@ -94,7 +94,7 @@ const errorCases: ErrCase[] = [
       reason: "Forbidden",
       transient: false,
       message:
-        'Cannot GET deployment apps/api: Forbidden (403) deployments.apps "api" is forbidden: User "x" cannot get',
+        'Cannot GET Deployment apps/api: Forbidden (403) deployments.apps "api" is forbidden: User "x" cannot get',
     },
     1,
   ],
@@ -111,7 +111,7 @@ const errorCases: ErrCase[] = [
       transient: true,
       retryAfter: 3,
       message:
-        "Cannot GET deployment apps/api: TooManyRequests (429) Too many requests, please try again later. (3 tries over Ns)",
+        "Cannot GET Deployment apps/api: TooManyRequests (429) Too many requests, please try again later. (3 tries over Ns)",
     },
     3,
   ],
@@ -126,7 +126,7 @@ const errorCases: ErrCase[] = [
       reason: "InternalError",
       transient: true,
       message:
-        "Cannot GET deployment apps/api: InternalError (500) Internal error occurred: etcdserver: leader changed (3 tries over Ns)",
+        "Cannot GET Deployment apps/api: InternalError (500) Internal error occurred: etcdserver: leader changed (3 tries over Ns)",
     },
     3,
   ],
@@ -141,7 +141,7 @@ const errorCases: ErrCase[] = [
       reason: "Unknown",
       transient: false,
       message:
-        "Cannot GET deployment apps/api: Unknown (500) map: map[image:x] does not contain declared merge key: name",
+        "Cannot GET Deployment apps/api: Unknown (500) map: map[image:x] does not contain declared merge key: name",
     },
     1,
   ],
@@ -152,7 +152,7 @@ const errorCases: ErrCase[] = [
       code: 502,
       reason: "BadGateway",
       transient: true,
-      message: "Cannot GET deployment apps/api: BadGateway (502) <html>bad gateway</html> (3 tries over Ns)",
+      message: "Cannot GET Deployment apps/api: BadGateway (502) <html>bad gateway</html> (3 tries over Ns)",
     },
     3,
   ],
@@ -163,7 +163,7 @@ const errorCases: ErrCase[] = [
       code: 200,
       reason: "MalformedResponse",
       transient: false,
-      message: "Cannot GET deployment apps/api: MalformedResponse (200) response is not JSON",
+      message: "Cannot GET Deployment apps/api: MalformedResponse (200) response is not JSON",
     },
     1,
   ],
@@ -175,7 +175,7 @@ const errorCases: ErrCase[] = [
       reason: "NetworkError",
       transient: true,
       message:
-        "Cannot GET deployment apps/api: NetworkError kube.test:6443: ECONNRESET: socket closed (3 tries over Ns)",
+        "Cannot GET Deployment apps/api: NetworkError kube.test:6443: ECONNRESET: socket closed (3 tries over Ns)",
     },
     3,
   ],
@@ -192,7 +192,7 @@ const errorCases: ErrCase[] = [
       reason: "TLSError",
       transient: false,
       message:
-        "Cannot GET deployment apps/api: TLSError kube.test:6443: UNABLE_TO_VERIFY_LEAF_SIGNATURE: unable to verify the first certificate",
+        "Cannot GET Deployment apps/api: TLSError kube.test:6443: UNABLE_TO_VERIFY_LEAF_SIGNATURE: unable to verify the first certificate",
     },
     1,
   ],
@@ -261,7 +261,7 @@ describe("token handling", () => {
   test("a 401 without a token file is not retried", async () => {
     const s = setup([() => new Response(status(401, "Unauthorized", "Unauthorized"), { status: 401 })]);
     expect((await failure(s.http.json(GET))).message).toBe(
-      "Cannot GET deployment apps/api: Unauthorized (401) Unauthorized",
+      "Cannot GET Deployment apps/api: Unauthorized (401) Unauthorized",
     );
     expect(s.calls.length).toBe(1);
   });
@@ -299,7 +299,7 @@ describe("spans and TLS options", () => {
           "http.response.status_code": 404,
         },
         events: [],
-        error: { type: "404", message: "Cannot GET deployment apps/api: NotFound (404) x" },
+        error: { type: "404", message: "Cannot GET Deployment apps/api: NotFound (404) x" },
         ended: true,
       },
     ]);

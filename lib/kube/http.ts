@@ -33,7 +33,7 @@ export interface KubeRequest {
   query?: Record<string, string>;
   body?: unknown;
   contentType?: string;
-  /** Names the object in error messages, e.g. `deployment apps/api`. */
+  /** Names the object in error messages, e.g. `Deployment apps/api` (describeWorkload). */
   target: string;
   /** Sees the headers of each answer (the last call is the answer returned): the server's `Date`. */
   onHeaders?: (headers: Headers) => void;

@@ -1,5 +1,6 @@
 // Who owns a container's image in managedFields: shapes as kube-apiserver serialises them
-// (reference live-spec-and-credentials.md §1.2; argo-cd controller/testdata/live-deployment.yaml).
+// (FieldsV1 per apimachinery pkg/apis/meta/v1/fieldsv1.go and structured-merge-diff
+// fieldpath/serialize.go; argo-cd controller/testdata/live-deployment.yaml is a real one).
 import { expect, test } from "bun:test";
 import { annotationOwners, FIELD_MANAGER, imageOwners, lastOwner } from "./managed-fields.ts";
 

@@ -1,5 +1,5 @@
-// Who last changed a container's image, read from metadata.managedFields (reference
-// live-spec-and-credentials.md §1). An Update moves a field to the writer only when it changed
+// Who last changed a container's image, read from metadata.managedFields (structured-merge-diff
+// merge/update.go; apimachinery pkg/util/managedfields/internal). An Update moves a field to the writer only when it changed
 // the value, so the owner of `f:image` is the last manager that changed the image, not the last
 // that wrote the object. Attribution is advisory (a client may send any managedFields), which is
 // why a missing or unreadable entry is "unknown", never a guess. Pure; table-tested.

@@ -137,8 +137,3 @@ export function collectionPath(ref: Pick<ObjectRef, "kind" | "namespace">): stri
 export function objectPath(ref: ObjectRef): string {
   return `${collectionPath(ref)}/${encodeURIComponent(ref.name)}`;
 }
-
-/** `deployment apps/api`: how messages name an object. */
-export function describeRef(ref: ObjectRef): string {
-  return `${ref.kind.toLowerCase()} ${ref.namespace}/${ref.name}`;
-}

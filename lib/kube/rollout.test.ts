@@ -69,7 +69,7 @@ function scripted(lists: ListStep[], watches: WatchStep[], gets: GetStep[] = [])
 }
 
 const apiError = (code: number, reason: string) =>
-  new ApiError({ method: "GET", url: "/x", target: "deployment apps/api", code, reason, statusMessage: "m" });
+  new ApiError({ method: "GET", url: "/x", target: "Deployment apps/api", code, reason, statusMessage: "m" });
 const ev = (type: string, object: unknown) => ({ type, object });
 
 type Case = [name: string, lists: ListStep[], watches: WatchStep[], want: RolloutResult, calls: string[]];
@@ -132,21 +132,21 @@ const cases: Case[] = [
     "DELETED fails",
     [[rolling("10")]],
     [[ev("DELETED", rolling("11"))]],
-    { ok: false, reason: "deleted", message: "deployment apps/api has been deleted" },
+    { ok: false, reason: "deleted", message: "Deployment apps/api has been deleted" },
     ["list", "watch@10"],
   ],
   [
     "gone before the list",
     [[]],
     [],
-    { ok: false, reason: "deleted", message: "deployment apps/api has been deleted" },
+    { ok: false, reason: "deleted", message: "Deployment apps/api has been deleted" },
     ["list"],
   ],
   [
     "a terminal list error fails",
     [apiError(403, "Forbidden")],
     [],
-    { ok: false, reason: "error", message: "Cannot GET deployment apps/api: Forbidden (403) m" },
+    { ok: false, reason: "error", message: "Cannot GET Deployment apps/api: Forbidden (403) m" },
     ["list"],
   ],
 ];
@@ -210,7 +210,7 @@ const doneOther = (rv: string) => {
   const w = done(rv);
   return { ...w, spec: { ...w.spec, template: { spec: { containers: [{ name: "api", image: "z" }] } } } };
 };
-const timedOut = (last: string) => `timed out after 300ms waiting for deployment apps/api: ${last}`;
+const timedOut = (last: string) => `timed out after 300ms waiting for Deployment apps/api: ${last}`;
 const rollingMessage =
   'Waiting for deployment "api" rollout to finish: 1 out of 2 new replicas have been updated...';
 
@@ -249,7 +249,7 @@ const atDeadline: DeadlineCase[] = [
       ok: false,
       reason: "changed",
       message:
-        "deployment apps/api settled, but container api runs z, not x: the workload was changed by someone else during the rollout",
+        "Deployment apps/api settled, but container api runs z, not x: the workload was changed by someone else during the rollout",
     },
   ],
   [
@@ -259,7 +259,7 @@ const atDeadline: DeadlineCase[] = [
       ok: false,
       reason: "timeout",
       message: timedOut(
-        "Waiting for deployment spec update to be observed...; re-reading it at the deadline failed: Cannot GET deployment apps/api: InternalError (500) m",
+        "Waiting for deployment spec update to be observed...; re-reading it at the deadline failed: Cannot GET Deployment apps/api: InternalError (500) m",
       ),
     },
   ],
@@ -270,7 +270,7 @@ const atDeadline: DeadlineCase[] = [
       ok: false,
       reason: "timeout",
       message: timedOut(
-        "Waiting for deployment spec update to be observed...; re-reading it at the deadline failed: Cannot GET deployment apps/api: Timeout m",
+        "Waiting for deployment spec update to be observed...; re-reading it at the deadline failed: Cannot GET Deployment apps/api: Timeout m",
       ),
     },
   ],
@@ -307,7 +307,7 @@ describe("waitForRollout at its deadline", () => {
     expect(result).toEqual({
       ok: false,
       reason: "error",
-      message: "wait for deployment apps/api cancelled: Waiting for deployment spec update to be observed...",
+      message: "wait for Deployment apps/api cancelled: Waiting for deployment spec update to be observed...",
     });
     expect(s.calls).toEqual(["list", "watch@10"]);
   });

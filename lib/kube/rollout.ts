@@ -7,10 +7,10 @@
 import { formatDuration } from "../duration.ts";
 import type { Logger } from "../log.ts";
 import type { Telemetry } from "../telemetry.ts";
-import { workloadAttributes } from "../workload.ts";
+import { describeWorkload, workloadAttributes } from "../workload.ts";
 import { ApiError } from "./errors.ts";
 import { abortableSleep } from "./http.ts";
-import { containerImages, describeRef, type ObjectRef, parseWorkload, type Workload } from "./objects.ts";
+import { containerImages, type ObjectRef, parseWorkload, type Workload } from "./objects.ts";
 import { deadlineExceeded, rolloutStatus } from "./settled.ts";
 import type { KubeClient } from "./workloads.ts";
 
@@ -95,7 +95,7 @@ class Waiter {
         if ("result" in step) return step.result;
       } catch (e) {
         if (this.opts.signal.aborted || !(e instanceof ApiError) || !(e.transient || e.code === 410)) throw e;
-        this.opts.log.debug(`re-listing ${describeRef(this.ref)} after ${e.reason}`, { code: e.code });
+        this.opts.log.debug(`re-listing ${describeWorkload(this.ref)} after ${e.reason}`, { code: e.code });
         if (e.code !== 410) await abortableSleep(this.opts.retryDelayMs ?? 1000, this.opts.signal);
       }
     }
@@ -139,7 +139,7 @@ class Waiter {
       return await this.readWatch(rv, timeoutSeconds, AbortSignal.any([this.opts.signal, watchdog]));
     } catch (e) {
       if (!watchdog.aborted || this.opts.signal.aborted) throw e;
-      this.opts.log.debug(`watch of ${describeRef(this.ref)} silent past its timeout; re-listing`, {
+      this.opts.log.debug(`watch of ${describeWorkload(this.ref)} silent past its timeout; re-listing`, {
         timeout_seconds: timeoutSeconds,
       });
       return { relist: true };
@@ -170,7 +170,7 @@ class Waiter {
   /** 410 Expired (history compacted) re-lists at once; other in-stream errors after a pause. */
   private async watchError(object: unknown): Promise<Step> {
     const s = (object ?? {}) as { code?: unknown; reason?: unknown; message?: unknown };
-    this.opts.log.debug(`watch of ${describeRef(this.ref)} ended with an error event`, {
+    this.opts.log.debug(`watch of ${describeWorkload(this.ref)} ended with an error event`, {
       code: s.code,
       reason: s.reason,
     });
@@ -187,7 +187,7 @@ class Waiter {
         : rolloutStatus(w, this.opts.written);
     if (status.message !== this.lastMessage) {
       this.lastMessage = status.message;
-      this.opts.log.info(status.message, { workload: describeRef(this.ref) });
+      this.opts.log.info(status.message, { workload: describeWorkload(this.ref) });
     }
     if ("error" in status && status.error) {
       const deadline = deadlineExceeded(w, this.opts.written);
@@ -206,7 +206,7 @@ class Waiter {
     for (const [name, image] of Object.entries(this.opts.expectImages ?? {})) {
       const now = live.get(name)?.image;
       if (now !== image)
-        return `${describeRef(this.ref)} settled, but container ${name} runs ${now ?? "nothing"}, not ${image}: the workload was changed by someone else during the rollout`;
+        return `${describeWorkload(this.ref)} settled, but container ${name} runs ${now ?? "nothing"}, not ${image}: the workload was changed by someone else during the rollout`;
     }
     return undefined;
   }
@@ -218,7 +218,7 @@ class Waiter {
       throw new ApiError({
         method: "GET",
         url: "",
-        target: describeRef(this.ref),
+        target: describeWorkload(this.ref),
         code: 0,
         reason: "MalformedResponse",
         statusMessage: (e as Error).message,
@@ -228,7 +228,7 @@ class Waiter {
   }
 
   private deleted(): RolloutResult {
-    return { ok: false, reason: "deleted", message: `${describeRef(this.ref)} has been deleted` };
+    return { ok: false, reason: "deleted", message: `${describeWorkload(this.ref)} has been deleted` };
   }
 
   /**
@@ -255,7 +255,7 @@ class Waiter {
     return {
       ok: false,
       reason: "timeout",
-      message: `timed out after ${formatDuration(this.opts.timeoutMs)} waiting for ${describeRef(this.ref)}${last}${suffix}`,
+      message: `timed out after ${formatDuration(this.opts.timeoutMs)} waiting for ${describeWorkload(this.ref)}${last}${suffix}`,
     };
   }
 
@@ -263,7 +263,11 @@ class Waiter {
     const last = this.lastMessage ? `: ${this.lastMessage}` : "";
     if (deadline.aborted) return this.timedOut();
     if (this.opts.signal.aborted)
-      return { ok: false, reason: "error", message: `wait for ${describeRef(this.ref)} cancelled${last}` };
+      return {
+        ok: false,
+        reason: "error",
+        message: `wait for ${describeWorkload(this.ref)} cancelled${last}`,
+      };
     return { ok: false, reason: "error", message: (e as Error).message ?? String(e) };
   }
 }

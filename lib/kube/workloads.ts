@@ -1,10 +1,10 @@
+import { describeWorkload } from "../workload.ts";
 import { type ConfigMapApi, configMapApi } from "./configmaps.ts";
 import { ApiError } from "./errors.ts";
 import { createKubeHttp, type HttpOptions, type KubeHttp, type KubeRequest } from "./http.ts";
 import type { Connection } from "./kubeconfig.ts";
 import {
   collectionPath,
-  describeRef,
   type ObjectRef,
   objectPath,
   parseWorkload,
@@ -55,17 +55,23 @@ export function createKubeClient(conn: Connection, opts: KubeClientOptions): Kub
       query: { fieldManager },
       body,
       contentType,
-      target: describeRef(ref),
+      target: describeWorkload(ref),
     });
   return {
-    get: (ref) => readWorkload(http, ref, { method: "GET", path: objectPath(ref), target: describeRef(ref) }),
-    prefetch: (ref) => http.prefetch({ method: "GET", path: objectPath(ref), target: describeRef(ref) }),
+    get: (ref) =>
+      readWorkload(http, ref, { method: "GET", path: objectPath(ref), target: describeWorkload(ref) }),
+    prefetch: (ref) => http.prefetch({ method: "GET", path: objectPath(ref), target: describeWorkload(ref) }),
     getDated: async (ref) => {
       let date: string | null = null;
       const onHeaders = (h: Headers) => {
         date = h.get("date");
       };
-      const req: KubeRequest = { method: "GET", path: objectPath(ref), target: describeRef(ref), onHeaders };
+      const req: KubeRequest = {
+        method: "GET",
+        path: objectPath(ref),
+        target: describeWorkload(ref),
+        onHeaders,
+      };
       return { workload: await readWorkload(http, ref, req), date };
     },
     mergePatch: patch("application/merge-patch+json"),
@@ -120,7 +126,7 @@ async function list(http: KubeHttp, ref: ObjectRef): Promise<{ resourceVersion: 
     path: collectionPath(ref),
     query: selector(ref),
     // The HTTP method is GET either way; the API's verb (and an RBAC denial) is list or watch.
-    target: `${describeRef(ref)} (list)`,
+    target: `${describeWorkload(ref)} (list)`,
   };
   const body = (await http.json(req)) as { metadata?: { resourceVersion?: unknown }; items?: unknown };
   const rv = body?.metadata?.resourceVersion;
@@ -140,7 +146,7 @@ async function* watch(http: KubeHttp, ref: ObjectRef, w: WatchOptions): AsyncGen
       timeoutSeconds: String(Math.max(1, Math.ceil(w.timeoutSeconds))),
       allowWatchBookmarks: "true",
     },
-    target: `${describeRef(ref)} (watch)`,
+    target: `${describeWorkload(ref)} (watch)`,
   };
   const body = await http.stream(req, w.signal);
   try {

@@ -69,9 +69,9 @@ export function readTelemetryEnv(env: Env): TelemetryEnv {
 }
 
 function readSignal(env: Env, signal: "TRACES" | "METRICS", warnings: string[]): SignalConfig {
-  // The spec's default exporter is otlp; left unset, without an endpoint we export nothing
-  // rather than probe localhost:4318 on every tick ("with no exporter configured nothing
-  // is exported"). Named explicitly, otlp is configured, and its endpoint takes the spec's
+  // OpenTelemetry's default exporter is otlp; left unset, without an endpoint we export nothing
+  // rather than probe localhost:4318 on every tick: with no exporter configured nothing is
+  // exported. Named explicitly, otlp is configured, and its endpoint takes OpenTelemetry's
   // default (a Collector as a native sidecar in the Job's pod listens there).
   const explicit = get(env, `OTEL_${signal}_EXPORTER`);
   const names = (explicit ?? "otlp").split(",").map((s) => s.trim().toLowerCase());

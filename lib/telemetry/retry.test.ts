@@ -21,7 +21,7 @@ describe("retryDelay", () => {
       ["502 retried", { kind: "status", status: 502 }, 1, roomy, 50],
       ["504 retried", { kind: "status", status: 504 }, 1, roomy, 50],
       [
-        "500 not retried (the spec lists it as not retryable)",
+        "500 not retried (the OTLP specification lists it as not retryable)",
         { kind: "status", status: 500 },
         1,
         roomy,

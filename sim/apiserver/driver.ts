@@ -1,6 +1,7 @@
 // Helpers for tests that drive the simulator over real HTTPS: a tiny authenticated client,
-// a watch reader, and kubectl's rollout-status verdict (reference §1.2–1.4) so a test can
-// say "kubectl would call this settled" without running kubectl.
+// a watch reader, and kubectl's rollout-status verdict (its Deployment, DaemonSet and StatefulSet
+// viewers in kubectl pkg/polymorphichelpers/rollout_status.go) so a test can say "kubectl would
+// call this settled" without running kubectl.
 import { type SimApiServer, startApiServer, type WorkloadKind } from "./index.ts";
 
 export interface SimResponse {

@@ -1,5 +1,5 @@
 // Event creation through core/v1 and events.k8s.io/v1 with the validation of kubernetes
-// pkg/apis/core/validation/events.go (reference §7). Field paths in errors use the internal
+// pkg/apis/core/validation/events.go. Field paths in errors use the internal
 // names (involvedObject, message), as the real server reports them for both APIs.
 import { randomBytes, randomUUID } from "node:crypto";
 import { isObject, type JsonObject } from "./patch.ts";

@@ -1,5 +1,5 @@
-// Field sets as structured-merge-diff keeps them in managedFields (reference
-// live-spec-and-credentials.md §1.2, §1.4): the comparison of two objects into added, modified
+// Field sets as structured-merge-diff (SMD, the library kube-apiserver tracks ownership with)
+// keeps them in managedFields: the comparison of two objects into added, modified
 // and removed paths (SMD typed/compare.go), and the FieldsV1 trie those paths are stored as
 // (SMD fieldpath/serialize.go). The schema is the little a workload needs: which lists are
 // associative and by which keys, which structs are atomic; every other list is atomic.

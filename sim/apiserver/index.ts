@@ -180,7 +180,8 @@ function rbacDenial(rt: Runtime, ctx: Ctx): Status | undefined {
 
 async function handle(rt: Runtime, req: IncomingMessage, res: ServerResponse): Promise<void> {
   let ctx: Ctx | undefined;
-  // Go's net/http stamps Date on every answer the apiserver writes (reference §5); node's own
+  // Go's net/http stamps Date on every answer the apiserver writes (net/http/server.go writeHeader,
+  // x/net http2/server.go writeChunk; the apiserver never sets it itself); node's own
   // stamp would be the real clock, not the one a test set.
   res.setHeader("date", rt.state.store.now().toUTCString());
   try {

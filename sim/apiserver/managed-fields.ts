@@ -1,5 +1,5 @@
 // metadata.managedFields as kube-apiserver keeps them for Update operations (create, PATCH,
-// a controller's writes), reference live-spec-and-credentials.md §1: the manager's name
+// a controller's writes), from apimachinery pkg/util/managedfields/internal: the manager's name
 // (apiserver handlers/create.go managerOrUserAgent), ownership moving only with a changed value
 // (SMD merge/update.go), the time bumped only for a writer that changed something
 // (managedfieldsupdater.go), resets and untracked objects (fieldmanager.go, skipnonapplied.go),

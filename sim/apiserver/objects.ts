@@ -113,7 +113,8 @@ function defaultStrategy(kind: WorkloadKind, spec: JsonObject): void {
   }
   spec.updateStrategy ??= {};
   const u = spec.updateStrategy as JsonObject;
-  // StatefulSet subtlety (reference §1.4): only an omitted type gets a rollingUpdate block.
+  // StatefulSet subtlety (kubernetes pkg/apis/apps/v1/defaults.go): only an omitted type gets a
+  // rollingUpdate block, so `type: RollingUpdate` alone sends kubectl down its revision branch.
   if (kind === "StatefulSet" && !u.type) u.rollingUpdate ??= {};
   u.type ??= "RollingUpdate";
   if (u.type !== "RollingUpdate") return;

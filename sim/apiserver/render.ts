@@ -5,8 +5,8 @@ import type { WorkloadKind } from "./objects.ts";
 import { isObject, type JsonObject } from "./patch.ts";
 
 /**
- * Where a rollout stands. `step` 4 is done; 1–3 are the intermediate points of the
- * suggested sequence in reference §1.5; 0 is an OnDelete rollout whose pods were never replaced.
+ * Where a rollout stands. `step` 4 is done; 1–3 are the intermediate points of a 3-replica
+ * Deployment rollout after a template change; 0 is an OnDelete rollout whose pods were never replaced.
  */
 export interface RolloutPoint {
   replicas: number;

@@ -1,7 +1,7 @@
 // The operator surface of the compiled binary: status, rearm, reject and demo, per image.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { runBinary } from "../support/binary.ts";
-import { specExitCode } from "../support/spec-outcomes.ts";
+import { documentedExitCode } from "../support/documented-outcomes.ts";
 import { PREFIX, STATE, STORE_PATH, startWorld, type World, writes } from "../support/world.ts";
 
 const k = (name: string) => `${PREFIX}/${name}`;
@@ -79,7 +79,7 @@ describe("status", () => {
       const r = await w.run(["status", "--json"]);
       // Usable as a check: 1 when the next tick's verdict for a printed image exits 1.
       const outcomes = Object.values(want).map((v) => v.split("/")[0] as string);
-      expect(r.code).toBe(outcomes.some((o) => specExitCode(o) === 1) ? 1 : 0);
+      expect(r.code).toBe(outcomes.some((o) => documentedExitCode(o) === 1) ? 1 : 0);
       expect(verdicts(JSON.parse(r.stdout))).toEqual(want);
       expect(writes(w.api)).toEqual([]);
     });
@@ -117,7 +117,7 @@ describe("status", () => {
     expect(r.stdout).toContain("  next: nothing to do");
   });
 
-  // SPEC: lockout is decided by the count alone; raising maxRefreshAttempts above it lifts it.
+  // Lockout is decided by the count alone; raising maxRefreshAttempts above it lifts it.
   test("a flap marker left below a raised maximum is called stale, not LOCKED OUT", async () => {
     w.setBook({
       [k("refresh-attempt-api")]: "1",

@@ -25,7 +25,7 @@ test("an unreachable API server: host and port, tries and total time, every retr
     expect(r.code).toBe(1);
     const lines = r.stderr.split("\n");
     expect(
-      lines.filter((l) => l.startsWith("[image-refresh] retrying GET deployment apps/api in ")),
+      lines.filter((l) => l.startsWith("[image-refresh] retrying GET Deployment apps/api in ")),
     ).toHaveLength(2);
     const error = lines.find((l) => l.includes("ERROR")) ?? "";
     expect(error).toContain(`NetworkError 127.0.0.1:${port}: `);

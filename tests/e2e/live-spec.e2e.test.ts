@@ -1,24 +1,23 @@
-// SPEC step 6 end to end, on the compiled binary against the simulated cluster, which keeps
-// managedFields as kube-apiserver does: a deploy tool that renders the floating tag over the pin,
-// a GitOps controller that reverts it after every tick, a human's pin (with the real kubectl
-// where it is installed), a container that runs another repository, and `reconcile: report`.
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+// The verdict from each target's live image end to end, on the compiled binary against the
+// simulated cluster, which keeps managedFields as kube-apiserver does: a deploy tool that renders
+// the floating tag over the pin, a GitOps controller that reverts it after every tick, a human's
+// pin (with the real kubectl where it is installed), a container that runs another repository, and
+// `reconcile: report`.
+import { describe, expect, test } from "bun:test";
 import { imageOwners } from "../../lib/kube/managed-fields.ts";
 import type { WorkloadKind } from "../../lib/kube/objects.ts";
 import { settled, waitFor } from "../../sim/apiserver/driver.ts";
 import { kubectlFor } from "../support/kubectl.ts";
 import { needTool } from "../support/tools.ts";
-import { PREFIX, recorded, startWorld, type World } from "../support/world.ts";
+import { recorded, storeKey, type World } from "../support/world.ts";
+import { worldPerTest } from "../support/world-each.ts";
 
-const k = (name: string) => `${PREFIX}/${name}`;
+const k = storeKey;
 const noKubectl = needTool("kubectl", { apt: "kubernetes-client" });
 
 let w: World;
-beforeEach(async () => {
-  w = await startWorld();
-});
-afterEach(async () => {
-  await w.stop();
+worldPerTest((world) => {
+  w = world;
 });
 
 const tag = () => `${w.registry.host}/myorg/api:stable`;

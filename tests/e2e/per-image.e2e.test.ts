@@ -1,19 +1,25 @@
-// SPEC's per-image model end to end, on the compiled binary against the simulated cluster: one
+// The per-image model end to end, on the compiled binary against the simulated cluster: one
 // image's trouble never holds back another, images that share a workload move together, legacy
 // counters carry over and migrate, an image the registry cannot resolve is never a quiet noop,
 // and a rejected build is never rolled out while the next one is.
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { PREFIX, recorded, STORE_PATH, startWorld, type World, writeStory } from "../support/world.ts";
+import { describe, expect, test } from "bun:test";
+import {
+  API_REFRESH_STORY,
+  recorded,
+  STORE_PATH,
+  shareApiProxy,
+  storeKey,
+  type World,
+  writeStory,
+} from "../support/world.ts";
+import { worldPerTest } from "../support/world-each.ts";
 
-const k = (name: string) => `${PREFIX}/${name}`;
+const k = storeKey;
 const AGENT_MANIFESTS = /\/v2\/myorg\/node-agent\/manifests\//;
 
 let w: World;
-beforeEach(async () => {
-  w = await startWorld();
-});
-afterEach(async () => {
-  await w.stop();
+worldPerTest((world) => {
+  w = world;
 });
 
 /** The tick's last line: `<outcome>: api: …; node-agent: …`. */
@@ -59,12 +65,7 @@ describe("isolation", () => {
     expect(writeStory(w.api)).toEqual([
       "attempt api=1, flap marker node-agent",
       "event RefreshLockedOut",
-      "image api",
-      "image api-proxy",
-      "clear attempt api",
-      "record api",
-      "event Refreshed",
-      "event Refreshed",
+      ...API_REFRESH_STORY.slice(1),
     ]);
     expect(w.ours()[k("last-refreshed-api-digest")]).toBe(api2);
     expect(w.ours()[k("refresh-flap-detected-node-agent")]).toBe("3");
@@ -72,20 +73,10 @@ describe("isolation", () => {
   }, 30_000);
 
   test("images that share a workload move together: one patch, one verdict, one failure for both", async () => {
-    w.api.deleteObject("Deployment", "apps", "api-proxy");
-    w.api.addWorkload({
-      kind: "Deployment",
-      namespace: "apps",
-      name: "api-proxy",
-      replicas: 2,
-      containers: [
-        { name: "proxy", image: `${w.registry.host}/myorg/api:stable` },
-        { name: "agent", image: `${w.registry.host}/myorg/node-agent:stable` },
-      ],
+    shareApiProxy(w, {
+      proxy: `${w.registry.host}/myorg/api:stable`,
+      agent: `${w.registry.host}/myorg/node-agent:stable`,
     });
-    w.writeConfig((c) =>
-      c.images[1].targets.push({ kind: "Deployment", name: "api-proxy", container: "agent" }),
-    );
     await recorded(w);
     w.registry.push("myorg/api", "stable");
     const bad = w.registry.push("myorg/node-agent", "stable", { multiArch: true });
@@ -137,7 +128,7 @@ describe("unresolved is never noop", () => {
     expect(w.ours()[k("unresolved-streak-node-agent")]).toBeUndefined();
   });
 
-  // SPEC step 6: a configured repository that the target does not run is the config pointing at
+  // A configured repository that the target does not run is the config pointing at
   // the wrong container, held whatever the registry says (before, a typo'd repository was only
   // unresolved, exit 0, until it went stale).
   test("a typo'd repository is a target mismatch: held, exit 1, from the first tick, never patched", async () => {

@@ -3,19 +3,16 @@
 // still in flight; the rules about the registry hold as before (tick-faults.e2e.test.ts: a 429
 // aborts the rest, a stored Retry-After means no registry request; lib/registry: the first HEAD
 // alone).
-import { afterEach, beforeEach, expect, test } from "bun:test";
-import { recorded, STORE_PATH, startWorld, type World } from "../support/world.ts";
+import { expect, test } from "bun:test";
+import { recorded, STORE_PATH, type World } from "../support/world.ts";
+import { worldPerTest } from "../support/world-each.ts";
 
 const PROXY = "/apis/apps/v1/namespaces/apps/deployments/api-proxy";
 
 let w: World;
-beforeEach(async () => {
-  w = await startWorld();
-  await recorded(w);
-});
-afterEach(async () => {
-  await w.stop();
-});
+worldPerTest((world) => {
+  w = world;
+}, recorded);
 
 const entry = (path: string) => {
   const e = w.api.log.find((x) => x.method === "GET" && x.path === path);

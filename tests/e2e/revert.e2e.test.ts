@@ -1,21 +1,19 @@
-// onFailure (SPEC step 7) end to end: a failed rollout puts every workload this tick patched for
+// onFailure end to end: a failed rollout puts every workload this tick patched for
 // the failed images back on the images they had, newest first, each waited for; `keep` leaves
 // the patch; a revert that cannot settle is `revert_failed`; SIGTERM starts no revert. The
 // simulated cluster's `failImages` is a bad build: any rollout to it never becomes available,
 // while a rollout back to the old images settles.
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { settled, waitFor } from "../../sim/apiserver/driver.ts";
 import { start } from "../reliability/spawn.ts";
-import { PREFIX, recorded, startWorld, type World } from "../support/world.ts";
+import { recorded, storeKey, type World } from "../support/world.ts";
+import { worldPerTest } from "../support/world-each.ts";
 
-const k = (name: string) => `${PREFIX}/${name}`;
+const k = storeKey;
 
 let w: World;
-beforeEach(async () => {
-  w = await startWorld();
-});
-afterEach(async () => {
-  await w.stop();
+worldPerTest((world) => {
+  w = world;
 });
 
 const pin = (digest: string) => `${w.registry.host}/myorg/api@${digest}`;

@@ -1,24 +1,26 @@
-// SPEC step 7 ("give up after rolloutTimeout") behind a proxy that buffers chunked responses:
+// A rollout wait gives up after rolloutTimeout, even behind a proxy that buffers chunked responses:
 // every watch is answered with headers and then nothing, so the only observation before the
 // deadline is the LIST right after the patch. The binary must take the verdict at the deadline
 // from a fresh read: a rollout that settled 100 ms after the patch is refreshed, not failed.
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { PREFIX, recorded, startWorld, type World, writeStory } from "../support/world.ts";
+import { describe, expect, test } from "bun:test";
+import { API_REFRESH_STORY, recorded, storeKey, type World, writeStory } from "../support/world.ts";
+import { worldPerTest } from "../support/world-each.ts";
 
-const k = (name: string) => `${PREFIX}/${name}`;
+const k = storeKey;
 
 let w: World;
-beforeEach(async () => {
-  w = await startWorld();
-  // One second per rollout: the watch asks for timeoutSeconds=1 and is only abandoned by the
-  // client's watchdog 2 s later, so the deadline always comes first.
-  w.writeConfig((c) => (c.rolloutTimeout = "1s"));
-  await recorded(w);
-  w.api.faults.add({ method: "GET", path: /watch=1/, fault: { type: "silent" } });
-});
-afterEach(async () => {
-  await w.stop();
-});
+worldPerTest(
+  (world) => {
+    w = world;
+  },
+  async (world) => {
+    // One second per rollout: the watch asks for timeoutSeconds=1 and is only abandoned by the
+    // client's watchdog 2 s later, so the deadline always comes first.
+    world.writeConfig((c) => (c.rolloutTimeout = "1s"));
+    await recorded(world);
+    world.api.faults.add({ method: "GET", path: /watch=1/, fault: { type: "silent" } });
+  },
+);
 
 const watches = () => w.api.log.filter((e) => e.query.watch);
 
@@ -30,15 +32,7 @@ describe("a rollout's verdict at its deadline, behind a watch that never answers
     const r = await w.run();
     expect(r.stderr).toContain("refreshed:");
     expect(r.code).toBe(0);
-    expect(writeStory(w.api)).toEqual([
-      "attempt api=1",
-      "image api",
-      "image api-proxy",
-      "clear attempt api",
-      "record api",
-      "event Refreshed",
-      "event Refreshed",
-    ]);
+    expect(writeStory(w.api)).toEqual(API_REFRESH_STORY);
     expect(w.ours()[k("last-refreshed-api-digest")]).toBe(digest);
     expect(w.ours()[k("refresh-attempt-api")]).toBeUndefined();
     // The watches really said nothing: the verdict came from the GET at each deadline.

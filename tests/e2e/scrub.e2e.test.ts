@@ -1,8 +1,8 @@
-// Credentials echoed back by a server never reach stderr or an exported span (SPEC "Security
-// posture"). A fake API server plays a proxy, a webhook and a gateway that quote the request's
+// Credentials echoed back by a server never reach stderr or an exported span, nor an error message
+// or a log line. A fake API server plays a proxy, a webhook and a gateway that quote the request's
 // Authorization header or the raw token in each kind of body; a fake registry quotes the Basic
-// credentials, the password and the Bearer token in its error bodies, an HTML page and a
-// challenge header. Each case runs the compiled binary with an OTLP collector attached.
+// credentials, the password and the Bearer token in its error bodies, an HTML page and a challenge
+// header. Each case runs the compiled binary with an OTLP collector attached.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,6 +1,7 @@
-// minimumAge end to end (SPEC steps 1 and 6): the compiled binary against the simulated cluster,
-// whose clock the test moves; the tick's clock is the API server's `Date`, never the test
-// machine's. A build waits in candidates-api until first-seen + minimumAge by that clock.
+// minimumAge end to end (a new build waits as a candidate until it is old enough): the compiled
+// binary against the simulated cluster, whose clock the test moves; the tick's clock is the API
+// server's `Date`, never the test machine's. A build waits in candidates-api until first-seen +
+// minimumAge by that clock.
 import { afterEach, describe, expect, test } from "bun:test";
 import { createKubeClient } from "../../lib/kube/workloads.ts";
 import { memoryLogger } from "../../lib/log.ts";

@@ -2,28 +2,16 @@
 // whether it is named alone, with the other images or not at all, and it is the verdict the next
 // tick reaches. Two images share Deployment api-proxy; only api has a new build.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { recorded, startWorld, type World, writes } from "../support/world.ts";
+import { recorded, shareApiProxy, startWorld, type World, writes } from "../support/world.ts";
 
 let w: World;
 beforeAll(async () => {
   w = await startWorld();
   // Both containers of api-proxy pinned to the builds the registry serves, as after a tick.
-  const api = w.image("Deployment", "apps", "api", "api");
-  const agent = w.image("DaemonSet", "agents", "node-agent", "agent");
-  w.api.deleteObject("Deployment", "apps", "api-proxy");
-  w.api.addWorkload({
-    kind: "Deployment",
-    namespace: "apps",
-    name: "api-proxy",
-    replicas: 2,
-    containers: [
-      { name: "proxy", image: api },
-      { name: "agent", image: agent },
-    ],
+  shareApiProxy(w, {
+    proxy: w.image("Deployment", "apps", "api", "api"),
+    agent: w.image("DaemonSet", "agents", "node-agent", "agent"),
   });
-  w.writeConfig((c) =>
-    c.images[1].targets.push({ kind: "Deployment", name: "api-proxy", container: "agent" }),
-  );
   await recorded(w);
   w.registry.push("myorg/api", "stable");
 });

@@ -1,7 +1,7 @@
 // status names a target at which a refresh would be held before it is due: the operator learns
 // of an OnDelete or paused workload on the quiet day, not on the tick that needed it.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { startWorld, type World } from "../support/world.ts";
+import { replaceWorkload, startWorld, type World } from "../support/world.ts";
 
 let w: World;
 let pinned: string;
@@ -9,8 +9,7 @@ beforeAll(async () => {
   w = await startWorld();
   // Pinned to the build the registry serves, as on a quiet day: nothing is due.
   pinned = w.image("DaemonSet", "agents", "node-agent", "agent");
-  w.api.deleteObject("DaemonSet", "agents", "node-agent");
-  w.api.addWorkload({
+  replaceWorkload(w, {
     kind: "DaemonSet",
     namespace: "agents",
     name: "node-agent",

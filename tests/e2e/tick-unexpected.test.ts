@@ -1,6 +1,6 @@
 // The outcome of a tick that meets something unexpected: still an outcome with a reason, and
-// never blamed on the state object when the state object was read fine (SPEC "Precise rules":
-// `error`: the state object could not be read, or anything unexpected).
+// never blamed on the state object when the state object was read fine (`error`
+// means the state object could not be read, or anything unexpected).
 import { afterAll, beforeEach, expect, test } from "bun:test";
 import { type InProcessWorld, startInProcessWorld } from "../properties/inprocess.ts";
 import { STORE_PATH } from "../support/world.ts";

@@ -1,26 +1,26 @@
-// SPEC "One tick, step by step", rule by rule, against the compiled binary over real HTTPS.
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+// One tick, step by step (README "How a tick decides"), rule by rule, against the compiled binary
+// over real HTTPS.
+import { describe, expect, test } from "bun:test";
 import { patch, settled, waitFor } from "../../sim/apiserver/driver.ts";
 import {
+  API_REFRESH_STORY,
   apiRequests,
-  PREFIX,
   recorded,
+  replaceWorkload,
   STORE_PATH,
-  startWorld,
+  storeKey,
   TARGET_READS,
   type World,
   writeStory,
   writes,
 } from "../support/world.ts";
+import { worldPerTest } from "../support/world-each.ts";
 
-const k = (name: string) => `${PREFIX}/${name}`;
+const k = storeKey;
 
 let w: World;
-beforeEach(async () => {
-  w = await startWorld();
-});
-afterEach(async () => {
-  await w.stop();
+worldPerTest((world) => {
+  w = world;
 });
 
 describe("first observation and no-op", () => {
@@ -67,16 +67,7 @@ describe("refresh", () => {
     const r = await w.run();
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("refreshed:");
-    expect(writeStory(w.api)).toEqual([
-      "attempt api=1",
-      "image api",
-      "image api-proxy",
-      "clear attempt api",
-      "record api",
-      // One Event about each workload the refresh concerns.
-      "event Refreshed",
-      "event Refreshed",
-    ]);
+    expect(writeStory(w.api)).toEqual(API_REFRESH_STORY);
     const patches = w.api.log.filter((e) => e.method === "PATCH" && e.path === STORE_PATH && e.status < 300);
     const bodies = patches.map((e) => JSON.parse(e.body ?? "{}"));
     expect(bodies[0].data["refresh-attempt-api"]).toBe("1");
@@ -147,8 +138,7 @@ describe("refresh", () => {
   // deleted; a paused Deployment does not roll), so the wait could only fail and count an
   // attempt for every new build until the lockout. kubectl refuses both up front too.
   test("an OnDelete DaemonSet target holds the refresh before any write, naming why", async () => {
-    w.api.deleteObject("DaemonSet", "agents", "node-agent");
-    w.api.addWorkload({
+    replaceWorkload(w, {
       kind: "DaemonSet",
       namespace: "agents",
       name: "node-agent",

@@ -87,7 +87,7 @@ const doc = (tweak: (c: any) => void): Doc => {
 const AGREE: Array<[string, Doc, boolean]> = [
   ["the example", doc(() => {}), true],
   [
-    "every SPEC field set",
+    "every documented field set",
     doc((c) =>
       Object.assign(c, {
         annotationPrefix: "example.com",

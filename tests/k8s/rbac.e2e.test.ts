@@ -242,7 +242,7 @@ describe("a Role missing a verb the rollout wait needs", () => {
           .map((o) => o.msg)
           .filter((m: string) =>
             m.includes(
-              `Cannot GET deployment ${state.namespace}/${state.name} (${verb}): Forbidden (403) ${message}`,
+              `Cannot GET Deployment ${state.namespace}/${state.name} (${verb}): Forbidden (403) ${message}`,
             ),
           ),
       ).toHaveLength(1);

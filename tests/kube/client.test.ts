@@ -80,7 +80,7 @@ describe("TLS", () => {
     await client().get(api); // a pooled, trusted connection must not be reused for the other CA
     const e = await failure(client({ caPem: generateTls().caPem }).get(api));
     expect([e.code, e.reason, e.transient]).toEqual([0, "TLSError", false]);
-    expect(e.message).toStartWith("Cannot GET deployment apps/api: TLSError");
+    expect(e.message).toStartWith("Cannot GET Deployment apps/api: TLSError");
   });
 
   test("without a CA the system roots do not trust the cluster either", async () => {
@@ -106,7 +106,7 @@ describe("tokens", () => {
     writeFileSync(tokenFile, "old-token");
     const e = await failure(client().get(api));
     expect(e.message).toMatch(
-      /^Cannot GET deployment apps\/api: Unauthorized \(401\) Unauthorized \(2 tries over \d+\.\ds\)$/,
+      /^Cannot GET Deployment apps\/api: Unauthorized \(401\) Unauthorized \(2 tries over \d+\.\ds\)$/,
     );
     expect(requestsTo(apiPath)).toBe(2);
   });
@@ -194,7 +194,7 @@ describe("faults map to ApiError", () => {
         method === "GET" ? c.get(api) : c.mergePatch(api, { metadata: { labels: { a: "b" } } }),
       );
       expect({ code: e.code, reason: e.reason, transient: e.transient }).toEqual(want);
-      expect(e.message).toStartWith(`Cannot ${method} deployment apps/api: ${want.reason}`);
+      expect(e.message).toStartWith(`Cannot ${method} Deployment apps/api: ${want.reason}`);
       expect(requestsTo(apiPath)).toBe(requests);
     });
   }
@@ -208,7 +208,7 @@ describe("faults map to ApiError", () => {
   test("a real 404 carries the server's message", async () => {
     const e = await failure(client().get({ ...api, name: "nope" }));
     expect(e.message).toBe(
-      'Cannot GET deployment apps/nope: NotFound (404) deployments.apps "nope" not found',
+      'Cannot GET Deployment apps/nope: NotFound (404) deployments.apps "nope" not found',
     );
   });
 });
@@ -241,7 +241,7 @@ describe("patches", () => {
     );
     expect([e.code, e.reason]).toEqual([422, "Invalid"]);
     expect(e.message).toBe(
-      "Cannot PATCH deployment apps/api: Invalid (422) the server rejected our request due to an error in our request",
+      "Cannot PATCH Deployment apps/api: Invalid (422) the server rejected our request due to an error in our request",
     );
   });
 

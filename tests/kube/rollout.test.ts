@@ -108,9 +108,7 @@ for (const kind of ["Deployment", "DaemonSet", "StatefulSet"] as const) {
         const { ref, generation } = await patched(kind, mode);
         const { result, ms } = await wait(ref, generation, 600);
         expect(outcome(result)).toBe("timeout");
-        expect(result.message).toStartWith(
-          `timed out after 600ms waiting for ${kind.toLowerCase()} apps/${ref.name}: `,
-        );
+        expect(result.message).toStartWith(`timed out after 600ms waiting for ${kind} apps/${ref.name}: `);
         expect(ms).toBeGreaterThanOrEqual(590);
         expect(ms).toBeLessThan(1100);
       });
@@ -143,7 +141,7 @@ describe("waitForRollout watch recovery", () => {
     expect(result).toEqual({
       ok: false,
       reason: "deleted",
-      message: `deployment apps/${ref.name} has been deleted`,
+      message: `Deployment apps/${ref.name} has been deleted`,
     });
   });
 
@@ -185,7 +183,7 @@ describe("waitForRollout at its deadline, behind a watch that never answers", ()
     expect(result).toEqual({
       ok: false,
       reason: "timeout",
-      message: `timed out after 1s waiting for deployment apps/${ref.name}: Waiting for deployment "${ref.name}" rollout to finish: 1 out of 2 new replicas have been updated...`,
+      message: `timed out after 1s waiting for Deployment apps/${ref.name}: Waiting for deployment "${ref.name}" rollout to finish: 1 out of 2 new replicas have been updated...`,
     });
     expect(objectGets(ref)).toHaveLength(1);
   });
@@ -199,7 +197,7 @@ describe("waitForRollout at its deadline, behind a watch that never answers", ()
       const { result } = await wait(ref, generation, 1000);
       expect(outcome(result)).toBe("timeout");
       expect(result.message).toContain(
-        `; re-reading it at the deadline failed: Cannot GET deployment apps/${ref.name}: InternalError (500)`,
+        `; re-reading it at the deadline failed: Cannot GET Deployment apps/${ref.name}: InternalError (500)`,
       );
     } finally {
       sim.faults.clear();
@@ -213,7 +211,7 @@ describe("waitForRollout at its deadline, behind a watch that never answers", ()
     setTimeout(() => tick.abort(new Error("SIGTERM")), 300);
     const { result } = await wait(ref, generation, 1000, tick.signal);
     expect(outcome(result)).toBe("error");
-    expect(result.message).toStartWith(`wait for deployment apps/${ref.name} cancelled`);
+    expect(result.message).toStartWith(`wait for Deployment apps/${ref.name} cancelled`);
     expect(objectGets(ref)).toHaveLength(0);
   });
 });

@@ -1,14 +1,14 @@
-// fast-check generators for the pure plan properties: random configurations over a small pool
-// of workloads (so images share workloads often), and random books of the store (per-image
-// counters, flap markers, failed digests, skip, unresolved and repin streaks, pause markers,
-// candidates, rejected digests, trusted or not; now and then no store at all), the registry
-// (digests or failures with a reason) and the targets: each workload read or not, settled or
-// not, and each container's live image in every
-// class of SPEC step 6 (pinned to R, to L, to another digest; the floating tag; another tag;
-// another repository), spelled in the forms a runtime normalises, with its last writer
-// (image-refresh, a human, a tool, nobody on record). The truth about each container comes with
-// the case. The pools are small on purpose, so that random digests collide with recorded and
-// rejected ones often and every verdict plan() can reach is reached.
+// fast-check generators for the pure plan properties: random configurations over a small pool of
+// workloads (so images share workloads often), and random books of the store (per-image counters,
+// flap markers, failed digests, skip, unresolved and repin streaks, pause markers, candidates,
+// rejected digests, trusted or not; now and then no store at all), the registry (digests or
+// failures with a reason) and the targets: each workload read or not, settled or not, and each
+// container's live image in every class the per-image verdict tells apart (pinned to R, to L, to
+// another digest; the floating tag; another tag; another repository), spelled in the forms a
+// runtime normalises, with its last writer (image-refresh, a human, a tool, nobody on record). The
+// truth about each container comes with the case. The pools are small on purpose, so that random
+// digests collide with recorded and rejected ones often and every verdict plan() can reach is
+// reached.
 import fc from "fast-check";
 import { type Config, parseConfig } from "../../lib/config.ts";
 import { parseBook } from "../../lib/state/book.ts";
@@ -34,7 +34,7 @@ const REPOS = ["myorg/api", "myorg/node-agent", "myorg/db"];
 const oneIn = <T>(n: number, arb: fc.Arbitrary<T>) =>
   fc.oneof({ weight: n - 1, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb });
 
-/** Untrusted counter values as humans and scripts write them (SPEC "Trusted integers"). */
+/** Untrusted counter values as humans and scripts write them: anything but one to nine plain digits. */
 export const untrustedCounter = fc.oneof(
   fc.constantFrom("", "abc", "-1", "+1", "1e3", " 2", "2 ", "2a", "1.0", "0x1", "1234567890", "٣"),
   fc.string({ maxLength: 12 }).filter((s) => !/^[0-9]{1,9}$/.test(s)),

@@ -5,7 +5,7 @@
 // never the tick's own account of itself. Counters are read with oracle.ts, not lib/state/.
 // biome-ignore-all lint/suspicious/noExplicitAny: request bodies and API objects are free-form JSON
 import type { RequestLogEntry } from "../../sim/apiserver/index.ts";
-import { DOCUMENTED_SEVERITY, SPEC_EXIT_ONE } from "../support/spec-outcomes.ts";
+import { DOCUMENTED_EXIT_ONE, DOCUMENTED_SEVERITY } from "../support/documented-outcomes.ts";
 import {
   IMAGE_KEYS,
   type InProcessWorld,
@@ -64,9 +64,9 @@ export interface Faults {
   unresolved: boolean;
 }
 
-/** SPEC "Outcomes", in its order of severity, with the exit codes of its table (tests/support/spec-outcomes.ts). */
+/** The documented outcomes, most severe first, with their exit codes (support/documented-outcomes.ts). */
 const ORDER: readonly string[] = DOCUMENTED_SEVERITY;
-const EXIT_ONE: ReadonlySet<string> = new Set(SPEC_EXIT_ONE);
+const EXIT_ONE: ReadonlySet<string> = new Set(DOCUMENTED_EXIT_ONE);
 const rank = (o: string) => ORDER.indexOf(o);
 
 /** Store keys carry no prefix. */
@@ -299,7 +299,7 @@ function checkRollouts(c: Ctx, verdicts: Record<string, string> | undefined): vo
 
 /**
  * (9) onFailure: revert — a revert patch names exactly the images the workload had before the
- * tick, and a workload put back runs them when the tick ends (SPEC step 7).
+ * tick, and a workload put back runs them when the tick ends.
  */
 function checkRevert(c: Ctx, e: RequestLogEntry): void {
   const name = workloadName(e);
@@ -486,7 +486,7 @@ function checkUnresolved(c: Ctx, verdicts: Record<string, string> | undefined, a
     const workloads = new Set((TARGETS[key] ?? []).map((t) => t.w.name)).size;
     const events = staleFor(key);
     if (resolved(key)) {
-      // a 429 aborts the HEADs still in flight (SPEC step 5): one the registry answered 200 to
+      // a 429 aborts the HEADs to its registry still in flight: one the registry answered 200 to
       // may never have reached the tick, so it may have gone either way
       if (limited) must(events === 0 || events === workloads, `(10) ${key}: ${events} ImageStale Events`);
       else {
@@ -605,7 +605,7 @@ function inStoreName(c: Ctx, name: string): boolean {
   return (single ? IMAGE_KEYS : keys).every((key) => inStore(c.after, key));
 }
 
-// --- the live spec (SPEC step 6) -----------------------------------------------------------------
+// --- the live spec: each target container's image, as the per-image verdict reads it ------------
 
 /** Whether an image reference names the configured repository, in the forms this story writes. */
 function sameRepo(c: Ctx, key: string, image: string): boolean {

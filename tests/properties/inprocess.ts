@@ -138,7 +138,7 @@ export async function startInProcessWorld(): Promise<InProcessWorld> {
       current["node-agent"] = registry.push("myorg/node-agent", "stable", { multiArch: true });
       current.sidecar = registry.push("myorg/sidecar", "stable");
       // As seedScenario's `pinned` does: an installation in sync, each container on the build the
-      // registry serves, named by the registry's host (SPEC step 6 compares repository and digest).
+      // registry serves, named by the registry's host (the verdict compares repository and digest).
       const key = (container: string) =>
         IMAGE_KEYS.find((k) => TARGETS[k]?.some((t) => t.container === container)) as string;
       for (const w of WORKLOADS) {

@@ -59,7 +59,7 @@ const cases: Case[] = [
     setup: (w) => w.api.faults.add({ method: "GET", path: STATE_PATH, fault: { type: "malformed" } }),
     undo: (w) => w.api.faults.clear(),
     code: 1,
-    says: [/error: .*deployment apps\/api/i],
+    says: [/ERROR: .*Deployment apps\/api: Cannot GET Deployment apps\/api: /],
     writesNothing: true,
   },
   {
@@ -71,7 +71,7 @@ const cases: Case[] = [
     undo: (w) => w.api.faults.clear(),
     code: 1,
     says: [
-      // A target that cannot be read holds its image (SPEC step 4), due or not.
+      // A target that cannot be read holds its image, due or not.
       /ERROR: api cannot be checked, so none of its workloads is touched: Deployment apps\/api-proxy: .*response is not JSON/,
       /held: api: held; node-agent: noop/,
     ],

@@ -1,4 +1,4 @@
-// SPEC "One tick" step 6 per image and the isolation of "Precise rules", computed from the
+// The verdict per image and the isolation of images that share a workload, computed from the
 // annotations, the registry's answers and the generator's truth about every container (its class,
 // digest and last writer), without lib/tick/ or lib/registry/image-ref.ts: the plan properties
 // compare plan() with this, so a rule both halves of lib get wrong cannot hide behind itself.
@@ -25,13 +25,13 @@ export interface Expected {
   reason: string;
   /** Holds every workload it has a container in, before isolation. */
   blocks: boolean;
-  /** How far step 6 went: the targets were all readable and of the configured repository. */
+  /** How far the verdict went: the targets were all readable and of the configured repository. */
   targetsOk: boolean;
   /** Resolved, recorded and not paused by a human: an existing pause marker is removed. */
   pastPause: boolean;
   /** The first container a human pinned, which pauses the image. */
   pauser?: LiveTruth;
-  /** The refresh step 6 asks for, before the count rules of step 7. */
+  /** The refresh the verdict asks for, before the attempt-count rules. */
   wanted?: Wanted;
   /** The refresh the image starts, after the count rules and isolation. */
   due?: Wanted;
@@ -232,7 +232,7 @@ export function expectedVerdicts(c: Config, o: Observed, t: Truth): Map<string, 
   return all;
 }
 
-/** The images SPEC lets this tick roll out. */
+/** The images this tick may roll out: due, and sharing no workload with one that holds them. */
 export function expectedRollouts(c: Config, o: Observed, t: Truth): Set<string> {
   return new Set([...expectedVerdicts(c, o, t)].filter(([, e]) => e.due).map(([k]) => k));
 }

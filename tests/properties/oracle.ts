@@ -1,14 +1,14 @@
-// What SPEC says each image's counters are, computed from the annotations alone, without
-// lib/annotations.ts or lib/tick/ (oracle-verdict.ts builds step 6 and isolation on it):
-// the properties compare plan() and the real tick against this, so a bug shared by the two
-// halves of lib cannot hide behind itself.
+// What each image's counters are, computed from the annotations alone, without lib/annotations.ts
+// or lib/tick/ (oracle-verdict.ts builds the verdict and isolation on it): the properties compare
+// plan() and the real tick against this, so a bug shared by the two halves of lib cannot hide
+// behind itself.
 import type { Config } from "../../lib/config.ts";
 import { bookData } from "../../lib/state/book.ts";
 import type { Observed } from "../../lib/tick/model.ts";
 
 export type Count = { kind: "absent" } | { kind: "trusted"; value: number } | { kind: "untrusted" };
 
-/** SPEC "Trusted integers": plain decimal digits, at most nine. */
+/** A trusted counter: plain decimal digits, at most nine; anything else is untrusted. */
 export function countOf(v: string | undefined): Count {
   if (v === undefined) return { kind: "absent" };
   return /^[0-9]{1,9}$/.test(v) ? { kind: "trusted", value: Number(v) } : { kind: "untrusted" };
@@ -28,7 +28,7 @@ export function legacyNames(a: Record<string, string>, prefix: string): Record<s
   return out;
 }
 
-/** An image's own key if present, else the legacy one (SPEC: legacy keys count for every image). */
+/** An image's own key if present, else the legacy one (a legacy key counts for every image). */
 function ownOrLegacy(a: Record<string, string>, prefix: string, own: string, legacy: string) {
   const mine = a[`${prefix}/${own}`];
   if (mine !== undefined) return mine;

@@ -1,7 +1,7 @@
-// Invariants of plan() about the live spec of the targets (SPEC "One tick" step 6): a container
-// of another repository, a human's pin (pause), a tag re-rendered over the pin (re-pin, contest,
-// `reconcile: report`). Same generators as plan.property.test.ts; the truth about each container
-// comes from the generator, the expected verdicts from oracle-verdict.ts.
+// Invariants of plan() about the live spec of the targets, as the per-image verdict reads it: a
+// container of another repository, a human's pin (pause), a tag re-rendered over the pin (re-pin,
+// contest, `reconcile: report`). Same generators as plan.property.test.ts; the truth about each
+// container comes from the generator, the expected verdicts from oracle-verdict.ts.
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { type Config, parseConfig } from "../../lib/config.ts";

@@ -1,6 +1,6 @@
-// Invariants of plan() over thousands of random configurations and observations: the rules of
-// SPEC "One tick" that must hold for every input, not only the rows of plan.test.ts. Pure and
-// fast (no I/O), so the mutation run includes it. fast-check prints the seed of a failure.
+// Invariants of plan() over thousands of random configurations and observations: the rules of a
+// tick's decision that must hold for every input, not only the rows of plan.test.ts. Pure and fast
+// (no I/O), so the mutation run includes it. fast-check prints the seed of a failure.
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import type { Config } from "../../lib/config.ts";
@@ -127,7 +127,7 @@ const PROPERTIES: Property[] = [
     },
   ],
   [
-    "isolation: exactly the images SPEC lets roll are rolled, whatever happens to the images they share nothing with",
+    "isolation: exactly the images the rules let roll are rolled, whatever happens to the images they share nothing with",
     (c, o, d, t) => {
       const expected = expectedRollouts(c, o, t);
       expect([...rolled(d)].sort()).toEqual([...expected].sort());
@@ -135,7 +135,7 @@ const PROPERTIES: Property[] = [
     },
   ],
   [
-    "every image's verdict is SPEC step 6's, in its order; a due image sharing a workload with a blocked one waits with it",
+    "every image's verdict is the oracle's, its rules taken in order; a due image sharing a workload with a blocked one waits with it",
     (c, o, d, t) => {
       for (const [key, e] of expectedVerdicts(c, o, t)) {
         const v = verdict(d, key);

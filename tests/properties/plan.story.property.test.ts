@@ -1,8 +1,9 @@
-// The repin streak guard of SPEC step 6 over several ticks of plan(): between two re-pins of an
-// image there is always a tick that found every target settled and pinned to R. Each tick's writes
-// are carried into the next tick's store as if every write and rollout went through; between
-// ticks the targets either keep what the tick rolled out, get the floating tag rendered back over
-// it by a deploy tool (helm), or are a fresh random world.
+// The repin streak guard (a tag re-rendered again before every target was found pinned is a
+// contested pin, not another re-pin) over several ticks of plan(): between two re-pins of an image
+// there is always a tick that found every target settled and pinned to R. Each tick's writes are
+// carried into the next tick's store as if every write and rollout went through; between ticks the
+// targets either keep what the tick rolled out, get the floating tag rendered back over it by a
+// deploy tool (helm), or are a fresh random world.
 import { expect, test } from "bun:test";
 import fc from "fast-check";
 import type { Config } from "../../lib/config.ts";

@@ -1,4 +1,4 @@
-// SPEC invariants of the tick under random histories: digest pushes, rollout outcomes per
+// The tick's invariants under random histories: digest pushes, rollout outcomes per
 // workload, one API and one registry fault per tick on a random request, an image its registry
 // cannot resolve, human re-arms and hand-edited counters, and a story that may begin with the
 // legacy single counter on the `state` workload. The real tick runs in-process against the
@@ -219,7 +219,7 @@ function startStory(legacy: ValueOf<typeof legacyArb>): void {
     });
 }
 
-test("every tick of a random history keeps SPEC's invariants", async () => {
+test("every tick of a random history keeps the tick's invariants", async () => {
   await fc.assert(
     fc.asyncProperty(
       legacyArb,

@@ -1,6 +1,6 @@
 // A registry whose API root is open (GET /v2/ → 200) but whose repositories are not: the first
 // HEAD's 401 challenge is followed once with the configured credentials, by one token request
-// carrying every repository's scope whose token the later HEADs reuse (SPEC "One tick" step 5).
+// carrying every repository's scope whose token the later HEADs reuse.
 import { describe, expect, test } from "bun:test";
 import { resolveDigests } from "../../lib/registry/client.ts";
 import { registryHarness } from "./harness.ts";

@@ -1,6 +1,6 @@
-// SPEC step 6: "Record first-observation digests in one PATCH if nothing else wrote them": also
-// when the same tick's refresh of another image fails or is held. Otherwise the image's next build
-// would itself pass for a first observation, and its workloads would never be re-imaged.
+// First-observation digests are recorded in one PATCH if nothing else wrote them, also when the
+// same tick's refresh of another image fails or is held. Otherwise the image's next build would
+// itself pass for a first observation, and its workloads would never be re-imaged.
 import { afterEach, describe, expect, test } from "bun:test";
 import { pinTargets, type World } from "../support/world.ts";
 import { k, makeScene, OLD, outcomeOf } from "./scene.ts";
@@ -11,7 +11,7 @@ afterEach(async () => {
   world = undefined;
 });
 
-describe("SPEC step 6: first-observation digests are recorded if nothing else wrote them", () => {
+describe("first-observation digests are recorded if nothing else wrote them", () => {
   test("one image changed and its rollout fails: the other image seen for the first time is still recorded", async () => {
     const s = await makeScene("first");
     world = s.w;
@@ -25,7 +25,7 @@ describe("SPEC step 6: first-observation digests are recorded if nothing else wr
     expect(s.w.ours()[k("refresh-attempt-api")]).toBe("1");
     // node-agent had nothing due: no count of its own.
     expect(s.w.ours()[k("refresh-attempt-node-agent")]).toBeUndefined();
-    // Nothing else wrote node-agent's first observation: step 6 must have.
+    // Nothing else wrote node-agent's first observation: the record step must have.
     expect(s.w.ours()[k("last-refreshed-node-agent-digest")]).toBe(s.digests["node-agent"]);
   }, 30_000);
 

@@ -1,4 +1,4 @@
-// Isolation (SPEC "Precise rules"): images that share no workload are independent. In the default
+// Isolation: images that share no workload are independent. In the default
 // world api (Deployments api and api-proxy) and node-agent (DaemonSet node-agent) share none, so a
 // fault on one image's registry request, workload patch or rollout must never stop the other's
 // refresh, reset or record in the same tick. Each cell: both images have a new build, exactly one
@@ -38,7 +38,7 @@ const REGISTRY_FAULTS: Record<string, Fault> = {
   reset: { type: "reset" },
   malformed: { type: "malformed" },
 };
-// A 429 is left out on purpose: SPEC makes it the registry's, not the image's (no more requests
+// A 429 is left out on purpose: it is the registry's trouble, not the image's (no more requests
 // to that registry this tick), so it may rightly leave the other image unresolved too.
 const PATCH_FAULTS: Record<string, Fault> = {
   "500": { type: "status", code: 500 },
@@ -134,7 +134,7 @@ function refreshedFully(s: Awaited<ReturnType<typeof makeScene>>, key: Key): str
   return problems;
 }
 
-/** The broken image: its trouble counted where SPEC counts it, its old digest kept. */
+/** The broken image: its trouble counted where its own rule counts it, its old digest kept. */
 function brokenKept(s: Awaited<ReturnType<typeof makeScene>>, key: Key, kind: Cell["kind"]): string[] {
   const problems: string[] = [];
   const a = s.w.ours();

@@ -1,5 +1,5 @@
 // The fault matrix as data: every request a tick can make, the scene that reaches it, and what
-// SPEC says the tick must do when that request fails. Reads get the fault on every try (their
+// the tick must do when that request fails. Reads get the fault on every try (their
 // retries must not hide a server that stays broken); writes get it once, since they are never
 // retried and a later request on the same path is another step of the story.
 import type { Fault } from "../../sim/faults.ts";
@@ -64,13 +64,13 @@ export interface Row {
   lost?: Expect;
   /** With the slow-but-in-time fault: the scene's normal course. */
   healthy: Expect;
-  /** Under a 429: its registry is called no more this tick (SPEC step 5). Default: as `fault`. */
+  /** Under a 429: its registry is called no more this tick. Default: as `fault`. */
   quota?: Expect;
   /** Columns that behave like `healthy` (a conflict that a re-read resolves). */
   recovers?: FaultName[];
   /** Columns that do not apply to this request. */
   na?: FaultName[];
-  /** Columns with an expectation of their own (SPEC treats that fault differently). */
+  /** Columns with an expectation of their own (the rules treat that fault differently). */
   columns?: Partial<Record<FaultName, Expect>>;
   /** rolloutTimeout; default 2000. */
   rolloutMs?: number;
@@ -94,7 +94,7 @@ const apiFailed = (patched: string[]): Expect => ({
   attempts: { api: "1", "node-agent": null },
   patched,
 });
-/** Neither image resolved: both unresolved with a streak of 1, nothing patched (SPEC step 6: never noop). */
+/** Neither image resolved: both unresolved with a streak of 1, nothing patched (never noop). */
 const blind: Expect = {
   outcome: "unresolved",
   verdicts: { api: "unresolved", "node-agent": "unresolved" },
@@ -254,7 +254,7 @@ export const ROWS: Row[] = [
     name: "target GET (node-agent), nothing due",
     scenario: "unchanged",
     target: { server: "api", method: "GET", path: AGENT_PATH, read: true },
-    // SPEC step 4: every settled tick reads its targets, so an unreadable one holds its image even
+    // Every settled tick reads its targets, so an unreadable one holds its image even
     // with nothing due; api's targets were read and it stays a quiet no-op.
     fault: {
       outcome: "held",

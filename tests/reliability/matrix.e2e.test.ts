@@ -1,7 +1,7 @@
-// Fault matrix: every request a tick makes × the ways a server misbehaves, each cell a fresh
-// world where exactly that request misbehaves, asserting SPEC's outcome and exit code and the
-// reliability invariants (see invariants() in scene.ts). Cells run three at a time: most of a
-// cell is waiting on a timeout, so this keeps the file well under three minutes on two cores.
+// Fault matrix: every request a tick makes × the ways a server misbehaves, each cell a fresh world
+// where exactly that request misbehaves, asserting the documented outcome and exit code and the
+// reliability invariants (see invariants() in scene.ts). Cells run three at a time: most of a cell
+// is waiting on a timeout, so this keeps the file well under three minutes on two cores.
 import { afterAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";

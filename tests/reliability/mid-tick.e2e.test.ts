@@ -1,5 +1,5 @@
 // The world changing under a tick: a human or a second tick acts on the simulated cluster while a
-// compiled tick is mid-flight (spawn.ts start()), and the tick must keep SPEC's promises: no
+// compiled tick is mid-flight (spawn.ts start()), and the tick must keep its promises: no
 // digest recorded for a rollout that is not ours, no count lost, no failure without a rollout.
 import { afterEach, expect, test } from "bun:test";
 import { patch } from "../../sim/apiserver/driver.ts";
@@ -40,7 +40,7 @@ test("rollout undo of a target while the tick waits: the new digest is not recor
   const r = await t.done;
   const recorded = w.ours()[k("last-refreshed-api-digest")];
   const onIt = w.image("Deployment", "apps", "api-proxy", "proxy").includes(s.digests.api as string);
-  // SPEC: a changed digest is recorded only once every target settled on it; otherwise the
+  // A changed digest is recorded only once every target settled on it; otherwise the
   // image is never refreshed again (recorded == latest is "nothing to do").
   expect({ outcome: outcomeOf(r), recordedNew: recorded === s.digests.api, onIt }, r.stderr).not.toEqual({
     outcome: "refreshed",
@@ -73,7 +73,7 @@ test("a tick's reset does not wipe the count of another tick whose rollout then 
   const [ra, rb] = await Promise.all([a.done, b.done]);
   const detail = `${ra.stderr}\n---\n${rb.stderr}`;
   expect([outcomeOf(ra), outcomeOf(rb)], detail).toEqual(["refreshed", "failed"]);
-  // B persisted api's attempt 2 and its rollout failed: SPEC leaves that count in place. A's
+  // B persisted api's attempt 2 and its rollout failed: a failure leaves that count in place. A's
   // reset, whose resourceVersion precondition failed, must not re-read and remove B's count instead.
   expect(w.ours()[k("refresh-attempt-api")], detail).toBe("2");
 }, 60_000);
@@ -102,7 +102,7 @@ test("a container renamed before the first patch: no workload touched, so held, 
     );
   expect([...accepted(API_PATH), ...accepted(PROXY_PATH)], r.stderr).toEqual([]);
   expect(accepted(AGENT_PATH), r.stderr).toHaveLength(1);
-  // SPEC: `failed` is "a rollout was started and did not settle"; `held` is "could not safely
+  // `failed` is "a rollout was started and did not settle"; `held` is "could not safely
   // start; no workload was touched".
   expect(outcomeOf(r), r.stderr).toBe("held");
   expect(verdictsOf(r), r.stderr).toEqual({ api: "held", "node-agent": "refreshed" });

@@ -4,7 +4,7 @@
 import { settled } from "../../sim/apiserver/driver.ts";
 import type { Fault } from "../../sim/faults.ts";
 import type { RunResult } from "../support/binary.ts";
-import { DOCUMENTED_SEVERITY, specExitCode } from "../support/spec-outcomes.ts";
+import { DOCUMENTED_SEVERITY, documentedExitCode } from "../support/documented-outcomes.ts";
 import {
   floatTargets,
   PREFIX,
@@ -66,7 +66,7 @@ export const BASELINE: Record<Scenario, string> = {
   stale: "stale",
 };
 
-/** The default world's maxUnresolvedTicks (SPEC default; the scenario config does not set it). */
+/** The default world's maxUnresolvedTicks (the default: the scenario config does not set it). */
 export const MAX_UNRESOLVED = 8;
 
 export interface Scene {
@@ -127,10 +127,10 @@ export function inject(
   faults.add({ method: t.method, path: t.path, times: t.times, fault });
 }
 
-/** SPEC "Outcomes", most severe first, and its exit codes (tests/support/spec-outcomes.ts). */
+/** The documented outcomes, most severe first, and their exit codes (support/documented-outcomes.ts). */
 export const SEVERITY = DOCUMENTED_SEVERITY;
 /** The exit code of an outcome, as the documented table gives it. */
-export const exitCodeFor = (o: string): 0 | 1 => specExitCode(o);
+export const exitCodeFor = (o: string): 0 | 1 => documentedExitCode(o);
 
 const OUTCOME_LINE = new RegExp(
   `^\\[image-refresh\\] (?:ERROR: |WARNING: )?(${SEVERITY.join("|")}): (.*?)(?: outcome=|$)`,
@@ -225,7 +225,7 @@ function resetsImage(e: { method: string; path: string; body?: string }, key: st
 }
 
 /**
- * SPEC's reliability invariants, per image, read from the API server's request log (the
+ * The tick's reliability invariants, per image, read from the API server's request log (the
  * bookkeeping from the store writes) and final state: (1) no workload is patched for an image
  * before that image's count + 1 is persisted in the store, and
  * only on a tick that refreshes (or fails) that image; (2) an unresolved image's streak is counted,
@@ -318,7 +318,7 @@ function recordedAfterSettle(s: Scene): string[] {
   return bad;
 }
 
-/** The tick's own deadline for the default world (SPEC: three workloads, 12 requests). */
+/** The tick's own deadline for the default world: three rollout waits and 12 requests. */
 export function budgetMs(rolloutMs: number, requestMs = 1000): number {
   return 3 * rolloutMs + 12 * requestMs;
 }

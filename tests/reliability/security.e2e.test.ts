@@ -1,4 +1,4 @@
-// SPEC "Security posture" and "Logs" end to end: the service-account token and the registry
+// The security posture and the logs end to end: the service-account token and the registry
 // credentials never show in a log, an error message, a span or the process arguments; TLS
 // verification is off only when the kubeconfig says so; credentials go only to their own host,
 // and over plain http only when the operator allowed it.
@@ -42,7 +42,7 @@ function dockerConfig(w: World, host: string, password = PASSWORD): string {
   return path;
 }
 
-/** The targets name the registry the config names, as their pulls must (SPEC step 6 compares repositories). */
+/** The targets name the registry the config names, as their pulls must (the verdict compares those). */
 const onRegistry = (w: World, reg: SimRegistry) =>
   floatTargets(w, Object.keys(SCENARIO_TARGETS), { host: reg.host });
 

@@ -1,6 +1,6 @@
-// SIGTERM is what activeDeadlineSeconds and a node drain send. A tick must then end promptly on
-// SPEC's failure path: exit 1, the attempt counter left in place, nothing written after the
-// signal, and its telemetry flushed so the failed tick is still visible.
+// SIGTERM is what activeDeadlineSeconds and a node drain send. A tick must then end promptly on the
+// failure path: exit 1, the attempt counter left in place, nothing written after the signal, and
+// its telemetry flushed so the failed tick is still visible.
 import { afterEach, describe, expect, test } from "bun:test";
 import { rootSpans, startCollector } from "../../sim/collector.ts";
 import type { World } from "../support/world.ts";
@@ -80,7 +80,7 @@ describe("SIGTERM", () => {
     };
     const { r, exitMs } = await terminate(w, watching(w), env);
     expect(r.code).toBe(1);
-    // SPEC bounds the flush at 5 s; a local collector answers at once.
+    // The flush is bounded at 5 s; a local collector answers at once.
     expect(exitMs).toBeLessThan(2000);
     const roots = rootSpans(collector);
     expect(roots).toHaveLength(1);
@@ -101,7 +101,7 @@ describe("signals: a stopped tick never claims success", () => {
     proc.kill("SIGTERM");
     const r = await done;
     // The HEADs were aborted, not answered: nothing may be decided from them, and the tick did
-    // not do its job (SPEC: exit 0 only for a tick that did its job or deliberately held).
+    // not do its job (exit 0 only for a tick that did its job or deliberately held).
     expect(outcomeOf(r)).toBe("error");
     expect(r.stderr).toContain("reason=stopped");
     expect(r.stderr).toContain("the tick was stopped before it could decide: received SIGTERM");

@@ -1,5 +1,5 @@
 // The simulated workload controllers: status sequences per kind and mode, judged with
-// kubectl's rollout-status rules (reference §1.2–1.4).
+// kubectl's rollout-status rules (kubectl pkg/polymorphichelpers/rollout_status.go).
 import { afterAll, describe, expect, test } from "bun:test";
 import {
   objectPath,
@@ -82,7 +82,7 @@ async function watchRollout(
 }
 
 describe("healthy", () => {
-  test("Deployment: the reference rollout sequence, each step a MODIFIED event", async () => {
+  test("Deployment: a 3-replica rollout in five steps, each a MODIFIED event", async () => {
     const w = fresh("Deployment");
     const msgs = await watchRollout(
       sim,

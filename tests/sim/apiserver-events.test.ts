@@ -1,4 +1,5 @@
-// Event creation on the simulated API server through both groups (reference §7).
+// Event creation on the simulated API server through both groups, validated as kubernetes
+// pkg/apis/core/validation/events.go validates it.
 import { afterAll, describe, expect, test } from "bun:test";
 import { call } from "../../sim/apiserver/driver.ts";
 import { startApiServer } from "../../sim/apiserver/index.ts";

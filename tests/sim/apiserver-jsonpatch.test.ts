@@ -1,5 +1,6 @@
 // JSON Patch (RFC 6902) on the simulated API server, with the evanphx/json-patch v4 quirks
-// and the generic 422 of reference §3.3.
+// and the generic 422 that apiserver handlers/patch.go answers for any failed operation (the
+// engine's message discarded; kubernetes/kubernetes#79210).
 import { afterAll, describe, expect, test } from "bun:test";
 import { patch, workloadMaker } from "../../sim/apiserver/driver.ts";
 import { startApiServer } from "../../sim/apiserver/index.ts";

@@ -1,7 +1,7 @@
 // The real kubectl against the simulated API server's managedFields: each command's own field
-// manager (kubectl's --field-manager defaults, reference §1.3 table) ends up owning what it
-// changed, and `kubectl get --show-managed-fields` shows the entries. Where kubectl and the
-// simulator disagree, the simulator is wrong.
+// manager (its --field-manager default: `kubectl-set` for set image, `kubectl-patch` for patch, ...)
+// ends up owning what it changed, and `kubectl get --show-managed-fields` shows the entries. Where
+// kubectl and the simulator disagree, the simulator is wrong.
 import { afterAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,7 +1,8 @@
 // The compiled binary's own writes as the simulated API server records them: its PATCHes carry
 // ?fieldManager=image-refresh, so after a refresh the pinned images belong to `image-refresh`
-// and nothing else moved (reference §1.3 "→ us"); the bookkeeping is in the store, so no
-// annotation of a workload is ours.
+// and nothing else moved (without it the apiserver would name the manager after the User-Agent up
+// to its first slash, `Bun`: apiserver handlers/create.go managerOrUserAgent); the bookkeeping is
+// in the store, so no annotation of a workload is ours.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { FIELD_MANAGER, imageOwners } from "../../lib/kube/managed-fields.ts";
 import { PREFIX, recorded, STORE_PATH, startWorld, type World } from "../support/world.ts";

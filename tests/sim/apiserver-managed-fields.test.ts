@@ -1,5 +1,5 @@
 // metadata.managedFields on the simulated API server, as kube-apiserver keeps them for Update
-// operations (reference live-spec-and-credentials.md §1): the manager's name, the entry shape
+// operations (apimachinery pkg/util/managedfields/internal): the manager's name, the entry shape
 // and order, FieldsV1, how ownership moves, resets, untracked objects, and the controller's
 // own entries. The product reads them with lib/kube/managed-fields.ts, used here as the reader.
 import { afterAll, describe, expect, test } from "bun:test";

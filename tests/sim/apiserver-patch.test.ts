@@ -1,5 +1,5 @@
 // PATCH on the simulated API server: the three engines, preconditions, no-op writes and the
-// per-kind generation rules of reference §1.5 and §3.
+// per-kind generation rules (kubernetes pkg/registry/apps/*/strategy.go; apiserver handlers/patch.go).
 import { afterAll, describe, expect, test } from "bun:test";
 import { objectPath, patch, workloadMaker } from "../../sim/apiserver/driver.ts";
 import { startApiServer, type WorkloadKind } from "../../sim/apiserver/index.ts";
@@ -130,7 +130,7 @@ describe("strategic merge patch", () => {
   });
 });
 
-describe("resourceVersion precondition (§3.4)", () => {
+describe("resourceVersion precondition", () => {
   for (const type of [MERGE, SMP]) {
     test(`${type}: a stale metadata.resourceVersion is 409 Conflict with the real message`, async () => {
       const w = fresh();
@@ -247,7 +247,7 @@ describe("writes and resourceVersion", () => {
   });
 });
 
-describe("generation rules per kind (§1.5)", () => {
+describe("generation rules per kind", () => {
   const annotate = { metadata: { annotations: { "image-refresh.io/refresh-attempt": "1" } } };
   const template = {
     spec: { template: { metadata: { annotations: { "kubectl.kubernetes.io/restartedAt": "t" } } } },

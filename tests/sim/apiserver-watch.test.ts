@@ -1,4 +1,5 @@
-// WATCH on the simulated API server (reference §5).
+// WATCH on the simulated API server, as apiserver handlers/watch.go and the API concepts page
+// (https://kubernetes.io/docs/reference/using-api/api-concepts/) describe it.
 import { afterAll, describe, expect, test } from "bun:test";
 import { objectPath, patch, readWatch, waitFor } from "../../sim/apiserver/driver.ts";
 import { startApiServer } from "../../sim/apiserver/index.ts";

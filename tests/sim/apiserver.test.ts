@@ -125,7 +125,7 @@ describe("reads", () => {
   });
 });
 
-describe("error shapes (reference §4)", () => {
+describe("error shapes (apimachinery pkg/api/errors/errors.go)", () => {
   const cases: Array<{ name: string; run: () => Promise<{ status: number; json: unknown }>; body: unknown }> =
     [
       {

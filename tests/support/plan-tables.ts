@@ -1,4 +1,4 @@
-// The base world of the plan tables: SPEC's example (api on two Deployments, node-agent on a
+// The base world of the plan tables: the README's example (api on two Deployments, node-agent on a
 // DaemonSet), both recorded, every target pinned to its recorded digest by image-refresh itself.
 
 import { expect, test } from "bun:test";
@@ -6,7 +6,7 @@ import { type Config, parseConfig } from "../../lib/config.ts";
 import { exampleConfig } from "../../lib/example-config.ts";
 import { parseBook } from "../../lib/state/book.ts";
 import { applyChange } from "../../lib/state/change.ts";
-import type { Action, Decision, Observed } from "../../lib/tick/model.ts";
+import type { Action, Decision, ImageVerdict, Observed } from "../../lib/tick/model.ts";
 import { targetsOf } from "../../lib/tick/plan/combine.ts";
 import { plan } from "../../lib/tick/plan/plan.ts";
 
@@ -125,6 +125,7 @@ export const roll = (
 });
 export const API_C = `docker.io/myorg/api@${D("c")}`;
 export const AGENT_E = `docker.io/myorg/node-agent@${D("e")}`;
+/** api refreshed to c alone: its count, one rollout per workload in config order, reset, record. */
 export const REFRESH_API: Expected[] = [
   write({ attempts: { api: 1 } }),
   roll("api", [["api", API_C]], ["api"]),
@@ -132,6 +133,50 @@ export const REFRESH_API: Expected[] = [
   { type: "reset", counts: { api: 1 } },
   { type: "record-digests", digests: { api: D("c") } },
 ];
+/** node-agent refreshed to e alone. */
+export const REFRESH_AGENT: Expected[] = [
+  write({ attempts: { "node-agent": 1 } }),
+  roll("node-agent", [["agent", AGENT_E]], ["node-agent"]),
+  { type: "reset", counts: { "node-agent": 1 } },
+  { type: "record-digests", digests: { "node-agent": D("e") } },
+];
+/** Both refreshed, sharing no workload: one count write, two groups, one reset and one record. */
+export const REFRESH_BOTH: Expected[] = [
+  write({ attempts: { api: 1, "node-agent": 1 } }),
+  roll("api", [["api", API_C]], ["api"]),
+  roll("api-proxy", [["proxy", API_C]], ["api"]),
+  roll("node-agent", [["agent", AGENT_E]], ["node-agent"], 1),
+  { type: "reset", counts: { api: 1, "node-agent": 1 } },
+  { type: "record-digests", digests: { api: D("c"), "node-agent": D("e") } },
+];
+/** Both refreshed with shareProxy: one group, and one patch of api-proxy sets both containers. */
+export const REFRESH_BOTH_SHARED: Expected[] = [
+  write({ attempts: { api: 1, "node-agent": 1 } }),
+  roll("api", [["api", API_C]], ["api"]),
+  roll(
+    "api-proxy",
+    [
+      ["proxy", API_C],
+      ["agent", AGENT_E],
+    ],
+    ["api", "node-agent"],
+  ),
+  roll("node-agent", [["agent", AGENT_E]], ["node-agent"]),
+  { type: "reset", counts: { api: 1, "node-agent": 1 } },
+  { type: "record-digests", digests: { api: D("c"), "node-agent": D("e") } },
+];
+
+/** An image's verdict in the base world (noop, unchanged), with the given fields changed. */
+export const verdictOf = (key: string, v: Partial<ImageVerdict> = {}): ImageVerdict => ({
+  key,
+  repository: `myorg/${key}`,
+  outcome: "noop",
+  reason: "unchanged",
+  message: `${key} unchanged`,
+  paused: false,
+  verified: true,
+  ...v,
+});
 
 type EventAction = Extract<Action, { type: "event" }>;
 /** An expected action; an image Event may leave out `regarding` (then: that image's targets). */

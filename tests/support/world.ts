@@ -4,13 +4,15 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { settled } from "../../sim/apiserver/driver.ts";
-import { type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
+import { type AddWorkload, type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
 import { type SimRegistry, startRegistry } from "../../sim/registry.ts";
 import { scenarioConfig, seedScenario } from "../../sim/scenario.ts";
 import { generateTls } from "../../sim/tls.ts";
 import { type RunResult, runBinary } from "./binary.ts";
 
 export const PREFIX = "image-refresh.io";
+/** `image-refresh.io/<name>`: a store key as `World.ours()` names it. */
+export const storeKey = (name: string) => `${PREFIX}/${name}`;
 export const STATE = ["Deployment", "apps", "api"] as const;
 /** The store: image-refresh's own ConfigMap, where the scenario's config keeps the bookkeeping. */
 export const STORE = ["image-refresh", "image-refresh-state"] as const;
@@ -134,7 +136,7 @@ export const SCENARIO_TARGETS: Record<
  * Pins every target of the given images to the given digests as image-refresh would have (its
  * field manager owns the image field), then waits until those rollouts settle, so a test that
  * records a digest by hand starts from the world an earlier refresh to it would have left.
- * Without it the containers stay on the seed's pin, which SPEC step 6 reads as a human's pin.
+ * Without it the containers stay on the seed's pin, which the verdict reads as a human's pin.
  */
 export function pinTargets(w: World, digests: Record<string, string>): Promise<void> {
   const refs = Object.entries(digests).map(([key, digest]) => [key, `@${digest}`] as const);
@@ -176,6 +178,32 @@ async function setTargets(
   }
 }
 
+/** Puts `workload` in the place of the seeded object of the same kind, namespace and name. */
+export function replaceWorkload(w: World, workload: AddWorkload): void {
+  w.api.deleteObject(workload.kind, workload.namespace, workload.name);
+  w.api.addWorkload(workload);
+}
+
+/**
+ * node-agent also runs in Deployment api-proxy, as container `agent` beside `proxy`, in the
+ * cluster and in the config: the two images share a workload.
+ */
+export function shareApiProxy(w: World, images: { proxy: string; agent: string }): void {
+  replaceWorkload(w, {
+    kind: "Deployment",
+    namespace: "apps",
+    name: "api-proxy",
+    replicas: 2,
+    containers: [
+      { name: "proxy", image: images.proxy },
+      { name: "agent", image: images.agent },
+    ],
+  });
+  w.writeConfig((c) =>
+    c.images[1].targets.push({ kind: "Deployment", name: "api-proxy", container: "agent" }),
+  );
+}
+
 /** Runs the first-observation tick so later ticks have digests to compare; clears the logs. */
 export async function recorded(w: World): Promise<void> {
   const r = await w.run();
@@ -209,8 +237,20 @@ export function apiRequests(api: SimApiServer): string[] {
   return [...reads, ...all.slice(TARGET_READS.length)];
 }
 
+/** writeStory of a tick that refreshes api alone: both its Deployments re-imaged and settled. */
+export const API_REFRESH_STORY = [
+  "attempt api=1",
+  "image api",
+  "image api-proxy",
+  "clear attempt api",
+  "record api",
+  // One Event about each workload the refresh concerns.
+  "event Refreshed",
+  "event Refreshed",
+];
+
 /**
- * The successful writes of a tick, named by what they did: the story SPEC prescribes, without
+ * The successful writes of a tick, named by what they did: the story the rules prescribe, without
  * the noise of a retried conflict. A store write that carries several things names each:
  * `attempt api=1`, `flap marker node-agent`, `unresolved node-agent=2`, `record api`.
  */

@@ -8,7 +8,7 @@ import { type Collector, type CollectorMode, rootSpan, startCollector } from "..
 import { BINARY } from "../support/binary.ts";
 import { defaultConfig, startWorld, type World } from "../support/world.ts";
 
-/** SPEC: telemetry is flushed within 5 s in all. Slack covers process exit under parallel load. */
+/** Telemetry is flushed within 5 s in all. Slack covers process exit under parallel load. */
 const FLUSH_BUDGET_MS = 5000;
 const SLACK_MS = 1500;
 

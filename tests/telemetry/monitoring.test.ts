@@ -1,8 +1,8 @@
-// k8s/monitoring must read the series the product really exports: every image_refresh_* name in
-// the rules and the dashboard is checked against the shared METRICS list (plus the names SPEC
-// adds for per-image state) after the Prometheus translation, the PrometheusRule must hold
-// exactly the groups promtool checks, and promtool must hold every alert to its promises
-// (k8s/monitoring/promises.ts) over the series the Collector really exposes.
+// k8s/monitoring must read the series the product really exports: every image_refresh_* name in the
+// rules and the dashboard is checked against the shared METRICS list (the per-image state gauges
+// included) after the Prometheus translation, the PrometheusRule must hold exactly the groups
+// promtool checks, and promtool must hold every alert to its promises (k8s/monitoring/promises.ts)
+// over the series the Collector really exposes.
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -64,14 +64,14 @@ describe("Prometheus names", () => {
     expect(prometheusName(def)).toBe(prom);
   });
 
-  test("every image_refresh series in the rules and the dashboard is one we export (or SPEC names)", () => {
+  test("every image_refresh series in the rules and the dashboard is one we export", () => {
     const known = new Set(prometheusSeriesNames());
     const names = used("image_refresh_");
     expect(names.length).toBeGreaterThan(8);
     expect(names.filter((n) => !known.has(n))).toEqual([]);
   });
 
-  test("the state gauges and counters the SPEC names are all watched somewhere", () => {
+  test("every metric we export, the state gauges and counters among them, is watched somewhere", () => {
     const names = new Set(used("image_refresh_"));
     for (const m of ALL) {
       const base = prometheusName(m);

@@ -1,6 +1,6 @@
 // A collector that is down, hangs or answers 500 must never hold a tick past the flush bound nor
-// make shutdown throw (SPEC: at most 5 s in all; an unreachable collector never changes the exit
-// code). The bounds are asserted generously: this is behaviour, not a benchmark.
+// make shutdown throw (the flush takes at most 5 s in all; an unreachable collector never changes
+// the exit code). The bounds are asserted generously: this is behaviour, not a benchmark.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { createTelemetry } from "../../exporter.ts";

@@ -193,7 +193,7 @@ test("gauges follow the store tick by tick, per image; last success only on exit
     ticks.map((t) => imageGauges(t.e)[key]?.[`image_refresh.${name}` as "image_refresh.locked_out"]);
   expect(imageSeries("node-agent", "attempt_count")).toEqual([0, 0, 1, 2, 3, 3, 3, 0, 0, 0]);
   expect(imageSeries("api", "attempt_count")).toEqual(ticks.map(() => 0));
-  // Lockout is decided by the count alone (SPEC), so the third failure already leaves the
+  // Lockout is decided by the count alone, so the third failure already leaves the
   // image locked out: the gauge says so one tick before the flap marker is written.
   expect(imageSeries("node-agent", "locked_out")).toEqual([0, 0, 0, 0, 1, 1, 1, 0, 0, 0]);
   expect(imageSeries("api", "locked_out")).toEqual(ticks.map(() => 0));

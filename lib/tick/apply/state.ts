@@ -175,8 +175,7 @@ export async function postEvent(
   const { ctx } = run;
   for (const r of regarding) {
     const object = "metadata" in r ? r : run.obs.objects.get(workloadId(r));
-    const what =
-      "metadata" in r ? `${r.kind} ${r.metadata.namespace}/${r.metadata.name}` : describeWorkload(r);
+    const what = describeWorkload("metadata" in r ? { kind: r.kind, ...r.metadata } : r);
     if (ctx.dryRun) {
       ctx.log.info(`dry run: would post a ${a.eventType} Event ${a.reason} about ${what}`, { note: a.note });
       continue;

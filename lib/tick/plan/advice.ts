@@ -1,6 +1,12 @@
 // What to tell a human whose deploy tool keeps rendering the floating tag over our pin: the one
-// setting that makes that tool leave the image field alone (reference
-// live-spec-and-credentials.md §2, §3.3, §7). Keyed by the field manager that managedFields name.
+// setting that makes that tool leave the image field alone. Keyed by the field manager that
+// managedFields name. Sources: helm pkg/kube/client.go (v3.21.4: a three-way patch against the live
+// object puts every rendered field back; Helm 4 keeps that path for releases made by Helm 3);
+// argo-cd docs/user-guide/diffing.md and sync-options.md (ignoreDifferences only changes the
+// comparison until RespectIgnoreDifferences=true); Flux kustomize-controller
+// docs/spec/v1/kustomizations.md (spec.ignore from v1.9.0, the ssa: Ignore annotation) and
+// helm-controller api/v2/helmrelease_types.go (driftDetection.ignore); the digest value of charts
+// follows bitnami/charts bitnami/common/templates/_images.tpl.
 import { FIELD_MANAGER } from "../../kube/managed-fields.ts";
 
 const ADVICE: Array<[RegExp, string]> = [

@@ -3,31 +3,22 @@
 // which writes travel together, each a row; the decision's verdicts, groups and actions compared whole.
 import { describe, expect, test } from "bun:test";
 import {
-  AGENT_E,
-  API_C,
   config,
   D,
+  type Expected,
   observed,
-  P,
-  roll,
+  REFRESH_AGENT,
+  REFRESH_API,
+  REFRESH_BOTH,
+  REFRESH_BOTH_SHARED,
   shareProxy,
+  verdictOf,
   withBefore,
   write,
 } from "../../../tests/support/plan-tables.ts";
-import type { Action, ImageVerdict, Observed } from "../model.ts";
+import type { ImageVerdict, Observed } from "../model.ts";
 import { combine } from "./combine.ts";
 import type { Judgement } from "./due.ts";
-
-const verdict = (key: string, v: Partial<ImageVerdict> = {}): ImageVerdict => ({
-  key,
-  repository: `myorg/${key}`,
-  outcome: "noop",
-  reason: "unchanged",
-  message: `${key} unchanged`,
-  paused: false,
-  verified: true,
-  ...v,
-});
 
 type Tweak = Partial<Omit<Judgement, "verdict">> & { verdict?: Partial<ImageVerdict> };
 
@@ -41,7 +32,7 @@ function judged(tweaks: Record<string, Tweak>): Map<string, Judgement> {
         countsStreak: false,
         flap: false,
         ...t,
-        verdict: verdict(key, t.verdict),
+        verdict: verdictOf(key, t.verdict),
       };
       return [key, j];
     }),
@@ -65,7 +56,7 @@ interface Row {
   judged: Record<string, Tweak>;
   images: Record<string, string>;
   groups: Record<number, string[]>;
-  actions: Action[];
+  actions: Expected[];
 }
 
 const ROWS: Row[] = [
@@ -81,27 +72,14 @@ const ROWS: Row[] = [
     judged: { api: dueApi },
     images: { api: "refreshed/digest_changed", "node-agent": "noop/unchanged" },
     groups: { 0: ["api"] },
-    actions: [
-      write({ attempts: { api: 1 } }),
-      roll("api", [["api", API_C]], ["api"]),
-      roll("api-proxy", [["proxy", API_C]], ["api"]),
-      { type: "reset", counts: { api: 1 } },
-      { type: "record-digests", digests: { api: D("c") } },
-    ],
+    actions: REFRESH_API,
   },
   {
     name: "two due images that share no workload are two groups",
     judged: { api: dueApi, "node-agent": dueAgent },
     images: { api: "refreshed/digest_changed", "node-agent": "refreshed/digest_changed" },
     groups: { 0: ["api"], 1: ["node-agent"] },
-    actions: [
-      write({ attempts: { api: 1, "node-agent": 1 } }),
-      roll("api", [["api", API_C]], ["api"]),
-      roll("api-proxy", [["proxy", API_C]], ["api"]),
-      roll("node-agent", [["agent", AGENT_E]], ["node-agent"], 1),
-      { type: "reset", counts: { api: 1, "node-agent": 1 } },
-      { type: "record-digests", digests: { api: D("c"), "node-agent": D("e") } },
-    ],
+    actions: REFRESH_BOTH,
   },
   {
     name: "two due images that share a workload are one group, with one patch of the shared workload",
@@ -109,21 +87,7 @@ const ROWS: Row[] = [
     judged: { api: dueApi, "node-agent": dueAgent },
     images: { api: "refreshed/digest_changed", "node-agent": "refreshed/digest_changed" },
     groups: { 0: ["api", "node-agent"] },
-    actions: [
-      write({ attempts: { api: 1, "node-agent": 1 } }),
-      roll("api", [["api", API_C]], ["api"]),
-      roll(
-        "api-proxy",
-        [
-          ["proxy", API_C],
-          ["agent", AGENT_E],
-        ],
-        ["api", "node-agent"],
-      ),
-      roll("node-agent", [["agent", AGENT_E]], ["node-agent"]),
-      { type: "reset", counts: { api: 1, "node-agent": 1 } },
-      { type: "record-digests", digests: { api: D("c"), "node-agent": D("e") } },
-    ],
+    actions: REFRESH_BOTH_SHARED,
   },
   {
     name: "a locked-out image holds a due image that shares a workload with it: no write, no rollout",
@@ -138,13 +102,7 @@ const ROWS: Row[] = [
     judged: { api: dueApi, "node-agent": lockedAgent },
     images: { api: "refreshed/digest_changed", "node-agent": "locked_out/flap_lockout" },
     groups: { 0: ["api"] },
-    actions: [
-      write({ attempts: { api: 1 } }),
-      roll("api", [["api", API_C]], ["api"]),
-      roll("api-proxy", [["proxy", API_C]], ["api"]),
-      { type: "reset", counts: { api: 1 } },
-      { type: "record-digests", digests: { api: D("c") } },
-    ],
+    actions: REFRESH_API,
   },
   {
     name: "an image that blocks with an untrusted count (still noop) holds a sharer as held",
@@ -181,10 +139,7 @@ const ROWS: Row[] = [
         image: "node-agent",
         regarding: [{ kind: "DaemonSet", namespace: "agents", name: "node-agent" }],
       },
-      roll("api", [["api", API_C]], ["api"]),
-      roll("api-proxy", [["proxy", API_C]], ["api"]),
-      { type: "reset", counts: { api: 1 } },
-      { type: "record-digests", digests: { api: D("c") } },
+      ...REFRESH_API.slice(1),
     ],
   },
   {
@@ -208,9 +163,7 @@ const ROWS: Row[] = [
         attempts: { "node-agent": 1 },
         firstSeen: ["api"],
       }),
-      roll("node-agent", [["agent", AGENT_E]], ["node-agent"]),
-      { type: "reset", counts: { "node-agent": 1 } },
-      { type: "record-digests", digests: { "node-agent": D("e") } },
+      ...REFRESH_AGENT.slice(1),
     ],
   },
 ];

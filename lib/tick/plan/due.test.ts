@@ -1,9 +1,8 @@
 // The verdict helpers build a new judgement and leave the one they are given as it was: a
 // judgement passed in deep-frozen comes back unchanged, and the helper's answer is a new value.
 import { describe, expect, test } from "bun:test";
-import { config, D, observed, shareProxy } from "../../../tests/support/plan-tables.ts";
+import { config, D, observed, shareProxy, verdictOf } from "../../../tests/support/plan-tables.ts";
 import { imageBook } from "../../state/book.ts";
-import type { ImageVerdict } from "../model.ts";
 import { combine } from "./combine.ts";
 import { due, type Judgement, say } from "./due.ts";
 
@@ -15,19 +14,8 @@ function deepFreeze<T>(x: T): T {
   return x;
 }
 
-const verdict = (key: string, v: Partial<ImageVerdict> = {}): ImageVerdict => ({
-  key,
-  repository: `myorg/${key}`,
-  outcome: "noop",
-  reason: "unchanged",
-  message: `${key} unchanged`,
-  paused: false,
-  verified: true,
-  ...v,
-});
-
 const judgement = (key: string, j: Partial<Judgement> = {}): Judgement => ({
-  verdict: verdict(key),
+  verdict: verdictOf(key),
   blocks: false,
   writes: {},
   countsStreak: false,
@@ -57,10 +45,10 @@ describe("the verdict helpers do not mutate the judgement they are given", () =>
 
   test("combine's isolation leaves the judgements it was given as they were", () => {
     const c = config(shareProxy);
-    const api = judgement("api", { blocks: true, verdict: verdict("api", { outcome: "locked_out" }) });
+    const api = judgement("api", { blocks: true, verdict: verdictOf("api", { outcome: "locked_out" }) });
     const agent = judgement("node-agent", {
       due: { digest: D("e"), count: 1 },
-      verdict: verdict("node-agent", { outcome: "refreshed", reason: "digest_changed" }),
+      verdict: verdictOf("node-agent", { outcome: "refreshed", reason: "digest_changed" }),
     });
     const before = structuredClone(agent);
     // A Map's entries are not its own properties: each judgement is frozen itself.

@@ -13,7 +13,7 @@ import {
   newAgent,
   newApi,
   observed,
-  P,
+  REFRESH_AGENT,
   REFRESH_API,
   roll,
   runCases,
@@ -243,12 +243,7 @@ const cases: Case[] = [
     ),
     outcome: "paused",
     images: { api: "paused/pinned_by_human", "node-agent": "refreshed/digest_changed" },
-    actions: [
-      write({ attempts: { "node-agent": 1 } }),
-      roll("node-agent", [["agent", `docker.io/myorg/node-agent@${D("e")}`]], ["node-agent"]),
-      { type: "reset", counts: { "node-agent": 1 } },
-      { type: "record-digests", digests: { "node-agent": D("e") } },
-    ],
+    actions: REFRESH_AGENT,
   },
   {
     name: "another tag of the repository set by someone else is a pause too",

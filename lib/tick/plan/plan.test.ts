@@ -14,8 +14,10 @@ import {
   newAgent,
   newApi,
   observed,
-  P,
+  REFRESH_AGENT,
   REFRESH_API,
+  REFRESH_BOTH,
+  REFRESH_BOTH_SHARED,
   roll,
   runCases,
   shareProxy,
@@ -252,34 +254,13 @@ const cases: Case[] = [
     c: shareProxy,
     o: both(newApi, newAgent),
     outcome: "refreshed",
-    actions: [
-      write({ attempts: { api: 1, "node-agent": 1 } }),
-      roll("api", [["api", API_C]], ["api"]),
-      roll(
-        "api-proxy",
-        [
-          ["proxy", API_C],
-          ["agent", AGENT_E],
-        ],
-        ["api", "node-agent"],
-      ),
-      roll("node-agent", [["agent", AGENT_E]], ["node-agent"]),
-      { type: "reset", counts: { api: 1, "node-agent": 1 } },
-      { type: "record-digests", digests: { api: D("c"), "node-agent": D("e") } },
-    ],
+    actions: REFRESH_BOTH_SHARED,
   },
   {
     name: "disjoint images are separate groups",
     o: both(newApi, newAgent),
     outcome: "refreshed",
-    actions: [
-      write({ attempts: { api: 1, "node-agent": 1 } }),
-      roll("api", [["api", API_C]], ["api"], 0),
-      roll("api-proxy", [["proxy", API_C]], ["api"], 0),
-      roll("node-agent", [["agent", AGENT_E]], ["node-agent"], 1),
-      { type: "reset", counts: { api: 1, "node-agent": 1 } },
-      { type: "record-digests", digests: { api: D("c"), "node-agent": D("e") } },
-    ],
+    actions: REFRESH_BOTH,
   },
   {
     name: "a workload that carries a locked-out image is patched for no image",
@@ -320,12 +301,7 @@ const cases: Case[] = [
     name: "the build after a rejected one rolls out",
     o: both(newAgent, (o) => ann(o, "rejected-node-agent-digest", D("d"))),
     outcome: "refreshed",
-    actions: [
-      write({ attempts: { "node-agent": 1 } }),
-      roll("node-agent", [["agent", AGENT_E]], ["node-agent"]),
-      { type: "reset", counts: { "node-agent": 1 } },
-      { type: "record-digests", digests: { "node-agent": D("e") } },
-    ],
+    actions: REFRESH_AGENT,
   },
   // The live spec of the targets: plan.live.test.ts; here only what a rollout needs of them.
   {

@@ -11,7 +11,7 @@ import { stopUndoingAdvice } from "./advice.ts";
 import { amend, type DueInput, due, type Judgement, say } from "./due.ts";
 import { describeContainer, describeOwner, type LiveContainer, type LiveImage } from "./live.ts";
 
-/** Targets that cannot be read, or that run another repository, hold the image first (steps 4, 6). */
+/** Targets that cannot be read, or that run another repository, hold the image first. */
 export function targetFindings(
   j: Judgement,
   img: ImageConfig,
