@@ -15,7 +15,11 @@ import { minutes } from "./compress.ts";
 import { cronJob, jobKubelet, jobs, scheduleOnce, setSuspend } from "./cronjob.ts";
 import type { Monitor } from "./monitor.ts";
 
-export const GROUP = ["ImageRefreshTickFailed", "ImageRefreshCronJobNoSuccess", "ImageRefreshCronJobNotScheduled"];
+export const GROUP = [
+  "ImageRefreshTickFailed",
+  "ImageRefreshCronJobNoSuccess",
+  "ImageRefreshCronJobNotScheduled",
+];
 /** Scrape + evaluation + a Job's own time + polling, under load: 4 real minutes, as alerts.test.ts. */
 export const SLACK = minutes(4);
 
@@ -27,10 +31,37 @@ export interface JobSeen {
   finished?: number;
 }
 
+const MARKS = [
+  "end",
+  "firstSchedule",
+  "firstSuccess",
+  "healthyFrom",
+  "healthyTo",
+  "lastFailedB",
+  "lastFailedD",
+  "lastScheduleD",
+  "lastSuccessD",
+  "noSuccessB",
+  "noSuccessD",
+  "noSuccessGoneB",
+  "noSuccessGoneE",
+  "notScheduledA",
+  "notScheduledD",
+  "notScheduledGoneA",
+  "notScheduledGoneE",
+  "resumed",
+  "scheduleE",
+  "successE",
+  "suspended",
+  "tickFailedGoneB",
+  "tickFailedGoneD",
+] as const;
+export type Mark = (typeof MARKS)[number];
+
 export interface Timeline {
   created: number;
-  /** [when, what] for every phase change and wait, for the report and the assertions. */
-  at: Record<string, number>;
+  /** When each phase changed and each wait ended (ms), for the report and the assertions. */
+  at: Record<Mark, number>;
   jobs: Map<string, JobSeen>;
 }
 
@@ -39,7 +70,11 @@ const named = (name: string) => (a: { labels: Record<string, string> }) => a.lab
 
 export async function playStory(api: Api, mon: Monitor): Promise<Timeline> {
   const kubelet = jobKubelet(api);
-  const t: Timeline = { created: ms((await cronJob(api)).metadata.creationTimestamp) as number, at: {}, jobs: new Map() };
+  const t: Timeline = {
+    created: ms((await cronJob(api)).metadata.creationTimestamp) as number,
+    at: Object.fromEntries(MARKS.map((m) => [m, Number.NaN])) as Record<Mark, number>,
+    jobs: new Map(),
+  };
   let failing = false;
   let ticking = false;
   let n = 0;
@@ -57,7 +92,8 @@ export async function playStory(api: Api, mon: Monitor): Promise<Timeline> {
   })();
   const status = async () => (await cronJob(api)).status ?? {};
   const wait = (alert: string, ms: number, since = t.created) => mon.waitFor(alert, named(alert), ms, since);
-  const gone = (alert: string, ms: number, since: number) => mon.waitGone(`${alert} to resolve`, named(alert), ms, since);
+  const gone = (alert: string, ms: number, since: number) =>
+    mon.waitGone(`${alert} to resolve`, named(alert), ms, since);
   try {
     // A: created, never scheduled.
     t.at.notScheduledA = await wait("ImageRefreshCronJobNotScheduled", minutes(30) + SLACK * 3);
@@ -66,7 +102,10 @@ export async function playStory(api: Api, mon: Monitor): Promise<Timeline> {
     ticking = true;
     t.at.firstSchedule = await until(async () => ms((await status()).lastScheduleTime));
     t.at.notScheduledGoneA = await gone("ImageRefreshCronJobNotScheduled", minutes(10), t.at.firstSchedule);
-    t.at.noSuccessB = await wait("ImageRefreshCronJobNoSuccess", t.created + minutes(120) + SLACK * 3 - Date.now());
+    t.at.noSuccessB = await wait(
+      "ImageRefreshCronJobNoSuccess",
+      t.created + minutes(120) + SLACK * 3 - Date.now(),
+    );
     // C: every tick succeeds.
     failing = false;
     t.at.firstSuccess = await until(async () => ms((await status()).lastSuccessfulTime));
@@ -84,15 +123,27 @@ export async function playStory(api: Api, mon: Monitor): Promise<Timeline> {
     await setSuspend(api, true);
     t.at.suspended = Date.now();
     t.at.lastScheduleD = ms((await status()).lastScheduleTime) as number;
-    t.at.notScheduledD = await wait("ImageRefreshCronJobNotScheduled", minutes(30) + SLACK * 3, t.at.suspended);
-    t.at.noSuccessD = await wait("ImageRefreshCronJobNoSuccess", t.at.lastSuccessD + minutes(120) + SLACK * 3 - Date.now(), t.at.lastSuccessD);
+    t.at.notScheduledD = await wait(
+      "ImageRefreshCronJobNotScheduled",
+      minutes(30) + SLACK * 3,
+      t.at.suspended,
+    );
+    t.at.noSuccessD = await wait(
+      "ImageRefreshCronJobNoSuccess",
+      t.at.lastSuccessD + minutes(120) + SLACK * 3 - Date.now(),
+      t.at.lastSuccessD,
+    );
     t.at.lastFailedD = lastFailedStart(t);
     // E: resumed, ticks succeed.
     failing = false;
     await setSuspend(api, false);
     t.at.resumed = Date.now();
-    t.at.scheduleE = await until(async () => after(ms((await status()).lastScheduleTime), t.at.resumed - 1000));
-    t.at.successE = await until(async () => after(ms((await status()).lastSuccessfulTime), t.at.resumed - 1000));
+    t.at.scheduleE = await until(async () =>
+      after(ms((await status()).lastScheduleTime), t.at.resumed - 1000),
+    );
+    t.at.successE = await until(async () =>
+      after(ms((await status()).lastSuccessfulTime), t.at.resumed - 1000),
+    );
     t.at.notScheduledGoneE = await gone("ImageRefreshCronJobNotScheduled", minutes(10), t.at.scheduleE);
     t.at.noSuccessGoneE = await gone("ImageRefreshCronJobNoSuccess", minutes(10), t.at.successE);
     t.at.tickFailedGoneD = await gone("ImageRefreshTickFailed", minutes(90), Date.now());
@@ -130,7 +181,8 @@ async function record(api: Api, t: Timeline, codes: Map<string, number>): Promis
     const code = codes.get(name);
     if (start === undefined || code === undefined) continue;
     const done = (j.status?.conditions ?? []).find(
-      (c: { type: string; status: string }) => (c.type === "Failed" || c.type === "Complete") && c.status === "True",
+      (c: { type: string; status: string }) =>
+        (c.type === "Failed" || c.type === "Complete") && c.status === "True",
     );
     t.jobs.set(name, { name, exitCode: code, start, finished: ms(done?.lastTransitionTime) });
   }

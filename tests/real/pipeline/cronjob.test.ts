@@ -5,8 +5,10 @@
 // Each alert fires within the time its text promises (not earlier), names the CronJob or the Job,
 // resolves once the cause is gone, and nothing fires while the CronJob is healthy.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { type KsmShape, readKsmCapture, shapeKey } from "../../../k8s/monitoring/ksm-shapes.ts";
 import { type ControlPlane, startControlPlane } from "../control-plane.ts";
 import { needPeers as needRealPeers } from "../peers.ts";
+import { shapesNow } from "./capture-ksm.ts";
 import { FACTOR, minutes } from "./compress.ts";
 import { applyBase, NAME, NS } from "./cronjob.ts";
 import { GROUP, playStory, SLACK, type Timeline } from "./cronjob-story.ts";
@@ -25,10 +27,13 @@ let p: Pipeline;
 let mon: Monitor;
 let t: Timeline;
 let failure: string | undefined;
+let live: KsmShape[] = [];
 
 type Alert = Seen["firing"][number];
 const firing = (name: string, from: number, to = Number.POSITIVE_INFINITY, pred = (_: Alert) => true) =>
-  mon.seen.filter((s) => s.t >= from && s.t < to && s.firing.some((a) => a.labels.alertname === name && pred(a)));
+  mon.seen.filter(
+    (s) => s.t >= from && s.t < to && s.firing.some((a) => a.labels.alertname === name && pred(a)),
+  );
 /** The first sample after the last one in [from, to) where `name` fired: when it resolved. */
 function resolvedAt(name: string, from: number, to: number): number {
   const last = firing(name, from, to).at(-1)?.t ?? from;
@@ -54,6 +59,10 @@ describe.skipIf(!peers || missingReal)(
       mon = monitor(p);
       try {
         t = await playStory(cp.admin, mon);
+        const states = Object.fromEntries(
+          [...t.jobs.values()].map((j) => [j.name, j.exitCode === 0 ? "succeeded" : "failed"] as const),
+        );
+        live = await shapesNow(p, states);
       } catch (err) {
         failure = (err as Error).message;
       }
@@ -96,7 +105,9 @@ describe.skipIf(!peers || missingReal)(
         expect(alert?.annotations.summary).toContain(j.name);
       }
       const ok = new Set([...t.jobs.values()].filter((j) => j.exitCode === 0).map((j) => j.name));
-      const named = mon.seen.flatMap((s) => s.firing).filter((a) => a.labels.alertname === "ImageRefreshTickFailed");
+      const named = mon.seen
+        .flatMap((s) => s.firing)
+        .filter((a) => a.labels.alertname === "ImageRefreshTickFailed");
       expect(named.filter((a) => ok.has(a.labels.job_name ?? ""))).toEqual([]);
     });
 
@@ -125,6 +136,28 @@ describe.skipIf(!peers || missingReal)(
     test("resumed: NotScheduled and NoSuccess resolve with the first schedule and success", () => {
       expect(t.at.notScheduledGoneE - t.at.scheduleE).toBeLessThanOrEqual(SLACK);
       expect(t.at.noSuccessGoneE - t.at.successE).toBeLessThanOrEqual(SLACK);
+    });
+
+    test("TickFailed carries the reason kube-state-metrics gives: the pod failed (backoffLimit 0)", () => {
+      const reasons = new Set(
+        mon.seen
+          .flatMap((s) => s.firing)
+          .filter((a) => a.labels.alertname === "ImageRefreshTickFailed")
+          .map((a) => a.labels.reason),
+      );
+      expect([...reasons]).toEqual(["BackoffLimitExceeded"]);
+    });
+
+    test("the committed capture (captured-ksm.json) holds the series kube-state-metrics gives now", () => {
+      const committed = new Map(
+        readKsmCapture().shapes.map((s) => [`${shapeKey(s.metric, s.labels)} ${s.state ?? ""}`, s.values]),
+      );
+      expect(live.length).toBeGreaterThan(8);
+      const odd = live.filter((s) => {
+        const values = committed.get(`${shapeKey(s.metric, s.labels)} ${s.state ?? ""}`);
+        return !values || s.values.some((v) => !values.includes(v));
+      });
+      expect(odd).toEqual([]);
     });
 
     test("the CronJob alerts name the CronJob", () => {

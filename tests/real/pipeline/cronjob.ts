@@ -75,7 +75,14 @@ export async function scheduleOnce(api: Api, n: number, now = Date.now()): Promi
       labels: tpl.metadata?.labels,
       annotations: { "batch.kubernetes.io/cronjob-scheduled-timestamp": rfc3339(now) },
       ownerReferences: [
-        { apiVersion: "batch/v1", kind: "CronJob", name: NAME, uid: cj.metadata.uid, controller: true, blockOwnerDeletion: true },
+        {
+          apiVersion: "batch/v1",
+          kind: "CronJob",
+          name: NAME,
+          uid: cj.metadata.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
       ],
     },
     spec: tpl.spec,
@@ -149,7 +156,12 @@ async function tend(
   const path = `/api/v1/namespaces/${NS}/pods/${name}`;
   if (pod.metadata.deletionTimestamp) return;
   if (!pod.spec.nodeName) {
-    const binding = { apiVersion: "v1", kind: "Binding", metadata: { name }, target: { kind: "Node", name: "node-1" } };
+    const binding = {
+      apiVersion: "v1",
+      kind: "Binding",
+      metadata: { name },
+      target: { kind: "Node", name: "node-1" },
+    };
     expectStatus(await api.request("POST", `${path}/binding`, { body: binding }), `bind ${name}`, [201, 409]);
     return;
   }
@@ -157,7 +169,10 @@ async function tend(
   const job = pod.metadata.labels?.["batch.kubernetes.io/job-name"] ?? "";
   const code = exitCode.get(job);
   if (code === undefined) return;
-  const r = await api.request("PATCH", `${path}/status`, { body: { status: ended(pod, code) }, contentType: MERGE });
+  const r = await api.request("PATCH", `${path}/status`, {
+    body: { status: ended(pod, code) },
+    contentType: MERGE,
+  });
   expectStatus(r, `end pod ${name}`, [200, 404, 409]);
 }
 
