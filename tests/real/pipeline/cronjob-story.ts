@@ -116,9 +116,12 @@ export async function playStory(api: Api, mon: Monitor): Promise<Timeline> {
     t.at.healthyFrom = Date.now();
     await Bun.sleep(minutes(20));
     t.at.healthyTo = Date.now();
-    // D: an hour of failures, then suspended.
-    t.at.lastSuccessD = ms((await status()).lastSuccessfulTime) as number;
+    // D: an hour of failures, then suspended. The last success is read once the first failed
+    // Job is done: a Job scheduled as a success just before may still have been running.
     failing = true;
+    const d = Date.now();
+    await until(async () => [...t.jobs.values()].find((j) => j.exitCode !== 0 && j.start >= d - 1000)?.start);
+    t.at.lastSuccessD = ms((await status()).lastSuccessfulTime) as number;
     await Bun.sleep(minutes(60));
     await setSuspend(api, true);
     t.at.suspended = Date.now();

@@ -10,7 +10,7 @@ import { type ControlPlane, startControlPlane } from "../control-plane.ts";
 import { needPeers as needRealPeers } from "../peers.ts";
 import { shapesNow } from "./capture-ksm.ts";
 import { FACTOR, minutes } from "./compress.ts";
-import { applyBase, NAME, NS } from "./cronjob.ts";
+import { applyBase, jobStates, NAME, NS } from "./cronjob.ts";
 import { GROUP, playStory, SLACK, type Timeline } from "./cronjob-story.ts";
 import { type Ksm, startKsm } from "./ksm.ts";
 import { firedBetween, type Monitor, monitor, type Seen } from "./monitor.ts";
@@ -59,10 +59,7 @@ describe.skipIf(!peers || missingReal)(
       mon = monitor(p);
       try {
         t = await playStory(cp.admin, mon);
-        const states = Object.fromEntries(
-          [...t.jobs.values()].map((j) => [j.name, j.exitCode === 0 ? "succeeded" : "failed"] as const),
-        );
-        live = await shapesNow(p, states);
+        live = await shapesNow(p, await jobStates(cp.admin));
       } catch (err) {
         failure = (err as Error).message;
       }

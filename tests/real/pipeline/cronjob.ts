@@ -49,6 +49,18 @@ export const cronJob = (api: Api): Promise<any> => api.get(CJ);
 export const jobs = async (api: Api): Promise<any[]> =>
   (await api.get(`/apis/batch/v1/namespaces/${NS}/jobs`)).items;
 
+/** Each Job's state as its conditions say: failed, succeeded (Complete) or running. */
+export async function jobStates(api: Api): Promise<Record<string, "running" | "failed" | "succeeded">> {
+  const on = (j: { status?: { conditions?: Array<{ type: string; status: string }> } }, type: string) =>
+    (j.status?.conditions ?? []).some((c) => c.type === type && c.status === "True");
+  return Object.fromEntries(
+    (await jobs(api)).map((j) => [
+      j.metadata.name as string,
+      on(j, "Failed") ? "failed" : on(j, "Complete") ? "succeeded" : "running",
+    ]),
+  );
+}
+
 export async function setSuspend(api: Api, suspend: boolean): Promise<void> {
   expectStatus(
     await api.request("PATCH", CJ, { body: { spec: { suspend } }, contentType: MERGE }),
