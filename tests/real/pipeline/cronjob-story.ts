@@ -68,6 +68,14 @@ export interface Timeline {
 const ms = (t?: string) => (t ? Date.parse(t) : undefined);
 const named = (name: string) => (a: { labels: Record<string, string> }) => a.labels.alertname === name;
 
+/** What the phases share: the API, the monitor, the timeline and the schedule's two switches. */
+interface Ctx {
+  api: Api;
+  mon: Monitor;
+  t: Timeline;
+  sched: { ticking: boolean; failing: boolean };
+}
+
 export async function playStory(api: Api, mon: Monitor): Promise<Timeline> {
   const kubelet = jobKubelet(api);
   const t: Timeline = {
@@ -75,88 +83,94 @@ export async function playStory(api: Api, mon: Monitor): Promise<Timeline> {
     at: Object.fromEntries(MARKS.map((m) => [m, Number.NaN])) as Record<Mark, number>,
     jobs: new Map(),
   };
-  let failing = false;
-  let ticking = false;
-  let n = 0;
+  const c: Ctx = { api, mon, t, sched: { ticking: false, failing: false } };
   let stopped = false;
   const ticks = (async () => {
-    while (!stopped) {
+    for (let n = 0; !stopped; ) {
       const start = Date.now();
-      if (ticking) {
+      if (c.sched.ticking) {
         const name = await scheduleOnce(api, n++);
-        if (name) kubelet.exitCode.set(name, failing ? 1 : 0);
+        if (name) kubelet.exitCode.set(name, c.sched.failing ? 1 : 0);
       }
       await record(api, t, kubelet.exitCode).catch(() => undefined);
       await Bun.sleep(Math.max(0, minutes(5) - (Date.now() - start)));
     }
   })();
-  const status = async () => (await cronJob(api)).status ?? {};
-  const wait = (alert: string, ms: number, since = t.created) => mon.waitFor(alert, named(alert), ms, since);
-  const gone = (alert: string, ms: number, since: number) =>
-    mon.waitGone(`${alert} to resolve`, named(alert), ms, since);
   try {
-    // A: created, never scheduled.
-    t.at.notScheduledA = await wait("ImageRefreshCronJobNotScheduled", minutes(30) + SLACK * 3);
-    // B: every tick fails.
-    failing = true;
-    ticking = true;
-    t.at.firstSchedule = await until(async () => ms((await status()).lastScheduleTime));
-    t.at.notScheduledGoneA = await gone("ImageRefreshCronJobNotScheduled", minutes(10), t.at.firstSchedule);
-    t.at.noSuccessB = await wait(
-      "ImageRefreshCronJobNoSuccess",
-      t.created + minutes(120) + SLACK * 3 - Date.now(),
-    );
-    // C: every tick succeeds.
-    failing = false;
-    t.at.firstSuccess = await until(async () => ms((await status()).lastSuccessfulTime));
-    t.at.noSuccessGoneB = await gone("ImageRefreshCronJobNoSuccess", minutes(10), t.at.firstSuccess);
-    t.at.lastFailedB = lastFailedStart(t);
-    // Gone from now on (the resolution's moment is read back from the monitor's history).
-    t.at.tickFailedGoneB = await gone("ImageRefreshTickFailed", minutes(90), Date.now());
-    t.at.healthyFrom = Date.now();
-    await Bun.sleep(minutes(20));
-    t.at.healthyTo = Date.now();
-    // D: an hour of failures, then suspended. The last success is read once the first failed
-    // Job is done: a Job scheduled as a success just before may still have been running.
-    failing = true;
-    const d = Date.now();
-    await until(async () => [...t.jobs.values()].find((j) => j.exitCode !== 0 && j.start >= d - 1000)?.start);
-    t.at.lastSuccessD = ms((await status()).lastSuccessfulTime) as number;
-    await Bun.sleep(minutes(60));
-    await setSuspend(api, true);
-    t.at.suspended = Date.now();
-    t.at.lastScheduleD = ms((await status()).lastScheduleTime) as number;
-    t.at.notScheduledD = await wait(
-      "ImageRefreshCronJobNotScheduled",
-      minutes(30) + SLACK * 3,
-      t.at.suspended,
-    );
-    t.at.noSuccessD = await wait(
-      "ImageRefreshCronJobNoSuccess",
-      t.at.lastSuccessD + minutes(120) + SLACK * 3 - Date.now(),
-      t.at.lastSuccessD,
-    );
-    t.at.lastFailedD = lastFailedStart(t);
-    // E: resumed, ticks succeed.
-    failing = false;
-    await setSuspend(api, false);
-    t.at.resumed = Date.now();
-    t.at.scheduleE = await until(async () =>
-      after(ms((await status()).lastScheduleTime), t.at.resumed - 1000),
-    );
-    t.at.successE = await until(async () =>
-      after(ms((await status()).lastSuccessfulTime), t.at.resumed - 1000),
-    );
-    t.at.notScheduledGoneE = await gone("ImageRefreshCronJobNotScheduled", minutes(10), t.at.scheduleE);
-    t.at.noSuccessGoneE = await gone("ImageRefreshCronJobNoSuccess", minutes(10), t.at.successE);
-    t.at.tickFailedGoneD = await gone("ImageRefreshTickFailed", minutes(90), Date.now());
-    t.at.end = Date.now();
+    for (const phase of [neverThenFailing, succeeding, failingThenSuspended, resumed]) await phase(c);
   } finally {
     stopped = true;
     await ticks;
     await kubelet.stop();
   }
   return t;
+}
+
+const status = async (c: Ctx) => (await cronJob(c.api)).status ?? {};
+const wait = (c: Ctx, alert: string, ms: number, since = c.t.created) =>
+  c.mon.waitFor(alert, named(alert), ms, since);
+const gone = (c: Ctx, alert: string, ms: number, since: number) =>
+  c.mon.waitGone(`${alert} to resolve`, named(alert), ms, since);
+
+/** A: created, never scheduled; B: every tick fails. */
+async function neverThenFailing(c: Ctx) {
+  const at = c.t.at;
+  at.notScheduledA = await wait(c, "ImageRefreshCronJobNotScheduled", minutes(30) + SLACK * 3);
+  c.sched.failing = true;
+  c.sched.ticking = true;
+  at.firstSchedule = await until(async () => ms((await status(c)).lastScheduleTime));
+  at.notScheduledGoneA = await gone(c, "ImageRefreshCronJobNotScheduled", minutes(10), at.firstSchedule);
+  const left = c.t.created + minutes(120) + SLACK * 3 - Date.now();
+  at.noSuccessB = await wait(c, "ImageRefreshCronJobNoSuccess", left);
+}
+
+/** C: every tick succeeds; once TickFailed is gone, 20 healthy minutes. */
+async function succeeding(c: Ctx) {
+  const at = c.t.at;
+  c.sched.failing = false;
+  at.firstSuccess = await until(async () => ms((await status(c)).lastSuccessfulTime));
+  at.noSuccessGoneB = await gone(c, "ImageRefreshCronJobNoSuccess", minutes(10), at.firstSuccess);
+  at.lastFailedB = lastFailedStart(c.t);
+  // Gone from now on (the resolution's moment is read back from the monitor's history).
+  at.tickFailedGoneB = await gone(c, "ImageRefreshTickFailed", minutes(90), Date.now());
+  at.healthyFrom = Date.now();
+  await Bun.sleep(minutes(20));
+  at.healthyTo = Date.now();
+}
+
+/**
+ * D: an hour of failures, then suspended. The last success is read once the first failed Job
+ * is done: a Job scheduled as a success just before may still have been running.
+ */
+async function failingThenSuspended(c: Ctx) {
+  const at = c.t.at;
+  c.sched.failing = true;
+  const d = Date.now();
+  await until(async () => [...c.t.jobs.values()].find((j) => j.exitCode !== 0 && j.start >= d - 1000)?.start);
+  at.lastSuccessD = ms((await status(c)).lastSuccessfulTime) as number;
+  await Bun.sleep(minutes(60));
+  await setSuspend(c.api, true);
+  at.suspended = Date.now();
+  at.lastScheduleD = ms((await status(c)).lastScheduleTime) as number;
+  at.notScheduledD = await wait(c, "ImageRefreshCronJobNotScheduled", minutes(30) + SLACK * 3, at.suspended);
+  const left = at.lastSuccessD + minutes(120) + SLACK * 3 - Date.now();
+  at.noSuccessD = await wait(c, "ImageRefreshCronJobNoSuccess", left, at.lastSuccessD);
+  at.lastFailedD = lastFailedStart(c.t);
+}
+
+/** E: resumed, ticks succeed; every alert resolves. */
+async function resumed(c: Ctx) {
+  const at = c.t.at;
+  c.sched.failing = false;
+  await setSuspend(c.api, false);
+  at.resumed = Date.now();
+  const since = at.resumed - 1000;
+  at.scheduleE = await until(async () => after(ms((await status(c)).lastScheduleTime), since));
+  at.successE = await until(async () => after(ms((await status(c)).lastSuccessfulTime), since));
+  at.notScheduledGoneE = await gone(c, "ImageRefreshCronJobNotScheduled", minutes(10), at.scheduleE);
+  at.noSuccessGoneE = await gone(c, "ImageRefreshCronJobNoSuccess", minutes(10), at.successE);
+  at.tickFailedGoneD = await gone(c, "ImageRefreshTickFailed", minutes(90), Date.now());
+  at.end = Date.now();
 }
 
 const after = (x: number | undefined, t: number) => (x !== undefined && x >= t ? x : undefined);
