@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds the real peers the test tier runs against (kube-apiserver, kube-controller-manager,
-# kubectl, etcd, helm v3 and v4) from the pinned Go modules beside this script, into a cache
+# kubectl, etcd, helm v3 and v4, kube-state-metrics) from the pinned Go modules beside this script, into a cache
 # keyed by each module's go.sum, so a second run builds nothing. Prints one line per module:
 # "<module> <directory holding its binaries>".
 #
@@ -24,7 +24,8 @@ binaries() {
                "kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager kubectl=k8s.io/kubernetes/cmd/kubectl" ;;
     helm3) echo "helm=helm.sh/helm/v3/cmd/helm" ;;
     helm4) echo "helm=helm.sh/helm/v4/cmd/helm" ;;
-    *) echo "Cannot build peer module $1: known modules are kube, helm3, helm4" >&2; exit 2 ;;
+    ksm) echo "kube-state-metrics=k8s.io/kube-state-metrics/v2" ;;
+    *) echo "Cannot build peer module $1: known modules are kube, helm3, helm4, ksm" >&2; exit 2 ;;
   esac
 }
 
@@ -43,6 +44,12 @@ ldflags() {
   if [ -n "$helm" ]; then
     major=$(echo "$helm" | cut -d. -f1)
     flags="$flags -X helm.sh/helm/$major/internal/version.version=$helm"
+  fi
+  ksm=$(required_version "$1" k8s.io/kube-state-metrics/v2)
+  if [ -n "$ksm" ]; then
+    # As its Makefile stamps it: kube-state-metrics --version and its build_info metric.
+    flags="$flags -X github.com/prometheus/common/version.Version=$ksm"
+    flags="$flags -X k8s.io/kube-state-metrics/v2/pkg/app.ClientGoVersion=$(required_version "$1" k8s.io/client-go)"
   fi
   if [ "$major" = v3 ]; then
     # helm v3's Makefile also stamps the Kubernetes version its client-go is from; without it
@@ -86,5 +93,5 @@ if [ "$cached_only" = 0 ] && ! command -v go >/dev/null 2>&1; then
   echo "Cannot build the real peers: go is not on PATH (install Go >= 1.26 from https://go.dev/dl)" >&2
   exit 3
 fi
-mods=${*:-kube helm3 helm4}
+mods=${*:-kube helm3 helm4 ksm}
 for m in $mods; do build_one "$m"; done

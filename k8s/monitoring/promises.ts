@@ -14,6 +14,7 @@ import {
   KSM,
   ksm,
   ksmJob,
+  ksmJobFailed,
   ksmOf,
   tickCounters,
 } from "./series.ts";
@@ -260,11 +261,11 @@ const jobFails = (): Case => {
     scrape,
     series: [
       ksmOf("kube_job_status_start_time", job, (t) => (t >= 5 ? 300 : undefined), scrape),
-      ksmOf("kube_job_status_failed", job, (t) => (t >= 5 ? (t >= 6 ? 1 : 0) : undefined), scrape),
+      ...ksmJobFailed(job, 5, 6, scrape),
     ],
     expect: [
       ...during("ImageRefreshTickFailed", [5], []),
-      ...during("ImageRefreshTickFailed", [7, 64], [job]),
+      ...during("ImageRefreshTickFailed", [7, 64], [{ ...job, reason: "BackoffLimitExceeded" }]),
       ...during("ImageRefreshTickFailed", [66, 130], []),
     ],
   };
@@ -293,11 +294,11 @@ const lockoutFailsJobs = (): Case => {
       ...imageGauges(api, NODE_AGENT, [0, ...at], (t) => ({ locked_out: t > 0 ? 1 : 0, in_sync: 1 }), scrape),
       // The newest Job (started at 175 min) failed; kube-state-metrics shows it from its start.
       ksmOf("kube_job_status_start_time", job, (t) => (t >= 175 ? 175 * 60 : undefined), scrape),
-      ksmOf("kube_job_status_failed", job, (t) => (t >= 176 ? 1 : undefined), scrape),
+      ...ksmJobFailed(job, 175, 176, scrape),
     ],
     expect: [
       ...during("ImageRefreshLockedOut", [6, 120, 177], [{ ...api.labels, ...NODE_AGENT }]),
-      ...during("ImageRefreshTickFailed", [177], [job]),
+      ...during("ImageRefreshTickFailed", [177], [{ ...job, reason: "BackoffLimitExceeded" }]),
       ...during("ImageRefreshNoRecentSuccess", [119], []),
       ...during("ImageRefreshNoRecentSuccess", [121, 177], [api.labels]),
     ],

@@ -147,6 +147,36 @@ export function ksmOf(
   return { series: selector(metric, labels), values: dense(value, s) };
 }
 
+/** The reasons kube-state-metrics gives a failed Job's kube_job_status_failed a series for. */
+export const JOB_FAILURE_REASONS = ["BackoffLimitExceeded", "DeadlineExceeded", "Evicted"];
+
+/**
+ * kube_job_status_failed of a Job that starts at `start` and fails at `failed`, as the real
+ * kube-state-metrics gives it (captured-ksm.json): one series without `reason`, 0, while the Job
+ * runs; once it failed, that one is gone and there is one per known reason, 1 for the Job's
+ * (BackoffLimitExceeded: with backoffLimit 0 its one pod failed), 0 for the others.
+ */
+export function ksmJobFailed(
+  job: Labels,
+  start: number,
+  failed: number | undefined,
+  s: Scrape,
+  reason = "BackoffLimitExceeded",
+): Series[] {
+  const gone = (t: number) => failed !== undefined && t >= failed;
+  return [
+    ksmOf("kube_job_status_failed", job, (t) => (t >= start && !gone(t) ? 0 : undefined), s),
+    ...JOB_FAILURE_REASONS.map((r) =>
+      ksmOf(
+        "kube_job_status_failed",
+        { ...job, reason: r },
+        (t) => (gone(t) ? (r === reason ? 1 : 0) : undefined),
+        s,
+      ),
+    ),
+  ];
+}
+
 /** `firing` at each of `minutes`. */
 export function during(alert: string, minutes: readonly number[], firing: Labels[]): Expect[] {
   return minutes.map((at) => ({ at, alert, firing }));

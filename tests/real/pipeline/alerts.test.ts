@@ -7,7 +7,7 @@
 // raise nothing. Then the Collector goes away (telemetry lost) and comes back.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { FACTOR, minutes } from "./compress.ts";
-import { type Dashboard, dashboardProbe } from "./dashboard.ts";
+import { type Dashboard, dashboardProbe, notEvaluated } from "./dashboard.ts";
 import { imageLabels, installationLabels, installationText } from "./identity.ts";
 import { type Installation, type Schedule, schedule, startInstallation } from "./installations.ts";
 import { firedBetween, type Monitor, matches, monitor } from "./monitor.ts";
@@ -63,6 +63,13 @@ async function play(e: Expectation, fix?: () => void) {
   }
 }
 
+/** The API serves the installation's store again (its faults cleared). */
+function grant(name: string) {
+  const i = inst.get(name) as Installation;
+  i.world.api.faults.clear();
+  i.mark("granted");
+}
+
 /** One line per story: when it fired and resolved, in real minutes after its marks. */
 function report() {
   const m = (x: number | undefined) => (x === undefined ? "never" : `${(x / minutes(1)).toFixed(1)} min`);
@@ -102,11 +109,8 @@ describe.skipIf(!peers)(`alerts on the real pipeline (time compressed ${FACTOR}x
         i.active = true;
       },
       paused: () => (inst.get("paused") as Installation).mark("hand back"),
-      never: () => {
-        const i = inst.get("never") as Installation;
-        i.world.api.faults.clear();
-        i.mark("granted");
-      },
+      never: () => grant("never"),
+      relapse: () => grant("relapse"),
     };
     await Promise.all(all.map((e) => play(e, fixes[e.installation])));
     await dash.sample();
@@ -223,7 +227,14 @@ describe.skipIf(!peers)(`alerts on the real pipeline (time compressed ${FACTOR}x
     expect(lost.quiet - lost.back).toBeLessThanOrEqual(minutes(5) + SLACK);
   });
 
-  test("every dashboard panel's query returns data from this Prometheus", () => {
+  test("the traces panel is the one panel not evaluated: TraceQL runs on Tempo, which this tier does not build", () => {
+    // Its spans and links are checked in the Collector's export instead (traces.test.ts).
+    expect(notEvaluated()).toEqual([
+      "Ticks (traces): attempts, lockouts and resets are linked across ticks (tempo, traceql)",
+    ]);
+  });
+
+  test("every other dashboard panel's query returns data from this Prometheus", () => {
     expect(dash.errors()).toEqual([]);
     expect(dash.unknownSeries()).toEqual([]);
     expect(dash.empty()).toEqual([]);

@@ -30,17 +30,22 @@ export function scaled(literal: string): string {
 
 /**
  * A PromQL expression with every duration compressed: range selectors and subqueries
- * (`[7d]`, `[1h:5m]`), `offset 2h`, and the seconds the rules compare `time() - x` with
- * (`2 * 3600`, `> 1800`, `< 3600`). Thresholds that are counts (`>= 8`) are left alone.
+ * (`[7d]`, `[1h:5m]`), `offset 2h`, and, in an expression that reads `time()`, the seconds it
+ * compares with `<`, `>`, `<=` or `>=` (`> 2 * 3600`, `> 1800`, `< 3600`: every such literal
+ * there is a time difference). `==` and the thresholds of expressions without `time()` are counts
+ * (`>= 8`, `== 1`) and are left alone.
  */
 export function scaleExpr(expr: string): string {
-  return expr
+  const out = expr
     .replace(/\[(\d+(?:ms|s|m|h|d|w|y))(?::(\d+(?:ms|s|m|h|d|w|y))?)?\]/g, (_, r: string, step?: string) =>
       step ? `[${scaled(r)}:${scaled(step)}]` : `[${scaled(r)}]`,
     )
-    .replace(/\boffset (\d+(?:ms|s|m|h|d|w|y))/g, (_, d: string) => `offset ${scaled(d)}`)
-    .replace(/\b(\d+) \* 3600\b/g, (_, n: string) => String((Number(n) * 3600) / FACTOR))
-    .replace(/([<>]) (1800|3600)\b/g, (_, op: string, n: string) => `${op} ${Number(n) / FACTOR}`);
+    .replace(/\boffset (\d+(?:ms|s|m|h|d|w|y))/g, (_, d: string) => `offset ${scaled(d)}`);
+  if (!out.includes("time()")) return out;
+  return out.replace(
+    /([<>]=?) (\d+)(?: \* (\d+))?(?![\d.*])/g,
+    (_, op: string, a: string, b?: string) => `${op} ${(Number(a) * Number(b ?? 1)) / FACTOR}`,
+  );
 }
 
 interface Rule {

@@ -54,8 +54,17 @@ export function rulesFile(shipped = readFileSync(SHIPPED_RULES, "utf8")): Doc {
   return scaleRules(Bun.YAML.parse(shipped) as Doc);
 }
 
-/** Prometheus' own defaults (1m scrape and evaluation), compressed; the Collector's exporter as target. */
-export function prometheusConfig(ports: Ports, rulesPath: string): Doc {
+/** A scrape target beside the Collector, e.g. kube-state-metrics. */
+export interface Scrape {
+  job: string;
+  target: string;
+}
+
+/**
+ * Prometheus' own defaults (1m scrape and evaluation), compressed; the Collector's exporter as
+ * target, and `more` (kube-state-metrics as job="kube-state-metrics", as the rules expect it).
+ */
+export function prometheusConfig(ports: Ports, rulesPath: string, more: Scrape[] = []): Doc {
   const every = scaled(`${REAL.scrape}s`);
   return {
     global: {
@@ -66,6 +75,7 @@ export function prometheusConfig(ports: Ports, rulesPath: string): Doc {
     rule_files: [rulesPath],
     scrape_configs: [
       { job_name: "otel-collector", static_configs: [{ targets: [`127.0.0.1:${ports.exporter}`] }] },
+      ...more.map((m) => ({ job_name: m.job, static_configs: [{ targets: [m.target] }] })),
     ],
   };
 }

@@ -1,7 +1,8 @@
 // Runs every PromQL query of k8s/monitoring/dashboard.json (its durations compressed like the
 // rules') against the pipeline's Prometheus while the scenarios run, and keeps, per query,
 // whether it ever returned data, whether it errored, and the series names it reads that
-// Prometheus does not hold. The traces panel (TraceQL, for Tempo) is not a Prometheus query.
+// Prometheus does not hold. A panel whose targets are not PromQL (the traces panel: TraceQL, run
+// by Tempo, which this tier does not build) is not evaluated; notEvaluated() names it.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { scaleExpr } from "./compress.ts";
@@ -23,11 +24,24 @@ export interface Dashboard {
   stop(): void;
 }
 
+interface Panel {
+  title: string;
+  targets?: Array<{ expr?: string; queryType?: string; datasource?: { type?: string } }>;
+}
+const panels = () =>
+  (JSON.parse(readFileSync(join(MONITORING, "dashboard.json"), "utf8")) as { panels: Panel[] }).panels;
+
+/** Panels with a query that is not PromQL, as "title (datasource, query type)". */
+export function notEvaluated(): string[] {
+  return panels().flatMap((p) =>
+    (p.targets ?? [])
+      .filter((t) => !t.expr)
+      .map((t) => `${p.title} (${t.datasource?.type ?? "?"}, ${t.queryType ?? "?"})`),
+  );
+}
+
 export function dashboardTargets(): Target[] {
-  const d = JSON.parse(readFileSync(join(MONITORING, "dashboard.json"), "utf8")) as {
-    panels: Array<{ title: string; targets?: Array<{ expr?: string }> }>;
-  };
-  return d.panels.flatMap((p) =>
+  return panels().flatMap((p) =>
     (p.targets ?? []).filter((t) => t.expr).map((t) => ({ panel: p.title, expr: t.expr as string })),
   );
 }

@@ -32,7 +32,7 @@ export interface Peers {
   prometheus: string;
 }
 
-function missing(): Array<{ what: string; how: string }> {
+function missing(binary: boolean): Array<{ what: string; how: string }> {
   const out: Array<{ what: string; how: string }> = [];
   if (!existsSync(collectorPath()))
     out.push({
@@ -40,16 +40,16 @@ function missing(): Array<{ what: string; how: string }> {
       how: findTool("go") ? "run peers/otel/build.sh" : "install Go, then run peers/otel/build.sh",
     });
   if (!prometheusPath()) out.push({ what: "prometheus", how: "apt-get install prometheus" });
-  if (!existsSync(BINARY)) out.push({ what: "dist/image-refresh", how: "npm run build" });
+  if (binary && !existsSync(BINARY)) out.push({ what: "dist/image-refresh", how: "npm run build" });
   return out;
 }
 
 /**
  * The peers, or undefined after one line per missing one (and, under CI, a failing test that
- * says the same): `describe.skipIf(!peers)`.
+ * says the same): `describe.skipIf(!peers)`. `binary: false` for a file that runs no tick.
  */
-export function needPeers(file: string): Peers | undefined {
-  const gaps = missing();
+export function needPeers(file: string, opts = { binary: true }): Peers | undefined {
+  const gaps = missing(opts.binary);
   for (const g of gaps) {
     const line = `skip: ${file} needs ${g.what} (${g.how})`;
     if (!inCi()) console.log(line);

@@ -11,6 +11,7 @@ import {
   prometheusConfig,
   prometheusFlags,
   rulesFile,
+  type Scrape,
   sinkConfig,
 } from "./configs.ts";
 import type { Peers } from "./peers.ts";
@@ -91,7 +92,7 @@ const tcp = (port: number) =>
     }).catch(() => resolve(false));
   });
 
-export async function startPipeline(peers: Peers): Promise<Pipeline> {
+export async function startPipeline(peers: Peers, more: Scrape[] = []): Promise<Pipeline> {
   const ports: Ports = {
     otlpHttp: await freePort(),
     exporter: await freePort(),
@@ -106,7 +107,7 @@ export async function startPipeline(peers: Peers): Promise<Pipeline> {
   writeFileSync(path("rules.json"), JSON.stringify(rulesFile(), null, 2));
   writeFileSync(
     path("prometheus.json"),
-    JSON.stringify(prometheusConfig(ports, path("rules.json")), null, 2),
+    JSON.stringify(prometheusConfig(ports, path("rules.json"), more), null, 2),
   );
   const base = `http://127.0.0.1:${ports.prometheus}`;
   const procs: Subprocess[] = [];
@@ -140,8 +141,12 @@ export async function startPipeline(peers: Peers): Promise<Pipeline> {
     return body.data;
   };
   type Vector = { result: Array<{ metric: Record<string, string>; value?: [number, string] }> };
-  const up = () => api<Vector>("/api/v1/query?query=up").then((d) => d.result[0]?.value?.[1] === "1");
-  await until("Prometheus' first scrape of the Collector", up, prom, path("prometheus"));
+  const up = (job: string) => () =>
+    api<Vector>(`/api/v1/query?query=${encodeURIComponent(`up{job="${job}"}`)}`).then(
+      (d) => d.result[0]?.value?.[1] === "1",
+    );
+  for (const job of ["otel-collector", ...more.map((m) => m.job)])
+    await until(`Prometheus' first scrape of ${job}`, up(job), prom, path("prometheus"));
 
   return {
     ports,

@@ -193,6 +193,32 @@ export const STORIES: Story[] = [
     ],
   },
   {
+    // Succeeds, then every tick fails from tick 2 on (the API refuses its store: a Role
+    // removed); the test grants it again once NoRecentSuccess has fired, 2 hours after the last
+    // success (the other half of the rule: "never" below is the installation that never did).
+    installation: "relapse",
+    before: (n, i) => {
+      if (n === 2) {
+        markLastTick(i, "last success");
+        i.world.api.faults.add({
+          method: "GET",
+          path: storePath("relapse"),
+          fault: { type: "status", code: 403 },
+        });
+      }
+      if (i.marks.granted && !i.marks.succeeded && last(i)?.code === 0) markLastTick(i, "succeeded");
+    },
+    expect: [
+      {
+        alert: "ImageRefreshNoRecentSuccess",
+        installation: "relapse",
+        from: "last success",
+        gone: "succeeded",
+        promise: minutes(120),
+      },
+    ],
+  },
+  {
     // Every tick fails from the first (the API refuses its store: RBAC not yet granted);
     // the test grants it once NoRecentSuccess has fired.
     installation: "never",
