@@ -13,11 +13,8 @@ import { type BenchContext, limitOk, recordedWorld } from "./noop.ts";
 /** The binary's marks in the order a tick reaches them, each with what the step before it did. */
 export const PARTS: Array<[mark: string, what: string]> = [
   ["entry", "runtime start, loading the executable, evaluating the entry chunk (command line, outcomes)"],
-  [
-    "zod-module",
-    "loading the runtime's chunks, evaluating zod/mini and its English messages (module evaluation)",
-  ],
-  ["config-module", "configuring zod's messages, evaluating the config's helpers (module evaluation)"],
+  ["chunks-loaded", "loading the runtime's chunks (zod is not evaluated on a valid run: lib/zod.ts)"],
+  ["config-module", "evaluating the config's helpers (module evaluation)"],
   [
     "config-schema",
     "building the config's zod schema (only when a file is refused: absent from a valid run)",

@@ -1,11 +1,11 @@
 // The configuration's zod schema: the one statement of which files are valid. `image-refresh
 // schema` prints it as JSON Schema; lib/checks/config.generated.ts is compiled from it (a tick's
 // happy path runs that, and builds these zod schemas only to say what is wrong with a file).
-import * as z from "zod/mini";
 import { durationPattern, parseDuration } from "./duration.ts";
 import { lazy, matching, urlWithoutCredentials } from "./issues.ts";
 import { mark } from "./startup-timing.ts";
 import { WORKLOAD_KINDS } from "./workload.ts";
+import { zod } from "./zod.ts";
 
 // DNS-1123 names and annotation-name segments, as the API server validates them.
 export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -26,11 +26,12 @@ const DURATION_HINT = "durations are strings such as 10m, 90s, 1h30m or 2d";
  * a tick's start-up for one function call.
  */
 function duration(durations: Durations, fallback: string, zero = false) {
-  return z._default(zero ? durations.orZero : durations.positive, fallback);
+  return zod()._default(zero ? durations.orZero : durations.positive, fallback);
 }
 type Durations = { positive: ReturnType<typeof durationText>; orZero: ReturnType<typeof durationText> };
 
 function durationText(zero: boolean) {
+  const z = zod();
   const text = z.string({
     error: (iss) =>
       typeof iss.input === "number"
@@ -64,7 +65,7 @@ function repositoryProblem(input: unknown): string {
  * The schemas, built on first use: building them is most of what validating a file costs, and a
  * valid file is accepted by the compiled check without them.
  */
-export const configSchemas = lazy(() => {
+export const configSchemas = lazy((z) => {
   // Each zod instance runs its constructors when built, so a schema that several fields share is
   // built once: the same rule, the same JSON Schema.
   const DURATIONS = { positive: durationText(false), orZero: durationText(true) };

@@ -1,31 +1,30 @@
 // What every boundary shares on top of zod/mini: parsing into issues that carry a path
 // (`images[0].targets[1].kind`), and the few checks zod does not have in the form we need.
 // zod/mini rather than classic zod: it is tree-shaken and the lighter of the two to build.
-// Building and first running the config's schema is still about 2 ms of a tick's start-up, so
-// only the config and kubeconfig schemas are built before the first request (`lazy` below);
-// `version` and `--help` never load zod (docs/benchmarks.md).
-import * as z from "zod/mini";
-import en from "zod/v4/locales/en.js";
+// A tick runs the checks compiled from the schemas (lib/checks/) and builds a schema only to say
+// why a value was refused; zod itself is evaluated on first use (lib/zod.ts), so a tick with
+// valid inputs, `version` and `--help` never load it (docs/benchmarks.md).
+import type * as z from "zod/mini";
 import { FAIL } from "./checks/fail.ts";
 import { isHttpUrl, noCredentials } from "./checks/refinements.ts";
 import { mark } from "./startup-timing.ts";
+import { zod } from "./zod.ts";
 
-mark("zod-module");
+type Zod = ReturnType<typeof zod>;
 
-// zod/mini ships without messages (for size); English only, since operators read them.
-z.config(en());
+mark("chunks-loaded");
 
 export type Key = PropertyKey;
 
 /**
- * A schema built on its first use. Building zod schemas is most of what a cold start costs (the
- * first run of each constructor), so the boundaries a tick meets only after its first request
- * (API objects, registry answers, exec credentials) build theirs then, not at start.
+ * A schema built on its first use, with zod (evaluated then, if it was not yet). Building zod
+ * schemas is most of what a cold start would cost (the first run of each constructor), so no
+ * schema is built until a boundary needs zod to say why a value was refused.
  */
-export function lazy<S>(build: () => S): () => S {
+export function lazy<S>(build: (z: Zod) => S): () => S {
   let built: S | undefined;
   return () => {
-    built ??= build();
+    built ??= build(zod());
     return built;
   };
 }
@@ -71,6 +70,7 @@ export function formatPath(path: readonly Key[]): string {
 
 /** A string matching `re`, refused with `message` (the operator's words, not a regex). */
 export function matching(re: RegExp, message: string, ...more: z.core.$ZodCheck<string>[]) {
+  const z = zod();
   return z.string().check(...more, z.regex(re, { error: message }));
 }
 
@@ -79,6 +79,7 @@ export function matching(re: RegExp, message: string, ...more: z.core.$ZodCheck<
  * and error messages; `hint` says where credentials belong instead.
  */
 export function urlWithoutCredentials(hint: string) {
+  const z = zod();
   return z.string().check(
     z.refine(isHttpUrl, { error: "Invalid URL", abort: true }),
     z.refine(noCredentials, {

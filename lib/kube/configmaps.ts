@@ -2,7 +2,6 @@
 // the answer's `Date` comes back with it), its create and its resourceVersion-guarded patch.
 // Errors stay ApiErrors carrying the server's reason and message; only the caller decides that
 // AlreadyExists or Conflict means "re-read and decide again".
-import * as z from "zod/mini";
 import { checkConfigMap } from "../checks/configmap.generated.ts";
 import { formatPath, lazy, parseChecked } from "../issues.ts";
 import { ApiError } from "./errors.ts";
@@ -34,7 +33,7 @@ export interface ConfigMapApi {
 }
 
 /** A ConfigMap as the store reads it (compiled into lib/checks/configmap.generated.ts). */
-export const configMapSchema = lazy(() =>
+export const configMapSchema = lazy((z) =>
   z.object({
     metadata: z.object({ resourceVersion: z.string().check(z.minLength(1)) }),
     data: z.optional(z.nullable(z.record(z.string(), z.string()))),

@@ -4,7 +4,6 @@
 // Messages reuse client-go's texts so they can be searched; a plugin's stdout (it holds the
 // token) never enters one.
 import { isAbsolute, resolve } from "node:path";
-import * as z from "zod/mini";
 import { lazy } from "../issues.ts";
 import { KubeconfigError } from "./errors.ts";
 
@@ -40,7 +39,7 @@ export interface ExecCredential {
 // CSI escape sequences (ESC [ … final byte), built from a string so no control character is a literal.
 const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;?]*[ -/]*[@-~]`, "g");
 
-const rawExec = lazy(() =>
+const rawExec = lazy((z) =>
   z.object({
     command: z.optional(z.string()),
     args: z.optional(z.nullable(z.array(z.string()))),
@@ -56,7 +55,7 @@ const rawExec = lazy(() =>
 export function parseExecConfig(raw: unknown, where: string, kubeconfigPath: string): ExecConfig {
   const bad = (what: string) =>
     new KubeconfigError(`Invalid kubeconfig ${kubeconfigPath}: ${where}: ${what}`);
-  const parsed = z.safeParse(rawExec(), raw);
+  const parsed = rawExec().safeParse(raw);
   if (!parsed.success) {
     const fields = parsed.error.issues.map((i) => `${i.path.join(".") || "exec"}: ${i.message}`);
     throw bad(fields.join("; "));
@@ -88,7 +87,7 @@ function commandPath(command: string, kubeconfigPath: string): string {
   return resolve(kubeconfigPath, "..", command);
 }
 
-const output = lazy(() =>
+const output = lazy((z) =>
   z.object({
     apiVersion: z.optional(z.string()),
     kind: z.optional(z.string()),
@@ -114,7 +113,7 @@ export function parseExecOutput(stdout: string, cfg: ExecConfig): ExecCredential
   } catch {
     throw fail("returned output that is not an ExecCredential in JSON");
   }
-  const parsed = z.safeParse(output(), json);
+  const parsed = output().safeParse(json);
   if (!parsed.success || !parsed.data.apiVersion || parsed.data.kind !== "ExecCredential")
     throw fail("returned output that is not an ExecCredential (apiVersion and kind required)");
   const out = parsed.data;

@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
-import * as z from "zod/mini";
+import type * as z from "zod/mini";
 import { checkKubeconfig } from "../checks/kubeconfig.generated.ts";
 import { formatPath, lazy, parseChecked, urlWithoutCredentials } from "../issues.ts";
 import { mark } from "../startup-timing.ts";
@@ -104,7 +104,7 @@ function inCluster(env: Record<string, string | undefined>, readFile: (p: string
 }
 
 // Built on first use: a pod reads no kubeconfig (in-cluster configuration), so its ticks never pay for it.
-export const kubeconfigSchemas = lazy(() => {
+export const kubeconfigSchemas = lazy((z) => {
   const nonEmpty = z.string().check(z.minLength(1));
   const optionalPath = z.optional(nonEmpty);
 

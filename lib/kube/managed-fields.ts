@@ -3,7 +3,6 @@
 // the value, so the owner of `f:image` is the last manager that changed the image, not the last
 // that wrote the object. Attribution is advisory (a client may send any managedFields), which is
 // why a missing or unreadable entry is "unknown", never a guess. Pure; table-tested.
-import * as z from "zod/mini";
 import { checkManagedFields } from "../checks/managed-fields.generated.ts";
 import { lazy, parseChecked } from "../issues.ts";
 
@@ -19,7 +18,7 @@ export interface FieldOwner {
 }
 
 /** metadata.managedFields as attribution reads it (compiled into lib/checks/managed-fields.generated.ts). */
-export const managedFieldsSchema = lazy(() =>
+export const managedFieldsSchema = lazy((z) =>
   z.array(
     z.object({
       manager: z.optional(z.string()),

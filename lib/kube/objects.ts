@@ -2,7 +2,7 @@
 // Parsing is tolerant of what the apiserver omits (omitempty zeroes come back as undefined and
 // the rollout rules read them as 0) and strict about wrong types: a string where a number belongs
 // is an error, never a silent 0 that could make an unsettled workload look settled.
-import * as z from "zod/mini";
+import type * as z from "zod/mini";
 import { emptyIfAbsent } from "../checks/refinements.ts";
 import { checkWorkload } from "../checks/workload.generated.ts";
 import { formatPath, lazy, parseChecked } from "../issues.ts";
@@ -13,7 +13,7 @@ export { nameAttribute, WORKLOAD_KINDS, type WorkloadKind } from "../workload.ts
 export type ObjectRef = WorkloadRef;
 
 /** An apps/v1 workload as the rules read it (compiled into lib/checks/workload.generated.ts). */
-export const workloadSchema = lazy(() => {
+export const workloadSchema = lazy((z) => {
   const count = z.optional(z.int());
   const text = z.string();
   const optionalText = z.optional(text);

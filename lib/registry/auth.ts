@@ -2,7 +2,6 @@
 // The probe tells us which scheme the registry wants, unless the token endpoint is configured;
 // the token request asks for pull on every repository at once (one `scope` parameter each), so
 // 50 images still cost one token.
-import * as z from "zod/mini";
 import { checkTokenResponse } from "../checks/token-response.generated.ts";
 import { lazy, parseChecked } from "../issues.ts";
 import type { BasicCredentials } from "./credentials.ts";
@@ -14,7 +13,7 @@ import { challengeOf, errorFromResponse } from "./response.ts";
 export type Authorization = string | undefined;
 
 /** A token endpoint's answer (compiled into lib/checks/token-response.generated.ts). */
-export const tokenResponseSchema = lazy(() =>
+export const tokenResponseSchema = lazy((z) =>
   z.object({ token: z.optional(z.string()), access_token: z.optional(z.string()) }),
 );
 

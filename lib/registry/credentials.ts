@@ -2,7 +2,7 @@
 // for a host. The secrets live in a private class field so that logging or serialising the
 // object by accident shows only which hosts have credentials.
 import { readFileSync } from "node:fs";
-import * as z from "zod/mini";
+import type * as z from "zod/mini";
 import { checkDockerCfg } from "../checks/docker-cfg.generated.ts";
 import { checkDockerConfig } from "../checks/docker-config.generated.ts";
 import { lazy, parseChecked } from "../issues.ts";
@@ -43,7 +43,7 @@ export class DockerCredentials {
 
 // `.dockerconfigjson` wraps the map in `auths`; the legacy `.dockercfg` is the bare map (both
 // compiled into lib/checks/docker-config*.generated.ts).
-export const dockerConfigSchemas = lazy(() => {
+export const dockerConfigSchemas = lazy((z) => {
   const entry = z.object({
     username: z.optional(z.string()),
     password: z.optional(z.string()),

@@ -1,6 +1,5 @@
 // The closed set of reasons a digest could not be resolved, and the registry's own error code
 // when a response carried one. A reason is what the tick acts on; the message is for people.
-import * as z from "zod/mini";
 import { lazy, parse } from "../issues.ts";
 
 export type RegistryFailure =
@@ -81,7 +80,7 @@ export function failureForStatus(status: number): RegistryFailure {
   return "server_error";
 }
 
-const errorBody = lazy(() =>
+const errorBody = lazy((z) =>
   z.object({
     errors: z.array(z.object({ code: z.string(), message: z.optional(z.string()) })).check(z.minLength(1)),
   }),
