@@ -8,9 +8,7 @@ import type * as z from "zod/mini";
 import { FAIL } from "./checks/fail.ts";
 import { isHttpUrl, noCredentials } from "./checks/refinements.ts";
 import { mark } from "./startup-timing.ts";
-import { zod } from "./zod.ts";
-
-type Zod = ReturnType<typeof zod>;
+import { type Zod, zod } from "./zod.ts";
 
 mark("chunks-loaded");
 

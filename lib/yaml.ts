@@ -3,7 +3,7 @@
 // syntax error is nor refuses a key given twice (it keeps the last, silently). `yaml` is the
 // yaml-test-suite-conformant JS parser; parsing a config with it costs 4-6 ms in the compiled
 // binary, too much for every tick, so it runs only when the cheap screen below is not sure.
-import type * as Yaml from "yaml";
+import type * as Yaml from "./yaml-parts.ts";
 
 export class YamlError extends Error {
   override name = "YamlError";
@@ -16,8 +16,8 @@ export class YamlError extends Error {
   }
 }
 
-// require, not import: the bundler keeps the module's code but runs it only on this call.
-const loadYaml = (): typeof Yaml => require("yaml");
+// require, not import: the bundle loads lib/yaml-parts.ts's chunk and runs it only on this call.
+const loadYaml = (): typeof Yaml => require("./yaml-parts.ts");
 
 /** Parses YAML (or JSON) text; a syntax error gives its line and column, a repeated key its path. */
 export function parseYaml(text: string): unknown {
