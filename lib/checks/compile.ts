@@ -20,6 +20,8 @@ interface Out {
   /** Module-level constants (patterns, key and value lists), built once per process. */
   consts: string[];
   names: Map<Node, string>;
+  /** Each function's name by its body. */
+  bodies: Map<string, string>;
   refinements: Map<unknown, string>;
 }
 
@@ -29,6 +31,7 @@ export function compileCheck(schema: z.ZodMiniType, name: string, refinements: R
     fns: [],
     consts: [],
     names: new Map(),
+    bodies: new Map(),
     refinements: new Map(Object.entries(refinements).map(([k, f]) => [f, k])),
   };
   const root = fnFor(schema as unknown as Node, out);
@@ -51,13 +54,19 @@ export function compileCheck(schema: z.ZodMiniType, name: string, refinements: R
     .join("\n");
 }
 
+/** The function checking `node`; schemas that compile to the same body share one function. */
 function fnFor(node: Node, out: Out): string {
   const known = out.names.get(node);
   if (known) return known;
-  const name = `s${out.names.size}`;
+  const raw = bodyFor(node._zod.def, out);
+  const body = raw.startsWith("  ") ? raw : `  ${raw}`;
+  let name = out.bodies.get(body);
+  if (!name) {
+    name = `s${out.bodies.size}`;
+    out.bodies.set(body, name);
+    out.fns.push(`function ${name}(v: any): any {\n${body}\n}\n`);
+  }
   out.names.set(node, name);
-  const body = bodyFor(node._zod.def, out);
-  out.fns.push(`function ${name}(v: any): any {\n${body.startsWith("  ") ? body : `  ${body}`}\n}\n`);
   return name;
 }
 

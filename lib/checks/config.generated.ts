@@ -24,22 +24,22 @@ const C18 = new Set(["kind","namespace","name","container"]);
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkConfig(v: unknown): unknown {
-  return s0(v);
+  return s40(v);
 }
 
-function s1(v: any): any {
+function s0(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(C1.test(v))) return FAIL;
   return v;
 }
 
-function s3(v: any): any {
+function s1(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(C3.test(v))) return FAIL;
   return v;
 }
 
-function s5(v: any): any {
+function s2(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(R.isHttpUrl(v))) return FAIL;
   if (!(R.noCredentials(v))) return FAIL;
@@ -47,465 +47,442 @@ function s5(v: any): any {
   return v;
 }
 
-function s4(v: any): any {
-  return v === undefined ? undefined : s5(v);
+function s3(v: any): any {
+  return v === undefined ? undefined : s2(v);
 }
 
-function s7(v: any): any {
+function s4(v: any): any {
   return typeof v === "boolean" ? v : FAIL;
 }
 
-function s6(v: any): any {
-  return v === undefined ? false : s7(v);
+function s5(v: any): any {
+  return v === undefined ? false : s4(v);
 }
 
-function s9(v: any): any {
+function s6(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(v.length >= 1)) return FAIL;
   return v;
 }
 
+function s7(v: any): any {
+  return v === undefined ? undefined : s6(v);
+}
+
 function s8(v: any): any {
-  return v === undefined ? undefined : s9(v);
-}
-
-function s12(v: any): any {
-  return v === undefined ? undefined : s9(v);
-}
-
-function s11(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C5.has(k)) return FAIL;
   const o: any = {};
   let r: any;
   if ("realm" in v) {
-    r = s5(v["realm"]);
+    r = s2(v["realm"]);
     if (r === FAIL) return FAIL;
     o["realm"] = r;
   } else return FAIL;
   if ("service" in v) {
-    r = s12(v["service"]);
+    r = s7(v["service"]);
     if (r === FAIL) return FAIL;
     o["service"] = r;
   }
   return o;
 }
 
-function s10(v: any): any {
-  return v === undefined ? undefined : s11(v);
+function s9(v: any): any {
+  return v === undefined ? undefined : s8(v);
 }
 
-function s2(v: any): any {
+function s10(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C2.has(k)) return FAIL;
   const o: any = {};
   let r: any;
   if ("host" in v) {
-    r = s3(v["host"]);
+    r = s1(v["host"]);
     if (r === FAIL) return FAIL;
     o["host"] = r;
   } else return FAIL;
   if ("endpoint" in v) {
-    r = s4(v["endpoint"]);
+    r = s3(v["endpoint"]);
     if (r === FAIL) return FAIL;
     o["endpoint"] = r;
   }
   if ("insecure" in v) {
-    r = s6(v["insecure"]);
+    r = s5(v["insecure"]);
     if (r === FAIL) return FAIL;
     o["insecure"] = r;
   } else {
-    r = s6(undefined);
+    r = s5(undefined);
     if (r === FAIL) return FAIL;
     o["insecure"] = r;
   }
   if ("dockerConfigJson" in v) {
-    r = s8(v["dockerConfigJson"]);
+    r = s7(v["dockerConfigJson"]);
     if (r === FAIL) return FAIL;
     o["dockerConfigJson"] = r;
   }
   if ("token" in v) {
-    r = s10(v["token"]);
+    r = s9(v["token"]);
     if (r === FAIL) return FAIL;
     o["token"] = r;
   }
   return o;
 }
 
-function s14(v: any): any {
+function s11(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(v.length <= 63)) return FAIL;
   if (!(C6.test(v))) return FAIL;
   return v;
 }
 
+function s12(v: any): any {
+  return v === undefined ? undefined : s11(v);
+}
+
 function s13(v: any): any {
-  return v === undefined ? undefined : s14(v);
-}
-
-function s17(v: any): any {
-  return v === undefined ? undefined : s14(v);
-}
-
-function s19(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(v.length <= 253)) return FAIL;
   if (!(C8.test(v))) return FAIL;
   return v;
 }
 
-function s18(v: any): any {
-  return v === undefined ? "image-refresh-state" : s19(v);
+function s14(v: any): any {
+  return v === undefined ? "image-refresh-state" : s13(v);
 }
 
-function s16(v: any): any {
+function s15(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C7.has(k)) return FAIL;
   const o: any = {};
   let r: any;
   if ("namespace" in v) {
-    r = s17(v["namespace"]);
+    r = s12(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   }
   if ("name" in v) {
-    r = s18(v["name"]);
+    r = s14(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else {
-    r = s18(undefined);
+    r = s14(undefined);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   }
   return o;
 }
 
-function s15(v: any): any {
-  return v === undefined ? {"name":"image-refresh-state"} : s16(v);
+function s16(v: any): any {
+  return v === undefined ? {"name":"image-refresh-state"} : s15(v);
 }
 
-function s22(v: any): any {
+function s17(v: any): any {
   return C10.has(v) ? v : FAIL;
 }
 
-function s21(v: any): any {
+function s18(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C9.has(k)) return FAIL;
   const o: any = {};
   let r: any;
   if ("kind" in v) {
-    r = s22(v["kind"]);
+    r = s17(v["kind"]);
     if (r === FAIL) return FAIL;
     o["kind"] = r;
   } else return FAIL;
   if ("namespace" in v) {
-    r = s14(v["namespace"]);
+    r = s11(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   } else return FAIL;
   if ("name" in v) {
-    r = s19(v["name"]);
+    r = s13(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   return o;
 }
 
+function s19(v: any): any {
+  return v === undefined ? undefined : s18(v);
+}
+
 function s20(v: any): any {
-  return v === undefined ? undefined : s21(v);
+  return v === undefined ? "image-refresh.io" : s13(v);
 }
 
-function s24(v: any): any {
-  if (typeof v !== "string") return FAIL;
-  if (!(v.length <= 253)) return FAIL;
-  if (!(C8.test(v))) return FAIL;
-  return v;
-}
-
-function s23(v: any): any {
-  return v === undefined ? "image-refresh.io" : s24(v);
-}
-
-function s26(v: any): any {
+function s21(v: any): any {
   if (typeof v !== "number" || !Number.isSafeInteger(v)) return FAIL;
   if (!(v >= 1)) return FAIL;
   if (!(v <= 1000000)) return FAIL;
   return v;
 }
 
-function s25(v: any): any {
-  return v === undefined ? 3 : s26(v);
+function s22(v: any): any {
+  return v === undefined ? 3 : s21(v);
 }
 
-function s27(v: any): any {
-  return v === undefined ? 8 : s26(v);
+function s23(v: any): any {
+  return v === undefined ? 8 : s21(v);
 }
 
-function s28(v: any): any {
-  return v === undefined ? 8 : s26(v);
-}
-
-function s30(v: any): any {
+function s24(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(C11.test(v))) return FAIL;
   return v;
 }
 
-function s29(v: any): any {
-  return v === undefined ? "10m" : s30(v);
+function s25(v: any): any {
+  return v === undefined ? "10m" : s24(v);
 }
 
-function s31(v: any): any {
-  return v === undefined ? "15s" : s30(v);
+function s26(v: any): any {
+  return v === undefined ? "15s" : s24(v);
 }
 
-function s33(v: any): any {
+function s27(v: any): any {
   return C12.has(v) ? v : FAIL;
 }
 
-function s32(v: any): any {
-  return v === undefined ? "revert" : s33(v);
+function s28(v: any): any {
+  return v === undefined ? "revert" : s27(v);
 }
 
-function s35(v: any): any {
+function s29(v: any): any {
   return C13.has(v) ? v : FAIL;
 }
 
-function s34(v: any): any {
-  return v === undefined ? "repin" : s35(v);
+function s30(v: any): any {
+  return v === undefined ? "repin" : s29(v);
 }
 
-function s37(v: any): any {
+function s31(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(C14.test(v))) return FAIL;
   return v;
 }
 
-function s36(v: any): any {
-  return v === undefined ? "0s" : s37(v);
+function s32(v: any): any {
+  return v === undefined ? "0s" : s31(v);
 }
 
-function s40(v: any): any {
+function s33(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(C16.test(v))) return FAIL;
   return v;
 }
 
-function s42(v: any): any {
+function s34(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(C17.test(v))) return FAIL;
   return v;
 }
 
-function s41(v: any): any {
-  return v === undefined ? undefined : s42(v);
+function s35(v: any): any {
+  return v === undefined ? undefined : s34(v);
 }
 
-function s45(v: any): any {
-  return v === undefined ? undefined : s14(v);
-}
-
-function s44(v: any): any {
+function s36(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C18.has(k)) return FAIL;
   const o: any = {};
   let r: any;
   if ("kind" in v) {
-    r = s22(v["kind"]);
+    r = s17(v["kind"]);
     if (r === FAIL) return FAIL;
     o["kind"] = r;
   } else return FAIL;
   if ("namespace" in v) {
-    r = s45(v["namespace"]);
+    r = s12(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   }
   if ("name" in v) {
-    r = s19(v["name"]);
+    r = s13(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   if ("container" in v) {
-    r = s14(v["container"]);
+    r = s11(v["container"]);
     if (r === FAIL) return FAIL;
     o["container"] = r;
   } else return FAIL;
   return o;
 }
 
-function s43(v: any): any {
+function s37(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   if (!(v.length >= 1)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s44(v[i]);
+    const r = s36(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s39(v: any): any {
+function s38(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C15.has(k)) return FAIL;
   const o: any = {};
   let r: any;
   if ("repository" in v) {
-    r = s40(v["repository"]);
+    r = s33(v["repository"]);
     if (r === FAIL) return FAIL;
     o["repository"] = r;
   } else return FAIL;
   if ("key" in v) {
-    r = s41(v["key"]);
+    r = s35(v["key"]);
     if (r === FAIL) return FAIL;
     o["key"] = r;
   }
   if ("pinned" in v) {
-    r = s6(v["pinned"]);
+    r = s5(v["pinned"]);
     if (r === FAIL) return FAIL;
     o["pinned"] = r;
   } else {
-    r = s6(undefined);
+    r = s5(undefined);
     if (r === FAIL) return FAIL;
     o["pinned"] = r;
   }
   if ("targets" in v) {
-    r = s43(v["targets"]);
+    r = s37(v["targets"]);
     if (r === FAIL) return FAIL;
     o["targets"] = r;
   } else return FAIL;
   return o;
 }
 
-function s38(v: any): any {
+function s39(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   if (!(v.length >= 1)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s39(v[i]);
+    const r = s38(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s0(v: any): any {
+function s40(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C0.has(k)) return FAIL;
   const o: any = {};
   let r: any;
   if ("tag" in v) {
-    r = s1(v["tag"]);
+    r = s0(v["tag"]);
     if (r === FAIL) return FAIL;
     o["tag"] = r;
   } else return FAIL;
   if ("registry" in v) {
-    r = s2(v["registry"]);
+    r = s10(v["registry"]);
     if (r === FAIL) return FAIL;
     o["registry"] = r;
   } else return FAIL;
   if ("namespace" in v) {
-    r = s13(v["namespace"]);
+    r = s12(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   }
   if ("store" in v) {
-    r = s15(v["store"]);
+    r = s16(v["store"]);
     if (r === FAIL) return FAIL;
     o["store"] = r;
   } else {
-    r = s15(undefined);
+    r = s16(undefined);
     if (r === FAIL) return FAIL;
     o["store"] = r;
   }
   if ("state" in v) {
-    r = s20(v["state"]);
+    r = s19(v["state"]);
     if (r === FAIL) return FAIL;
     o["state"] = r;
   }
   if ("annotationPrefix" in v) {
-    r = s23(v["annotationPrefix"]);
+    r = s20(v["annotationPrefix"]);
     if (r === FAIL) return FAIL;
     o["annotationPrefix"] = r;
   } else {
-    r = s23(undefined);
+    r = s20(undefined);
     if (r === FAIL) return FAIL;
     o["annotationPrefix"] = r;
   }
   if ("maxRefreshAttempts" in v) {
-    r = s25(v["maxRefreshAttempts"]);
+    r = s22(v["maxRefreshAttempts"]);
     if (r === FAIL) return FAIL;
     o["maxRefreshAttempts"] = r;
   } else {
-    r = s25(undefined);
+    r = s22(undefined);
     if (r === FAIL) return FAIL;
     o["maxRefreshAttempts"] = r;
   }
   if ("maxSkipTicks" in v) {
-    r = s27(v["maxSkipTicks"]);
+    r = s23(v["maxSkipTicks"]);
     if (r === FAIL) return FAIL;
     o["maxSkipTicks"] = r;
   } else {
-    r = s27(undefined);
+    r = s23(undefined);
     if (r === FAIL) return FAIL;
     o["maxSkipTicks"] = r;
   }
   if ("maxUnresolvedTicks" in v) {
-    r = s28(v["maxUnresolvedTicks"]);
+    r = s23(v["maxUnresolvedTicks"]);
     if (r === FAIL) return FAIL;
     o["maxUnresolvedTicks"] = r;
   } else {
-    r = s28(undefined);
+    r = s23(undefined);
     if (r === FAIL) return FAIL;
     o["maxUnresolvedTicks"] = r;
   }
   if ("rolloutTimeout" in v) {
-    r = s29(v["rolloutTimeout"]);
+    r = s25(v["rolloutTimeout"]);
     if (r === FAIL) return FAIL;
     o["rolloutTimeout"] = r;
   } else {
-    r = s29(undefined);
+    r = s25(undefined);
     if (r === FAIL) return FAIL;
     o["rolloutTimeout"] = r;
   }
   if ("requestTimeout" in v) {
-    r = s31(v["requestTimeout"]);
+    r = s26(v["requestTimeout"]);
     if (r === FAIL) return FAIL;
     o["requestTimeout"] = r;
   } else {
-    r = s31(undefined);
+    r = s26(undefined);
     if (r === FAIL) return FAIL;
     o["requestTimeout"] = r;
   }
   if ("onFailure" in v) {
-    r = s32(v["onFailure"]);
+    r = s28(v["onFailure"]);
     if (r === FAIL) return FAIL;
     o["onFailure"] = r;
   } else {
-    r = s32(undefined);
+    r = s28(undefined);
     if (r === FAIL) return FAIL;
     o["onFailure"] = r;
   }
   if ("reconcile" in v) {
-    r = s34(v["reconcile"]);
+    r = s30(v["reconcile"]);
     if (r === FAIL) return FAIL;
     o["reconcile"] = r;
   } else {
-    r = s34(undefined);
+    r = s30(undefined);
     if (r === FAIL) return FAIL;
     o["reconcile"] = r;
   }
   if ("minimumAge" in v) {
-    r = s36(v["minimumAge"]);
+    r = s32(v["minimumAge"]);
     if (r === FAIL) return FAIL;
     o["minimumAge"] = r;
   } else {
-    r = s36(undefined);
+    r = s32(undefined);
     if (r === FAIL) return FAIL;
     o["minimumAge"] = r;
   }
   if ("images" in v) {
-    r = s38(v["images"]);
+    r = s39(v["images"]);
     if (r === FAIL) return FAIL;
     o["images"] = r;
   } else return FAIL;

@@ -5,10 +5,10 @@ import { FAIL } from "./fail.ts";
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkConfigMap(v: unknown): unknown {
-  return s0(v);
+  return s6(v);
 }
 
-function s2(v: any): any {
+function s0(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(v.length >= 1)) return FAIL;
   return v;
@@ -19,26 +19,26 @@ function s1(v: any): any {
   const o: any = {};
   let r: any;
   if ("resourceVersion" in v) {
-    r = s2(v["resourceVersion"]);
+    r = s0(v["resourceVersion"]);
     if (r === FAIL) return FAIL;
     o["resourceVersion"] = r;
   } else return FAIL;
   return o;
 }
 
-function s6(v: any): any {
+function s2(v: any): any {
   if (typeof v !== "string") return FAIL;
   return v;
 }
 
-function s5(v: any): any {
+function s3(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const p = Object.getPrototypeOf(v);
   if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
   const o: any = {};
   for (const k of Object.keys(v)) {
     if (k === "__proto__") continue;
-    const r = s6(v[k]);
+    const r = s2(v[k]);
     if (r === FAIL) return FAIL;
     o[k] = r;
   }
@@ -46,14 +46,14 @@ function s5(v: any): any {
 }
 
 function s4(v: any): any {
-  return v === null ? null : s5(v);
+  return v === null ? null : s3(v);
 }
 
-function s3(v: any): any {
+function s5(v: any): any {
   return v === undefined ? undefined : s4(v);
 }
 
-function s0(v: any): any {
+function s6(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -63,7 +63,7 @@ function s0(v: any): any {
     o["metadata"] = r;
   } else return FAIL;
   if ("data" in v) {
-    r = s3(v["data"]);
+    r = s5(v["data"]);
     if (r === FAIL) return FAIL;
     o["data"] = r;
   }

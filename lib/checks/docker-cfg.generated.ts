@@ -5,66 +5,48 @@ import { FAIL } from "./fail.ts";
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkDockerCfg(v: unknown): unknown {
-  return s0(v);
+  return s3(v);
 }
 
-function s3(v: any): any {
+function s0(v: any): any {
   if (typeof v !== "string") return FAIL;
   return v;
-}
-
-function s2(v: any): any {
-  return v === undefined ? undefined : s3(v);
-}
-
-function s5(v: any): any {
-  if (typeof v !== "string") return FAIL;
-  return v;
-}
-
-function s4(v: any): any {
-  return v === undefined ? undefined : s5(v);
-}
-
-function s7(v: any): any {
-  if (typeof v !== "string") return FAIL;
-  return v;
-}
-
-function s6(v: any): any {
-  return v === undefined ? undefined : s7(v);
 }
 
 function s1(v: any): any {
+  return v === undefined ? undefined : s0(v);
+}
+
+function s2(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("username" in v) {
-    r = s2(v["username"]);
+    r = s1(v["username"]);
     if (r === FAIL) return FAIL;
     o["username"] = r;
   }
   if ("password" in v) {
-    r = s4(v["password"]);
+    r = s1(v["password"]);
     if (r === FAIL) return FAIL;
     o["password"] = r;
   }
   if ("auth" in v) {
-    r = s6(v["auth"]);
+    r = s1(v["auth"]);
     if (r === FAIL) return FAIL;
     o["auth"] = r;
   }
   return o;
 }
 
-function s0(v: any): any {
+function s3(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const p = Object.getPrototypeOf(v);
   if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
   const o: any = {};
   for (const k of Object.keys(v)) {
     if (k === "__proto__") continue;
-    const r = s1(v[k]);
+    const r = s2(v[k]);
     if (r === FAIL) return FAIL;
     o[k] = r;
   }

@@ -5,34 +5,16 @@ import { FAIL } from "./fail.ts";
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkDockerConfig(v: unknown): unknown {
-  return s0(v);
+  return s4(v);
 }
 
-function s4(v: any): any {
+function s0(v: any): any {
   if (typeof v !== "string") return FAIL;
   return v;
 }
 
-function s3(v: any): any {
-  return v === undefined ? undefined : s4(v);
-}
-
-function s6(v: any): any {
-  if (typeof v !== "string") return FAIL;
-  return v;
-}
-
-function s5(v: any): any {
-  return v === undefined ? undefined : s6(v);
-}
-
-function s8(v: any): any {
-  if (typeof v !== "string") return FAIL;
-  return v;
-}
-
-function s7(v: any): any {
-  return v === undefined ? undefined : s8(v);
+function s1(v: any): any {
+  return v === undefined ? undefined : s0(v);
 }
 
 function s2(v: any): any {
@@ -40,24 +22,24 @@ function s2(v: any): any {
   const o: any = {};
   let r: any;
   if ("username" in v) {
-    r = s3(v["username"]);
+    r = s1(v["username"]);
     if (r === FAIL) return FAIL;
     o["username"] = r;
   }
   if ("password" in v) {
-    r = s5(v["password"]);
+    r = s1(v["password"]);
     if (r === FAIL) return FAIL;
     o["password"] = r;
   }
   if ("auth" in v) {
-    r = s7(v["auth"]);
+    r = s1(v["auth"]);
     if (r === FAIL) return FAIL;
     o["auth"] = r;
   }
   return o;
 }
 
-function s1(v: any): any {
+function s3(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const p = Object.getPrototypeOf(v);
   if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
@@ -71,12 +53,12 @@ function s1(v: any): any {
   return o;
 }
 
-function s0(v: any): any {
+function s4(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("auths" in v) {
-    r = s1(v["auths"]);
+    r = s3(v["auths"]);
     if (r === FAIL) return FAIL;
     o["auths"] = r;
   } else return FAIL;

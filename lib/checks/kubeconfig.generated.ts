@@ -6,25 +6,25 @@ const C0 = /^https?:\/\/[^\s/?#@]+([/?#]\S*)?$/;
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkKubeconfig(v: unknown): unknown {
-  return s0(v);
+  return s26(v);
 }
 
-function s2(v: any): any {
+function s0(v: any): any {
   if (typeof v !== "string") return FAIL;
   return v;
 }
 
 function s1(v: any): any {
-  return v === undefined ? undefined : s2(v);
+  return v === undefined ? undefined : s0(v);
 }
 
-function s7(v: any): any {
+function s2(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(v.length >= 1)) return FAIL;
   return v;
 }
 
-function s9(v: any): any {
+function s3(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(R.isHttpUrl(v))) return FAIL;
   if (!(R.noCredentials(v))) return FAIL;
@@ -32,265 +32,239 @@ function s9(v: any): any {
   return v;
 }
 
-function s10(v: any): any {
-  return v === undefined ? undefined : s7(v);
+function s4(v: any): any {
+  return v === undefined ? undefined : s2(v);
 }
 
-function s12(v: any): any {
+function s5(v: any): any {
   return typeof v === "boolean" ? v : FAIL;
 }
 
-function s11(v: any): any {
-  return v === undefined ? undefined : s12(v);
+function s6(v: any): any {
+  return v === undefined ? undefined : s5(v);
 }
 
-function s8(v: any): any {
+function s7(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("server" in v) {
-    r = s9(v["server"]);
+    r = s3(v["server"]);
     if (r === FAIL) return FAIL;
     o["server"] = r;
   } else return FAIL;
   if ("certificate-authority" in v) {
-    r = s10(v["certificate-authority"]);
+    r = s4(v["certificate-authority"]);
     if (r === FAIL) return FAIL;
     o["certificate-authority"] = r;
   }
   if ("certificate-authority-data" in v) {
-    r = s10(v["certificate-authority-data"]);
+    r = s4(v["certificate-authority-data"]);
     if (r === FAIL) return FAIL;
     o["certificate-authority-data"] = r;
   }
   if ("insecure-skip-tls-verify" in v) {
-    r = s11(v["insecure-skip-tls-verify"]);
+    r = s6(v["insecure-skip-tls-verify"]);
     if (r === FAIL) return FAIL;
     o["insecure-skip-tls-verify"] = r;
   }
   return o;
 }
 
-function s6(v: any): any {
+function s8(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("name" in v) {
-    r = s7(v["name"]);
+    r = s2(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   if ("cluster" in v) {
-    r = s8(v["cluster"]);
+    r = s7(v["cluster"]);
     if (r === FAIL) return FAIL;
     o["cluster"] = r;
   } else return FAIL;
   return o;
 }
 
-function s5(v: any): any {
+function s9(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s6(v[i]);
+    const r = s8(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s4(v: any): any {
-  return v === null ? null : s5(v);
+function s10(v: any): any {
+  return v === null ? null : s9(v);
 }
 
-function s3(v: any): any {
-  return v === undefined ? undefined : s4(v);
+function s11(v: any): any {
+  return v === undefined ? undefined : s10(v);
 }
 
-function s21(v: any): any {
+function s12(v: any): any {
   return v;
 }
 
-function s20(v: any): any {
-  return v === undefined ? undefined : s21(v);
+function s13(v: any): any {
+  return v === undefined ? undefined : s12(v);
 }
 
-function s23(v: any): any {
-  return v;
-}
-
-function s22(v: any): any {
-  return v === undefined ? undefined : s23(v);
-}
-
-function s19(v: any): any {
+function s14(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("token" in v) {
-    r = s10(v["token"]);
+    r = s4(v["token"]);
     if (r === FAIL) return FAIL;
     o["token"] = r;
   }
   if ("tokenFile" in v) {
-    r = s10(v["tokenFile"]);
+    r = s4(v["tokenFile"]);
     if (r === FAIL) return FAIL;
     o["tokenFile"] = r;
   }
   if ("client-certificate" in v) {
-    r = s10(v["client-certificate"]);
+    r = s4(v["client-certificate"]);
     if (r === FAIL) return FAIL;
     o["client-certificate"] = r;
   }
   if ("client-certificate-data" in v) {
-    r = s10(v["client-certificate-data"]);
+    r = s4(v["client-certificate-data"]);
     if (r === FAIL) return FAIL;
     o["client-certificate-data"] = r;
   }
   if ("client-key" in v) {
-    r = s10(v["client-key"]);
+    r = s4(v["client-key"]);
     if (r === FAIL) return FAIL;
     o["client-key"] = r;
   }
   if ("client-key-data" in v) {
-    r = s10(v["client-key-data"]);
+    r = s4(v["client-key-data"]);
     if (r === FAIL) return FAIL;
     o["client-key-data"] = r;
   }
   if ("exec" in v) {
-    r = s20(v["exec"]);
+    r = s13(v["exec"]);
     if (r === FAIL) return FAIL;
     o["exec"] = r;
   }
   if ("auth-provider" in v) {
-    r = s22(v["auth-provider"]);
+    r = s13(v["auth-provider"]);
     if (r === FAIL) return FAIL;
     o["auth-provider"] = r;
   }
   return o;
 }
 
-function s18(v: any): any {
-  return v === null ? null : s19(v);
-}
-
-function s17(v: any): any {
-  return v === undefined ? undefined : s18(v);
+function s15(v: any): any {
+  return v === null ? null : s14(v);
 }
 
 function s16(v: any): any {
+  return v === undefined ? undefined : s15(v);
+}
+
+function s17(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("name" in v) {
-    r = s7(v["name"]);
+    r = s2(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   if ("user" in v) {
-    r = s17(v["user"]);
+    r = s16(v["user"]);
     if (r === FAIL) return FAIL;
     o["user"] = r;
   }
   return o;
 }
 
-function s15(v: any): any {
+function s18(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s16(v[i]);
+    const r = s17(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s14(v: any): any {
-  return v === null ? null : s15(v);
+function s19(v: any): any {
+  return v === null ? null : s18(v);
 }
 
-function s13(v: any): any {
-  return v === undefined ? undefined : s14(v);
+function s20(v: any): any {
+  return v === undefined ? undefined : s19(v);
 }
 
-function s30(v: any): any {
-  if (typeof v !== "string") return FAIL;
-  return v;
-}
-
-function s29(v: any): any {
-  return v === undefined ? undefined : s30(v);
-}
-
-function s32(v: any): any {
-  if (typeof v !== "string") return FAIL;
-  return v;
-}
-
-function s31(v: any): any {
-  return v === undefined ? undefined : s32(v);
-}
-
-function s28(v: any): any {
+function s21(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("cluster" in v) {
-    r = s7(v["cluster"]);
+    r = s2(v["cluster"]);
     if (r === FAIL) return FAIL;
     o["cluster"] = r;
   } else return FAIL;
   if ("user" in v) {
-    r = s29(v["user"]);
+    r = s1(v["user"]);
     if (r === FAIL) return FAIL;
     o["user"] = r;
   }
   if ("namespace" in v) {
-    r = s31(v["namespace"]);
+    r = s1(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   }
   return o;
 }
 
-function s27(v: any): any {
+function s22(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("name" in v) {
-    r = s7(v["name"]);
+    r = s2(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   if ("context" in v) {
-    r = s28(v["context"]);
+    r = s21(v["context"]);
     if (r === FAIL) return FAIL;
     o["context"] = r;
   } else return FAIL;
   return o;
 }
 
-function s26(v: any): any {
+function s23(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s27(v[i]);
+    const r = s22(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s25(v: any): any {
-  return v === null ? null : s26(v);
-}
-
 function s24(v: any): any {
-  return v === undefined ? undefined : s25(v);
+  return v === null ? null : s23(v);
 }
 
-function s0(v: any): any {
+function s25(v: any): any {
+  return v === undefined ? undefined : s24(v);
+}
+
+function s26(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -300,17 +274,17 @@ function s0(v: any): any {
     o["current-context"] = r;
   }
   if ("clusters" in v) {
-    r = s3(v["clusters"]);
+    r = s11(v["clusters"]);
     if (r === FAIL) return FAIL;
     o["clusters"] = r;
   }
   if ("users" in v) {
-    r = s13(v["users"]);
+    r = s20(v["users"]);
     if (r === FAIL) return FAIL;
     o["users"] = r;
   }
   if ("contexts" in v) {
-    r = s24(v["contexts"]);
+    r = s25(v["contexts"]);
     if (r === FAIL) return FAIL;
     o["contexts"] = r;
   }

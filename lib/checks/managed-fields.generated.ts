@@ -5,104 +5,77 @@ import { FAIL } from "./fail.ts";
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkManagedFields(v: unknown): unknown {
-  return s0(v);
+  return s6(v);
 }
 
-function s3(v: any): any {
+function s0(v: any): any {
   if (typeof v !== "string") return FAIL;
   return v;
+}
+
+function s1(v: any): any {
+  return v === undefined ? undefined : s0(v);
 }
 
 function s2(v: any): any {
-  return v === undefined ? undefined : s3(v);
-}
-
-function s5(v: any): any {
-  if (typeof v !== "string") return FAIL;
   return v;
 }
 
-function s4(v: any): any {
-  return v === undefined ? undefined : s5(v);
-}
-
-function s7(v: any): any {
-  if (typeof v !== "string") return FAIL;
-  return v;
-}
-
-function s6(v: any): any {
-  return v === undefined ? undefined : s7(v);
-}
-
-function s9(v: any): any {
-  if (typeof v !== "string") return FAIL;
-  return v;
-}
-
-function s8(v: any): any {
-  return v === undefined ? undefined : s9(v);
-}
-
-function s12(v: any): any {
-  return v;
-}
-
-function s11(v: any): any {
+function s3(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const p = Object.getPrototypeOf(v);
   if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
   const o: any = {};
   for (const k of Object.keys(v)) {
     if (k === "__proto__") continue;
-    const r = s12(v[k]);
+    const r = s2(v[k]);
     if (r === FAIL) return FAIL;
     o[k] = r;
   }
   return o;
 }
 
-function s10(v: any): any {
-  return v === undefined ? undefined : s11(v);
+function s4(v: any): any {
+  return v === undefined ? undefined : s3(v);
 }
 
-function s1(v: any): any {
+function s5(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("manager" in v) {
-    r = s2(v["manager"]);
+    r = s1(v["manager"]);
     if (r === FAIL) return FAIL;
     o["manager"] = r;
   }
   if ("operation" in v) {
-    r = s4(v["operation"]);
+    r = s1(v["operation"]);
     if (r === FAIL) return FAIL;
     o["operation"] = r;
   }
   if ("time" in v) {
-    r = s6(v["time"]);
+    r = s1(v["time"]);
     if (r === FAIL) return FAIL;
     o["time"] = r;
   }
   if ("subresource" in v) {
-    r = s8(v["subresource"]);
+    r = s1(v["subresource"]);
     if (r === FAIL) return FAIL;
     o["subresource"] = r;
   }
   if ("fieldsV1" in v) {
-    r = s10(v["fieldsV1"]);
+    r = s4(v["fieldsV1"]);
     if (r === FAIL) return FAIL;
     o["fieldsV1"] = r;
   }
   return o;
 }
 
-function s0(v: any): any {
+function s6(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s1(v[i]);
+    const r = s5(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }

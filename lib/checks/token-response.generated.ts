@@ -5,28 +5,19 @@ import { FAIL } from "./fail.ts";
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkTokenResponse(v: unknown): unknown {
-  return s0(v);
+  return s2(v);
 }
 
-function s2(v: any): any {
+function s0(v: any): any {
   if (typeof v !== "string") return FAIL;
   return v;
 }
 
 function s1(v: any): any {
-  return v === undefined ? undefined : s2(v);
+  return v === undefined ? undefined : s0(v);
 }
 
-function s4(v: any): any {
-  if (typeof v !== "string") return FAIL;
-  return v;
-}
-
-function s3(v: any): any {
-  return v === undefined ? undefined : s4(v);
-}
-
-function s0(v: any): any {
+function s2(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -36,7 +27,7 @@ function s0(v: any): any {
     o["token"] = r;
   }
   if ("access_token" in v) {
-    r = s3(v["access_token"]);
+    r = s1(v["access_token"]);
     if (r === FAIL) return FAIL;
     o["access_token"] = r;
   }

@@ -5,438 +5,414 @@ import { FAIL } from "./fail.ts";
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkWorkload(v: unknown): unknown {
-  return s0(v);
+  return s34(v);
 }
 
-function s2(v: any): any {
+function s0(v: any): any {
   if (typeof v !== "string") return FAIL;
   return v;
 }
 
-function s4(v: any): any {
+function s1(v: any): any {
   if (typeof v !== "number" || !Number.isSafeInteger(v)) return FAIL;
   return v;
 }
 
-function s3(v: any): any {
-  return v === undefined ? 0 : s4(v);
+function s2(v: any): any {
+  return v === undefined ? 0 : s1(v);
 }
 
-function s5(v: any): any {
+function s3(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(v.length >= 1)) return FAIL;
   return v;
 }
 
-function s9(v: any): any {
+function s4(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const p = Object.getPrototypeOf(v);
   if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
   const o: any = {};
   for (const k of Object.keys(v)) {
     if (k === "__proto__") continue;
-    const r = s2(v[k]);
+    const r = s0(v[k]);
     if (r === FAIL) return FAIL;
     o[k] = r;
   }
   return o;
 }
 
-function s8(v: any): any {
-  return v === null ? null : s9(v);
-}
-
-function s7(v: any): any {
-  return v === undefined ? undefined : s8(v);
-}
-
-function s10(v: any): any {
-  return R.emptyIfAbsent(v);
+function s5(v: any): any {
+  return v === null ? null : s4(v);
 }
 
 function s6(v: any): any {
-  const r = s7(v);
-  return r === FAIL ? FAIL : s10(r);
+  return v === undefined ? undefined : s5(v);
 }
 
-function s11(v: any): any {
-  return v === undefined ? undefined : s2(v);
+function s7(v: any): any {
+  return R.emptyIfAbsent(v);
 }
 
-function s13(v: any): any {
+function s8(v: any): any {
+  const r = s6(v);
+  return r === FAIL ? FAIL : s7(r);
+}
+
+function s9(v: any): any {
+  return v === undefined ? undefined : s0(v);
+}
+
+function s10(v: any): any {
   return v;
 }
 
-function s12(v: any): any {
-  return v === undefined ? undefined : s13(v);
+function s11(v: any): any {
+  return v === undefined ? undefined : s10(v);
 }
 
-function s1(v: any): any {
+function s12(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("name" in v) {
-    r = s2(v["name"]);
+    r = s0(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   if ("namespace" in v) {
-    r = s2(v["namespace"]);
+    r = s0(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   } else return FAIL;
   if ("generation" in v) {
-    r = s3(v["generation"]);
+    r = s2(v["generation"]);
     if (r === FAIL) return FAIL;
     o["generation"] = r;
   } else {
-    r = s3(undefined);
+    r = s2(undefined);
     if (r === FAIL) return FAIL;
     o["generation"] = r;
   }
   if ("resourceVersion" in v) {
-    r = s5(v["resourceVersion"]);
+    r = s3(v["resourceVersion"]);
     if (r === FAIL) return FAIL;
     o["resourceVersion"] = r;
   } else return FAIL;
   if ("annotations" in v) {
-    r = s6(v["annotations"]);
+    r = s8(v["annotations"]);
     if (r === FAIL) return FAIL;
     o["annotations"] = r;
   } else {
-    r = s6(undefined);
+    r = s8(undefined);
     if (r === FAIL) return FAIL;
     if (r !== undefined) o["annotations"] = r;
   }
   if ("uid" in v) {
-    r = s11(v["uid"]);
+    r = s9(v["uid"]);
     if (r === FAIL) return FAIL;
     o["uid"] = r;
   }
   if ("managedFields" in v) {
-    r = s12(v["managedFields"]);
+    r = s11(v["managedFields"]);
     if (r === FAIL) return FAIL;
     o["managedFields"] = r;
   }
   return o;
 }
 
-function s16(v: any): any {
-  if (typeof v !== "number" || !Number.isSafeInteger(v)) return FAIL;
-  return v;
+function s13(v: any): any {
+  return v === undefined ? undefined : s1(v);
 }
 
-function s15(v: any): any {
-  return v === undefined ? undefined : s16(v);
-}
-
-function s18(v: any): any {
+function s14(v: any): any {
   return typeof v === "boolean" ? v : FAIL;
 }
 
-function s17(v: any): any {
-  return v === undefined ? undefined : s18(v);
+function s15(v: any): any {
+  return v === undefined ? undefined : s14(v);
 }
 
-function s23(v: any): any {
+function s16(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("partition" in v) {
-    r = s15(v["partition"]);
+    r = s13(v["partition"]);
     if (r === FAIL) return FAIL;
     o["partition"] = r;
   }
   return o;
 }
 
-function s22(v: any): any {
-  return v === null ? null : s23(v);
+function s17(v: any): any {
+  return v === null ? null : s16(v);
 }
 
-function s21(v: any): any {
-  return v === undefined ? undefined : s22(v);
+function s18(v: any): any {
+  return v === undefined ? undefined : s17(v);
 }
 
-function s20(v: any): any {
+function s19(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("type" in v) {
-    r = s11(v["type"]);
+    r = s9(v["type"]);
     if (r === FAIL) return FAIL;
     o["type"] = r;
   }
   if ("rollingUpdate" in v) {
-    r = s21(v["rollingUpdate"]);
+    r = s18(v["rollingUpdate"]);
     if (r === FAIL) return FAIL;
     o["rollingUpdate"] = r;
   }
   return o;
 }
 
-function s19(v: any): any {
-  return v === undefined ? undefined : s20(v);
+function s20(v: any): any {
+  return v === undefined ? undefined : s19(v);
 }
 
-function s27(v: any): any {
+function s21(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("name" in v) {
-    r = s2(v["name"]);
+    r = s0(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   if ("image" in v) {
-    r = s2(v["image"]);
+    r = s0(v["image"]);
     if (r === FAIL) return FAIL;
     o["image"] = r;
   } else return FAIL;
   return o;
 }
 
-function s26(v: any): any {
+function s22(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s27(v[i]);
+    const r = s21(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s29(v: any): any {
-  if (!Array.isArray(v)) return FAIL;
-  const o = new Array(v.length);
-  for (let i = 0; i < v.length; i++) {
-    const r = s27(v[i]);
-    if (r === FAIL) return FAIL;
-    o[i] = r;
-  }
-  return o;
-}
-
-function s28(v: any): any {
-  return v === undefined ? undefined : s29(v);
-}
-
-function s25(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("containers" in v) {
-    r = s26(v["containers"]);
-    if (r === FAIL) return FAIL;
-    o["containers"] = r;
-  } else return FAIL;
-  if ("initContainers" in v) {
-    r = s28(v["initContainers"]);
-    if (r === FAIL) return FAIL;
-    o["initContainers"] = r;
-  }
-  return o;
+function s23(v: any): any {
+  return v === undefined ? undefined : s22(v);
 }
 
 function s24(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
+  if ("containers" in v) {
+    r = s22(v["containers"]);
+    if (r === FAIL) return FAIL;
+    o["containers"] = r;
+  } else return FAIL;
+  if ("initContainers" in v) {
+    r = s23(v["initContainers"]);
+    if (r === FAIL) return FAIL;
+    o["initContainers"] = r;
+  }
+  return o;
+}
+
+function s25(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
   if ("spec" in v) {
-    r = s25(v["spec"]);
+    r = s24(v["spec"]);
     if (r === FAIL) return FAIL;
     o["spec"] = r;
   } else return FAIL;
   return o;
 }
 
-function s14(v: any): any {
+function s26(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("replicas" in v) {
-    r = s15(v["replicas"]);
+    r = s13(v["replicas"]);
     if (r === FAIL) return FAIL;
     o["replicas"] = r;
   }
   if ("paused" in v) {
-    r = s17(v["paused"]);
+    r = s15(v["paused"]);
     if (r === FAIL) return FAIL;
     o["paused"] = r;
   }
   if ("updateStrategy" in v) {
-    r = s19(v["updateStrategy"]);
+    r = s20(v["updateStrategy"]);
     if (r === FAIL) return FAIL;
     o["updateStrategy"] = r;
   }
   if ("template" in v) {
-    r = s24(v["template"]);
+    r = s25(v["template"]);
     if (r === FAIL) return FAIL;
     o["template"] = r;
   } else return FAIL;
   return o;
 }
 
-function s36(v: any): any {
-  return v === null ? null : s2(v);
+function s27(v: any): any {
+  return v === null ? null : s0(v);
 }
 
-function s35(v: any): any {
-  return v === undefined ? undefined : s36(v);
+function s28(v: any): any {
+  return v === undefined ? undefined : s27(v);
 }
 
-function s38(v: any): any {
-  return v === null ? null : s2(v);
-}
-
-function s37(v: any): any {
-  return v === undefined ? undefined : s38(v);
-}
-
-function s34(v: any): any {
+function s29(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("type" in v) {
-    r = s2(v["type"]);
+    r = s0(v["type"]);
     if (r === FAIL) return FAIL;
     o["type"] = r;
   } else return FAIL;
   if ("status" in v) {
-    r = s2(v["status"]);
+    r = s0(v["status"]);
     if (r === FAIL) return FAIL;
     o["status"] = r;
   } else return FAIL;
   if ("reason" in v) {
-    r = s11(v["reason"]);
+    r = s9(v["reason"]);
     if (r === FAIL) return FAIL;
     o["reason"] = r;
   }
   if ("message" in v) {
-    r = s11(v["message"]);
+    r = s9(v["message"]);
     if (r === FAIL) return FAIL;
     o["message"] = r;
   }
   if ("lastUpdateTime" in v) {
-    r = s35(v["lastUpdateTime"]);
+    r = s28(v["lastUpdateTime"]);
     if (r === FAIL) return FAIL;
     o["lastUpdateTime"] = r;
   }
   if ("lastTransitionTime" in v) {
-    r = s37(v["lastTransitionTime"]);
+    r = s28(v["lastTransitionTime"]);
     if (r === FAIL) return FAIL;
     o["lastTransitionTime"] = r;
   }
   return o;
 }
 
-function s33(v: any): any {
+function s30(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s34(v[i]);
+    const r = s29(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s32(v: any): any {
-  return v === undefined ? undefined : s33(v);
+function s31(v: any): any {
+  return v === undefined ? undefined : s30(v);
 }
 
-function s31(v: any): any {
+function s32(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("observedGeneration" in v) {
-    r = s15(v["observedGeneration"]);
+    r = s13(v["observedGeneration"]);
     if (r === FAIL) return FAIL;
     o["observedGeneration"] = r;
   }
   if ("replicas" in v) {
-    r = s15(v["replicas"]);
+    r = s13(v["replicas"]);
     if (r === FAIL) return FAIL;
     o["replicas"] = r;
   }
   if ("updatedReplicas" in v) {
-    r = s15(v["updatedReplicas"]);
+    r = s13(v["updatedReplicas"]);
     if (r === FAIL) return FAIL;
     o["updatedReplicas"] = r;
   }
   if ("readyReplicas" in v) {
-    r = s15(v["readyReplicas"]);
+    r = s13(v["readyReplicas"]);
     if (r === FAIL) return FAIL;
     o["readyReplicas"] = r;
   }
   if ("availableReplicas" in v) {
-    r = s15(v["availableReplicas"]);
+    r = s13(v["availableReplicas"]);
     if (r === FAIL) return FAIL;
     o["availableReplicas"] = r;
   }
   if ("currentReplicas" in v) {
-    r = s15(v["currentReplicas"]);
+    r = s13(v["currentReplicas"]);
     if (r === FAIL) return FAIL;
     o["currentReplicas"] = r;
   }
   if ("updateRevision" in v) {
-    r = s11(v["updateRevision"]);
+    r = s9(v["updateRevision"]);
     if (r === FAIL) return FAIL;
     o["updateRevision"] = r;
   }
   if ("currentRevision" in v) {
-    r = s11(v["currentRevision"]);
+    r = s9(v["currentRevision"]);
     if (r === FAIL) return FAIL;
     o["currentRevision"] = r;
   }
   if ("desiredNumberScheduled" in v) {
-    r = s15(v["desiredNumberScheduled"]);
+    r = s13(v["desiredNumberScheduled"]);
     if (r === FAIL) return FAIL;
     o["desiredNumberScheduled"] = r;
   }
   if ("updatedNumberScheduled" in v) {
-    r = s15(v["updatedNumberScheduled"]);
+    r = s13(v["updatedNumberScheduled"]);
     if (r === FAIL) return FAIL;
     o["updatedNumberScheduled"] = r;
   }
   if ("numberAvailable" in v) {
-    r = s15(v["numberAvailable"]);
+    r = s13(v["numberAvailable"]);
     if (r === FAIL) return FAIL;
     o["numberAvailable"] = r;
   }
   if ("conditions" in v) {
-    r = s32(v["conditions"]);
+    r = s31(v["conditions"]);
     if (r === FAIL) return FAIL;
     o["conditions"] = r;
   }
   return o;
 }
 
-function s30(v: any): any {
-  return v === undefined ? {} : s31(v);
+function s33(v: any): any {
+  return v === undefined ? {} : s32(v);
 }
 
-function s0(v: any): any {
+function s34(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("metadata" in v) {
-    r = s1(v["metadata"]);
+    r = s12(v["metadata"]);
     if (r === FAIL) return FAIL;
     o["metadata"] = r;
   } else return FAIL;
   if ("spec" in v) {
-    r = s14(v["spec"]);
+    r = s26(v["spec"]);
     if (r === FAIL) return FAIL;
     o["spec"] = r;
   } else return FAIL;
   if ("status" in v) {
-    r = s30(v["status"]);
+    r = s33(v["status"]);
     if (r === FAIL) return FAIL;
     o["status"] = r;
   } else {
-    r = s30(undefined);
+    r = s33(undefined);
     if (r === FAIL) return FAIL;
     o["status"] = r;
   }
