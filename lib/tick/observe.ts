@@ -46,7 +46,7 @@ export { stateRef } from "../workload.ts";
  * drops it): the local clock, said at warn when times are stored by it (`loud`), at debug otherwise.
  */
 export function tickClock(date: string | null, ctx: Pick<TickContext, "now" | "log">, loud: boolean): number {
-  const at = date !== null && IMF_FIXDATE.test(date.trim()) ? Date.parse(date) : Number.NaN;
+  const at = date === null ? Number.NaN : imfFixdate(date.trim());
   if (Number.isFinite(at)) return at;
   const local = Math.floor(ctx.now() / 1000) * 1000;
   const why = date === null ? "has no Date header" : `has an unreadable Date header ${JSON.stringify(date)}`;
@@ -55,8 +55,15 @@ export function tickClock(date: string | null, ctx: Pick<TickContext, "now" | "l
   return local;
 }
 
-const IMF_FIXDATE =
-  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+/**
+ * The time an IMF-fixdate names, NaN for any other text. It is exactly what toUTCString writes,
+ * so a date that reads back the same is one (weekday and calendar day included); a pattern
+ * would cost a regex's first compilation on the way from the store's answer to the registry.
+ */
+function imfFixdate(text: string): number {
+  const at = Date.parse(text);
+  return Number.isFinite(at) && new Date(at).toUTCString() === text ? at : Number.NaN;
+}
 
 /** The store could not be read: `error` with reason store_unreadable; nothing is written. */
 export class StoreUnreadable extends Error {
