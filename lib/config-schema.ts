@@ -1,5 +1,5 @@
 // The configuration's zod schema: the one statement of which files are valid. `image-refresh
-// schema` prints it as JSON Schema; lib/checks/config.generated.ts is compiled from it (a tick's
+// schema` prints it as JSON Schema; lib/checks/checks.generated.ts is compiled from it (a tick's
 // happy path runs that, and builds these zod schemas only to say what is wrong with a file).
 import { durationPattern, parseDuration } from "./duration.ts";
 import { lazy, matching, urlWithoutCredentials } from "./issues.ts";

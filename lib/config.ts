@@ -1,7 +1,7 @@
 // The configuration file, validated as a whole before anything else happens. Every bad field is reported by its path; no network call is made first.
 
 import type * as z from "zod/mini";
-import { checkConfig } from "./checks/config.generated.ts";
+import { checkConfig } from "./checks/checks.generated.ts";
 import {
   type ConfigSchema,
   configSchema,

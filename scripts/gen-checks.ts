@@ -1,10 +1,10 @@
 // Compiles the zod schemas of a tick's boundaries (its config and kubeconfig, the store and
 // workload objects it reads, its pull secret and the registry's token) into plain checks
-// (lib/checks/compile.ts): `bun scripts/gen-checks.ts` writes lib/checks/*.generated.ts.
+// (lib/checks/compile.ts): `bun scripts/gen-checks.ts` writes lib/checks/checks.generated.ts.
 // lib/checks/checks.test.ts fails while a committed file differs from what this writes.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { compileCheck } from "../lib/checks/compile.ts";
+import { compileChecks } from "../lib/checks/compile.ts";
 import * as refinements from "../lib/checks/refinements.ts";
 import { configSchema } from "../lib/config-schema.ts";
 import { configMapSchema } from "../lib/kube/configmaps.ts";
@@ -16,27 +16,19 @@ import { dockerConfigSchemas } from "../lib/registry/credentials.ts";
 
 const DIR = join(import.meta.dir, "..", "lib", "checks");
 
-/** Each compiled file's path and text. */
+/** The compiled module's path and text. */
 export function generatedChecks(): Array<[path: string, text: string]> {
-  return [
-    [join(DIR, "config.generated.ts"), compileCheck(configSchema(), "Config", refinements)],
-    [join(DIR, "kubeconfig.generated.ts"), compileCheck(kubeconfigSchemas().file, "Kubeconfig", refinements)],
-    [join(DIR, "configmap.generated.ts"), compileCheck(configMapSchema(), "ConfigMap", refinements)],
-    [join(DIR, "workload.generated.ts"), compileCheck(workloadSchema(), "Workload", refinements)],
-    [
-      join(DIR, "managed-fields.generated.ts"),
-      compileCheck(managedFieldsSchema(), "ManagedFields", refinements),
-    ],
-    [
-      join(DIR, "docker-config.generated.ts"),
-      compileCheck(dockerConfigSchemas().wrapped, "DockerConfig", refinements),
-    ],
-    [join(DIR, "docker-cfg.generated.ts"), compileCheck(dockerConfigSchemas().map, "DockerCfg", refinements)],
-    [
-      join(DIR, "token-response.generated.ts"),
-      compileCheck(tokenResponseSchema(), "TokenResponse", refinements),
-    ],
-  ];
+  const schemas = {
+    Config: configSchema(),
+    Kubeconfig: kubeconfigSchemas().file,
+    ConfigMap: configMapSchema(),
+    Workload: workloadSchema(),
+    ManagedFields: managedFieldsSchema(),
+    DockerConfig: dockerConfigSchemas().wrapped,
+    DockerCfg: dockerConfigSchemas().map,
+    TokenResponse: tokenResponseSchema(),
+  };
+  return [[join(DIR, "checks.generated.ts"), compileChecks(schemas, refinements)]];
 }
 
 if (import.meta.main) {

@@ -2,7 +2,7 @@
 // the answer's `Date` comes back with it), its create and its resourceVersion-guarded patch.
 // Errors stay ApiErrors carrying the server's reason and message; only the caller decides that
 // AlreadyExists or Conflict means "re-read and decide again".
-import { checkConfigMap } from "../checks/configmap.generated.ts";
+import { checkConfigMap } from "../checks/checks.generated.ts";
 import { formatPath, lazy, parseChecked } from "../issues.ts";
 import { ApiError } from "./errors.ts";
 import type { KubeHttp, KubeRequest } from "./http.ts";
@@ -32,7 +32,7 @@ export interface ConfigMapApi {
   ): Promise<StoredConfigMap>;
 }
 
-/** A ConfigMap as the store reads it (compiled into lib/checks/configmap.generated.ts). */
+/** A ConfigMap as the store reads it (compiled into lib/checks/checks.generated.ts). */
 export const configMapSchema = lazy((z) =>
   z.object({
     metadata: z.object({ resourceVersion: z.string().check(z.minLength(1)) }),

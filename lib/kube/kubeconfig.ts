@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import type * as z from "zod/mini";
-import { checkKubeconfig } from "../checks/kubeconfig.generated.ts";
+import { checkKubeconfig } from "../checks/checks.generated.ts";
 import { formatPath, lazy, parseChecked, urlWithoutCredentials } from "../issues.ts";
 import { mark } from "../startup-timing.ts";
 import { KubeconfigError } from "./errors.ts";

@@ -3,7 +3,7 @@
 // the value, so the owner of `f:image` is the last manager that changed the image, not the last
 // that wrote the object. Attribution is advisory (a client may send any managedFields), which is
 // why a missing or unreadable entry is "unknown", never a guess. Pure; table-tested.
-import { checkManagedFields } from "../checks/managed-fields.generated.ts";
+import { checkManagedFields } from "../checks/checks.generated.ts";
 import { lazy, parseChecked } from "../issues.ts";
 
 /** The field manager of every write this product makes; users name it in Argo CD and Flux settings. */
@@ -17,7 +17,7 @@ export interface FieldOwner {
   time?: string;
 }
 
-/** metadata.managedFields as attribution reads it (compiled into lib/checks/managed-fields.generated.ts). */
+/** metadata.managedFields as attribution reads it (compiled into lib/checks/checks.generated.ts). */
 export const managedFieldsSchema = lazy((z) =>
   z.array(
     z.object({

@@ -3,8 +3,8 @@
 // the rollout rules read them as 0) and strict about wrong types: a string where a number belongs
 // is an error, never a silent 0 that could make an unsettled workload look settled.
 import type * as z from "zod/mini";
+import { checkWorkload } from "../checks/checks.generated.ts";
 import { emptyIfAbsent } from "../checks/refinements.ts";
-import { checkWorkload } from "../checks/workload.generated.ts";
 import { formatPath, lazy, parseChecked } from "../issues.ts";
 
 import { PLURAL, type WorkloadKind, type WorkloadRef } from "../workload.ts";
@@ -12,7 +12,7 @@ import { PLURAL, type WorkloadKind, type WorkloadRef } from "../workload.ts";
 export { nameAttribute, WORKLOAD_KINDS, type WorkloadKind } from "../workload.ts";
 export type ObjectRef = WorkloadRef;
 
-/** An apps/v1 workload as the rules read it (compiled into lib/checks/workload.generated.ts). */
+/** An apps/v1 workload as the rules read it (compiled into lib/checks/checks.generated.ts). */
 export const workloadSchema = lazy((z) => {
   const count = z.optional(z.int());
   const text = z.string();

@@ -2,7 +2,7 @@
 // The probe tells us which scheme the registry wants, unless the token endpoint is configured;
 // the token request asks for pull on every repository at once (one `scope` parameter each), so
 // 50 images still cost one token.
-import { checkTokenResponse } from "../checks/token-response.generated.ts";
+import { checkTokenResponse } from "../checks/checks.generated.ts";
 import { lazy, parseChecked } from "../issues.ts";
 import type { BasicCredentials } from "./credentials.ts";
 import { RegistryError } from "./errors.ts";
@@ -12,7 +12,7 @@ import { challengeOf, errorFromResponse } from "./response.ts";
 /** How to authorize the manifest requests that follow; undefined means anonymous. */
 export type Authorization = string | undefined;
 
-/** A token endpoint's answer (compiled into lib/checks/token-response.generated.ts). */
+/** A token endpoint's answer (compiled into lib/checks/checks.generated.ts). */
 export const tokenResponseSchema = lazy((z) =>
   z.object({ token: z.optional(z.string()), access_token: z.optional(z.string()) }),
 );

@@ -3,8 +3,7 @@
 // object by accident shows only which hosts have credentials.
 import { readFileSync } from "node:fs";
 import type * as z from "zod/mini";
-import { checkDockerCfg } from "../checks/docker-cfg.generated.ts";
-import { checkDockerConfig } from "../checks/docker-config.generated.ts";
+import { checkDockerCfg, checkDockerConfig } from "../checks/checks.generated.ts";
 import { lazy, parseChecked } from "../issues.ts";
 import { isDockerHub } from "./reference.ts";
 
@@ -42,7 +41,7 @@ export class DockerCredentials {
 }
 
 // `.dockerconfigjson` wraps the map in `auths`; the legacy `.dockercfg` is the bare map (both
-// compiled into lib/checks/docker-config*.generated.ts).
+// compiled into lib/checks/checks.generated.ts).
 export const dockerConfigSchemas = lazy((z) => {
   const entry = z.object({
     username: z.optional(z.string()),
