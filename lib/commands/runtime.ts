@@ -105,6 +105,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     resolve: (repos, more) =>
       resolveDigests(repos, config.tag, {
         notBefore: more?.notBefore,
+        storedAnswer: more?.storedAnswer,
         ...config.registry,
         credentials,
         requestTimeoutMs: config.requestTimeoutMs,

@@ -7,6 +7,7 @@ import { lazy, parseChecked } from "../issues.ts";
 import type { BasicCredentials } from "./credentials.ts";
 import { RegistryError } from "./errors.ts";
 import { type HttpContext, send } from "./http.ts";
+import { OPEN } from "./remembered.ts";
 import { challengeOf, errorFromResponse } from "./response.ts";
 
 /** How to authorize the manifest requests that follow; undefined means anonymous. */
@@ -27,9 +28,21 @@ export interface TokenEndpoint {
   service?: string;
 }
 
+/** How the manifest requests are authorized, and what the API root answered if it was asked. */
+export interface Authorized {
+  authorization: Authorization;
+  /** `open`, or the API root's challenge: set when this tick probed. */
+  answer?: string;
+  /** The authorization came from an answer remembered from an earlier tick. */
+  remembered: boolean;
+}
+
 /**
  * Returns the Authorization value for manifest requests: from the configured token endpoint
- * without a probe, or from the challenge that the registry's API root answers.
+ * without a probe; from the API root's answer remembered from an earlier tick (remembered.ts),
+ * without a probe; or from the challenge that the registry's API root answers. A remembered
+ * answer that no longer works (its token request fails) is asked again once, in this tick; a
+ * 429 or the tick's own deadline is not.
  */
 export async function authorize(
   ctx: HttpContext,
@@ -38,17 +51,32 @@ export async function authorize(
     paths: readonly string[];
     credentials?: BasicCredentials;
     token?: TokenEndpoint;
+    /** The remembered answer (`open` or a challenge), already checked against the endpoint. */
+    remembered?: string;
   },
-): Promise<Authorization> {
+): Promise<Authorized> {
   if (opts.token) {
     const params: Record<string, string> = { realm: opts.token.realm };
     if (opts.token.service) params.service = opts.token.service;
-    return `Bearer ${await fetchToken(ctx, { ...opts, params })}`;
+    return { authorization: `Bearer ${await fetchToken(ctx, { ...opts, params })}`, remembered: false };
+  }
+  if (opts.remembered === OPEN) return { authorization: undefined, remembered: true };
+  let stale: unknown;
+  if (opts.remembered !== undefined) {
+    try {
+      return { authorization: await answerChallenge(ctx, opts.remembered, opts), remembered: true };
+    } catch (err) {
+      if (ctx.signal.aborted || (err as RegistryError).reason === "rate_limited") throw err;
+      stale = err;
+    }
   }
   const probe = await send(ctx, { method: "GET", url: new URL(`${opts.endpoint}/v2/`), headers: {} });
-  if (probe.status === 200) return undefined;
+  if (probe.status === 200) return { authorization: undefined, answer: OPEN, remembered: false };
   if (probe.status !== 401) throw errorFromResponse(probe, "the registry's API root");
-  return answerChallenge(ctx, probe.headers.get("www-authenticate") ?? "", opts);
+  const answer = probe.headers.get("www-authenticate") ?? "";
+  // The same challenge again: its token request just failed, and asking twice would not help.
+  if (stale !== undefined && answer === opts.remembered) throw stale;
+  return { authorization: await answerChallenge(ctx, answer, opts), answer, remembered: false };
 }
 
 /**

@@ -5,11 +5,12 @@
 // 429 aborts the HEADs in flight, and a Retry-After is returned for the tick to keep.
 import { basicSecrets } from "../scrub.ts";
 import { mark } from "../startup-timing.ts";
-import { authorize } from "./auth.ts";
+import { type Authorized, authorize } from "./auth.ts";
 import type { RegistryError } from "./errors.ts";
 import { asRegistryError, blameConfiguredToken, DEFAULT_CONCURRENCY, fail, headAll } from "./heads.ts";
 import type { HttpContext } from "./http.ts";
 import { registryEndpoint, repositoryPath, TAG_RE } from "./reference.ts";
+import { rememberedAnswer, toRemember } from "./remembered.ts";
 import { type DigestResult, DigestResults, type ResolveOptions } from "./results.ts";
 import { type RetryAfter, retryAfterTime } from "./retry-after.ts";
 
@@ -70,14 +71,15 @@ export async function resolveDigests(
     ca: opts.ca,
     secrets: opts.credentials ? basicSecrets(opts.credentials.username, opts.credentials.password) : [],
   };
-  let authorization: string | undefined;
+  let authorized: Authorized;
   mark("registry-start");
   try {
-    authorization = await authorize(ctx, {
+    authorized = await authorize(ctx, {
       endpoint,
       paths: [...paths.values()],
       credentials: opts.credentials,
       token: opts.token,
+      remembered: opts.token ? undefined : rememberedAnswer(opts.storedAnswer, endpoint),
     });
   } catch (err) {
     // A token endpoint that is not there (404) is the configuration's fault too.
@@ -87,10 +89,18 @@ export async function resolveDigests(
     return results;
   }
   mark("registry-authorized");
-  const limited = await headAll(ctx, { ...opts, endpoint, tag, paths, authorization }, results);
+  const { authorization, remembered, answer } = authorized;
+  // A token got the way a remembered answer said may be refused (a renamed service): the first
+  // HEAD's challenge is then followed once. Open and Basic are followed as after a live probe.
+  const fromMemory = remembered && authorization?.startsWith("Bearer ") === true;
+  const heads = { ...opts, endpoint, tag, paths, authorization, fromMemory };
+  const { limited, followed } = await headAll(ctx, heads, results);
   // Completion order is arbitrary; callers and logs get the configured order.
   const ordered = new DigestResults(repos.map((r) => [r, results.get(r) as DigestResult]));
   ordered.retryAfter = limited && noteRateLimit(opts, limited);
+  // The API root's answer for the next tick: this tick's, or none once a remembered one failed.
+  if (answer !== undefined) ordered.remember = toRemember(answer, endpoint);
+  else if (fromMemory && followed) ordered.remember = null;
   return ordered;
 }
 

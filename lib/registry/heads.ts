@@ -1,6 +1,7 @@
 // The HEADs of one registry in one tick, with its quota in mind: the first goes alone (and a
-// 401 challenge on it, after an open API root, is answered once); the rest follow a few at a
-// time; a 429 aborts the ones in flight and sends no more.
+// 401 challenge on it, after an open API root or with an authorization from a remembered answer,
+// is answered once); the rest follow a few at a time; a 429 aborts the ones in flight and sends
+// no more.
 import { answerChallenge } from "./auth.ts";
 import { RegistryError, type RegistryFailure } from "./errors.ts";
 import type { HttpContext } from "./http.ts";
@@ -12,13 +13,14 @@ export const DEFAULT_CONCURRENCY = 8;
 /**
  * One HEAD per repository. The first goes alone; the rest follow, `concurrency` at a time, once
  * it answered with anything but 429. A 429 aborts every HEAD still in flight and sends no more:
- * the quota belongs to the workloads' own pulls. Returns the 429's error, if one came.
+ * the quota belongs to the workloads' own pulls. Returns the 429's error, if one came, and
+ * whether the first HEAD's challenge was followed (a remembered answer that did not hold).
  */
 export async function headAll(
   ctx: HttpContext,
   opts: HeadOptions,
   results: Map<string, DigestResult>,
-): Promise<RegistryError | undefined> {
+): Promise<{ limited?: RegistryError; followed: boolean }> {
   const quota = new AbortController();
   const run: HeadRun = {
     ctx: { ...ctx, signal: AbortSignal.any([ctx.signal, quota.signal]) },
@@ -28,15 +30,16 @@ export async function headAll(
     results,
   };
   const [first, ...rest] = [...opts.paths.keys()];
-  if (first === undefined) return undefined;
-  // An open API root gave no challenge; a HEAD's 401 may, and is followed once.
-  const challenged = await headOne(run, first, opts.authorization === undefined);
+  if (first === undefined) return { followed: false };
+  // An open API root gave no challenge; a HEAD's 401 may, and is followed once. So is one
+  // refusing a token got the way an earlier tick's answer said: the registry's word now wins.
+  const challenged = await headOne(run, first, opts.authorization === undefined || opts.fromMemory === true);
   if (challenged) {
-    if (!(await followChallenge(run, challenged))) return run.limited;
+    if (!(await followChallenge(run, challenged))) return { limited: run.limited, followed: true };
     await headOne(run, first);
   }
   await forEachBounded(rest, opts.concurrency ?? DEFAULT_CONCURRENCY, (repo) => headOne(run, repo));
-  return run.limited;
+  return { limited: run.limited, followed: challenged !== undefined };
 }
 
 /**
@@ -66,6 +69,8 @@ export type HeadOptions = ResolveOptions & {
   tag: string;
   paths: Map<string, string>;
   authorization?: string;
+  /** The authorization came from an answer remembered from an earlier tick. */
+  fromMemory?: boolean;
 };
 
 interface HeadRun {

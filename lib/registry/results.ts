@@ -15,6 +15,11 @@ export type DigestResult =
 export class DigestResults extends Map<string, DigestResult> {
   /** Set when a 429 carried a readable Retry-After: store it, and call nothing before `at`. */
   retryAfter?: RetryAfter;
+  /**
+   * The registry's API root's answer to keep for the next tick (remembered.ts): set when this
+   * tick asked it; null when it is not to be kept (or a remembered one failed): remove it.
+   */
+  remember?: string | null;
 }
 
 export interface ResolveOptions {
@@ -24,6 +29,11 @@ export interface ResolveOptions {
   credentials?: BasicCredentials;
   /** Configured token endpoint: no challenge probe. */
   token?: TokenEndpoint;
+  /**
+   * The API root's answer an earlier tick stored (`<endpoint> open` or `<endpoint> <challenge>`):
+   * believed only under the rules of remembered.ts, and then no probe.
+   */
+  storedAnswer?: string;
   requestTimeoutMs: number;
   /** The tick's deadline. */
   signal: AbortSignal;

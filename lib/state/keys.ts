@@ -119,6 +119,12 @@ export const INSTALLATION_KEYS = {
     ops: ["migrate"],
     meaning: "the time before which the registry asked not to be called again",
   },
+  challenge: {
+    name: () => "registry-challenge",
+    kind: "marker",
+    ops: [],
+    meaning: "the registry's answer to GET /v2/ (open, or its challenge), so that the next tick need not ask",
+  },
 } as const satisfies Record<string, KeyRow>;
 
 export type InstallationField = keyof typeof INSTALLATION_KEYS;

@@ -15,7 +15,10 @@ export interface TickContext {
    * Resolves digests for repositories; called once per tick (run.ts memoises it across the rounds of one tick). With
    * `notBefore` (the registry's stored Retry-After) nothing is sent before that time.
    */
-  resolve: (repositories: readonly string[], opts?: { notBefore?: Date }) => Promise<DigestResults>;
+  resolve: (
+    repositories: readonly string[],
+    opts?: { notBefore?: Date; storedAnswer?: string },
+  ) => Promise<DigestResults>;
   log: Logger;
   telemetry: Telemetry;
   /** The tick's own deadline and SIGTERM. */

@@ -80,9 +80,10 @@ export interface Observed {
   /**
    * The registry's quota, as this tick met it: `retryAfter` is the time (ms, the tick's clock +
    * a 429's Retry-After) to store; `held` means a stored one was still in force, so the registry
-   * was not called.
+   * was not called; `remember` is its API root's answer to store for the next tick (null: remove
+   * the stored one), set when this tick asked the root or a remembered answer failed.
    */
-  registry?: { retryAfter?: number; held: boolean };
+  registry?: { retryAfter?: number; held: boolean; remember?: string | null };
   /** The tick's clock in ms: the store GET's `Date` (whole seconds), for every stored time. */
   clock?: number;
 }
@@ -163,7 +164,13 @@ export type Action =
   /** Resets the counters of the images that settled; the value is the count this tick wrote. */
   | { type: "reset"; counts: Record<string, number> }
   /** `candidates`: minimumAge lists by image key, rewritten in the same write (null: removed). */
-  | { type: "record-digests"; digests: Record<string, string>; candidates?: Record<string, string | null> }
+  | {
+      type: "record-digests";
+      digests: Record<string, string>;
+      candidates?: Record<string, string | null>;
+      /** Installation keys that ride with this write when the tick makes no earlier one. */
+      also?: Record<string, string>;
+    }
   /** Re-pinned images whose rollouts settled: one PinRestored Event naming who had removed the pin. */
   | { type: "pin-restored"; images: string[] }
   /** An Event about each of `regarding` (the image's targets; for a freeze, the workload that does not settle). */

@@ -186,11 +186,16 @@ async function resolveImages(ctx: TickContext, book: Book, clock: number): Promi
   const until = registryNotBefore(book, clock);
   // The registry client keeps this node's time: the stored time, moved by the clocks' difference.
   const notBefore = until === undefined ? undefined : new Date(ctx.now() + (until - clock));
-  const results: DigestResults = repos.length ? await ctx.resolve(repos, { notBefore }) : new DigestResults();
+  const challenge = book.installation.challenge;
+  const storedAnswer = challenge.kind === "absent" ? undefined : challenge.raw;
+  const results: DigestResults = repos.length
+    ? await ctx.resolve(repos, { notBefore, storedAnswer })
+    : new DigestResults();
   const delay = results.retryAfter?.delayMs;
   const registry = {
     held: until !== undefined,
     ...(delay !== undefined ? { retryAfter: clock + delay } : {}),
+    ...(results.remember !== undefined ? { remember: results.remember } : {}),
   };
   const out: Record<string, ObservedDigest> = {};
   for (const img of images) {

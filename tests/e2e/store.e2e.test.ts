@@ -31,6 +31,7 @@ describe("the store", () => {
     expect(Object.keys(w.book()).sort()).toEqual([
       "last-refreshed-api-digest",
       "last-refreshed-node-agent-digest",
+      "registry-challenge", // the registry's answer to GET /v2/ rides with the first write
     ]);
   });
 

@@ -240,6 +240,30 @@ describe.skipIf(missing)("Basic through an htpasswd file", () => {
     }
   }, 60_000);
 
+  test("the API root's Basic challenge is kept: the next tick sends its HEADs with the credential, no probe", async () => {
+    const proxy = startRecordingProxy(reg.endpoint);
+    const w = await startRealWorld(images, { host: reg.host, endpoint: proxy.endpoint, creds: CREDS });
+    try {
+      expect((await w.run()).code).toBe(0);
+      expect(proxy.requests[0]).toMatchObject({ method: "GET", path: "/v2/" });
+      const kept = w.api.getConfigMap("image-refresh", "image-refresh-state")?.data?.["registry-challenge"];
+      expect(kept).toMatch(new RegExp(`^${proxy.endpoint} Basic realm=`));
+      proxy.requests.length = 0;
+      const next = await w.run();
+      expect({ code: next.code, stderr: next.code === 0 ? "" : next.stderr }).toEqual({
+        code: 0,
+        stderr: "",
+      });
+      expect(proxy.requests.map((q) => q.method)).toEqual(KINDS.map(() => "HEAD"));
+      for (const q of proxy.requests)
+        expect(q.authorization).toBe(`Basic ${btoa(`${CREDS.user}:${CREDS.password}`)}`);
+      expect(recordedAll(w)).toEqual(want);
+    } finally {
+      await w.stop();
+      proxy.stop();
+    }
+  }, 60_000);
+
   test("a wrong password: the registry's 401 is named as the refused dockerconfigjson credential", async () => {
     const wrong = { user: CREDS.user, password: "wrong-password" };
     const w = await startRealWorld(images, { host: reg.host, endpoint: reg.endpoint, creds: wrong });

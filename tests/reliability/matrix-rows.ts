@@ -76,6 +76,8 @@ export interface Row {
   rolloutMs?: number;
   /** api-proxy rolls out slowly enough that the rollout wait must watch. */
   slowProxy?: boolean;
+  /** The store holds the registry's answer to GET /v2/ from an earlier tick: no probe. */
+  remembered?: boolean;
 }
 
 const ALL = ["api", "api-proxy", "node-agent"];
@@ -160,6 +162,17 @@ export const ROWS: Row[] = [
   {
     name: "registry token",
     scenario: "changed",
+    target: { server: "registry", method: "GET", path: "/token", read: true },
+    fault: blind,
+    healthy: refreshed,
+    na: NO_409,
+  },
+  {
+    // The remembered realm's token request fails: the tick asks the API root once and tries the
+    // token again (the fault is on every token request, so that fails too).
+    name: "registry token, remembered answer",
+    scenario: "changed",
+    remembered: true,
     target: { server: "registry", method: "GET", path: "/token", read: true },
     fault: blind,
     healthy: refreshed,

@@ -31,6 +31,11 @@ async function runCell(row: Row, column: Column) {
   const s = await makeScene(row.scenario, (c) => (c.rolloutTimeout = `${rolloutMs}ms`));
   try {
     if (row.slowProxy) s.w.api.setMode("Deployment", "apps", "api-proxy", "slow", { slowMs: 400 });
+    if (row.remembered) {
+      const url = s.w.registry.url;
+      s.w.setBook({ [k("registry-challenge")]: `${url} Bearer realm="${url}/token",service="sim-registry"` });
+      s.before = s.w.ours();
+    }
     if (column !== "none")
       inject(s.w, { ...row.target, times: row.target.read ? undefined : 1 }, FAULTS[column]);
     const started = Date.now();

@@ -104,7 +104,7 @@ async function step(run: Run, a: Action): Promise<void> {
     case "reset":
       return reset(run, a.counts);
     case "record-digests":
-      return recordDigests(run, a.digests, a.candidates);
+      return recordDigests(run, a.digests, a.candidates, a.also);
     case "pin-restored":
       return pinRestored(run, a.images);
     case "event":

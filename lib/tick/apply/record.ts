@@ -81,6 +81,7 @@ export async function recordDigests(
   run: Run,
   digests: Record<string, string>,
   candidates: Record<string, string | null> = {},
+  also: Record<string, string> = {},
 ): Promise<void> {
   const entries = Object.entries(digests).filter(([key]) => {
     const v = run.verdicts.get(key);
@@ -88,7 +89,7 @@ export async function recordDigests(
   });
   if (entries.length === 0) return refreshedEvent(run, digests);
   const decide = () => {
-    const out: Record<string, string | null> = {};
+    const out: Record<string, string | null> = { ...also };
     for (const [key, d] of entries) {
       out[IMAGE_KEYS.digest.name(key)] = d;
       // A rejected build is history once another build of the image is recorded.

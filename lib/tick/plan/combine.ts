@@ -25,7 +25,8 @@ import { amend, type Judgement } from "./due.ts";
 export function combine(o: Observed, c: Config, given: Map<string, Judgement>): Decision {
   const judged = holdSharers(c, given);
   const groups = groupsOf(c, judged);
-  const write = stateWrite(o, c, judged);
+  const answer = challengeWrite(o);
+  const write = stateWrite(o, judged, answer);
   const actions: Action[] = [];
   if (write) actions.push({ type: "write-state", ...write });
   for (const img of c.images) {
@@ -59,6 +60,8 @@ export function combine(o: Observed, c: Config, given: Map<string, Judgement>): 
       type: "record-digests",
       digests: record,
       ...(Object.keys(candidates).length ? { candidates } : {}),
+      // Without a write before the rollouts, what rides with a write rides with this one.
+      ...(!write && Object.keys(answer.rider).length ? { also: answer.rider } : {}),
     });
   const repinned = due.filter((j) => j.due?.repin).map((j) => j.verdict.key);
   if (repinned.length) actions.push({ type: "pin-restored", images: repinned });
@@ -182,8 +185,12 @@ function groupsOf(c: Config, judged: Map<string, Judgement>): Map<string, number
 }
 
 /** The one compare-and-swap write before any rollout, or undefined when nothing needs writing. */
-function stateWrite(o: Observed, c: Config, judged: Map<string, Judgement>): StateWrite | undefined {
-  const change: Record<string, string | null> = { ...retryAfterWrite(o) };
+function stateWrite(
+  o: Observed,
+  judged: Map<string, Judgement>,
+  answer: AnswerWrite,
+): StateWrite | undefined {
+  const change: Record<string, string | null> = { ...retryAfterWrite(o), ...answer.correction };
   const w: StateWrite = { change, attempts: {}, repins: [], streaks: [], flaps: [], firstSeen: [] };
   for (const j of judged.values()) {
     Object.assign(change, j.writes);
@@ -205,6 +212,7 @@ function stateWrite(o: Observed, c: Config, judged: Map<string, Judgement>): Sta
       change[IMAGE_KEYS.digest.name(j.verdict.key)] = j.firstSeen;
       w.firstSeen.push(j.verdict.key);
     }
+  Object.assign(change, answer.rider);
   return w;
 }
 
@@ -219,6 +227,29 @@ function retryAfterWrite(o: Observed): Record<string, string | null> {
   if (o.registry && !o.registry.held && o.book.installation.retryAfter.kind !== "absent")
     return { [key]: null };
   return {};
+}
+
+/**
+ * The registry's answer to its API root is kept for the next tick, which then need not ask
+ * (lib/registry/remembered.ts). A first answer rides with a write the tick makes anyway, so a
+ * no-op tick still writes nothing; a stored answer that did not hold (or that the tick would not
+ * believe) is corrected at once.
+ */
+interface AnswerWrite {
+  /** Written at once, with a write of its own if need be. */
+  correction: Record<string, string | null>;
+  /** Written only with a write the tick makes anyway. */
+  rider: Record<string, string>;
+}
+
+function challengeWrite(o: Observed): AnswerWrite {
+  const key = INSTALLATION_KEYS.challenge.name();
+  const remember = o.registry?.remember;
+  const stored = o.book.installation.challenge;
+  if (remember === undefined || (stored.kind !== "absent" && stored.raw === remember))
+    return { correction: {}, rider: {} };
+  if (stored.kind !== "absent") return { correction: { [key]: remember }, rider: {} };
+  return { correction: {}, rider: remember === null ? {} : { [key]: remember } };
 }
 
 /** One rollout per workload, in the order workloads first appear in the config, carrying all its due containers. */

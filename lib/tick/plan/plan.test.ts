@@ -353,6 +353,57 @@ const cases: Case[] = [
     outcome: "noop",
     actions: [write({ change: { [`registry-retry-after`]: null } })],
   },
+  // The registry's answer to its API root, remembered for the next tick.
+  {
+    name: "a first answer learned on a no-op tick is not a write of its own",
+    o: (o) => {
+      o.registry = { held: false, remember: "https://r.example open" };
+    },
+    outcome: "noop",
+    actions: [],
+  },
+  {
+    name: "a first answer rides with a write the tick makes anyway",
+    o: both(agentFails("server_error"), (o) => {
+      o.registry = { held: false, remember: "https://r.example open" };
+    }),
+    outcome: "unresolved",
+    actions: [
+      write({
+        change: { "unresolved-streak-node-agent": "1", "registry-challenge": "https://r.example open" },
+        streaks: ["node-agent"],
+      }),
+    ],
+  },
+  {
+    name: "a stored answer that did not hold is replaced at once",
+    o: (o) => {
+      o.registry = { held: false, remember: 'https://r.example Bearer realm="https://r.example/new"' };
+      ann(o, "registry-challenge", 'https://r.example Bearer realm="https://r.example/old"');
+    },
+    outcome: "noop",
+    actions: [
+      write({ change: { "registry-challenge": 'https://r.example Bearer realm="https://r.example/new"' } }),
+    ],
+  },
+  {
+    name: "a stored answer the registry overruled is removed",
+    o: (o) => {
+      o.registry = { held: false, remember: null };
+      ann(o, "registry-challenge", "https://r.example open");
+    },
+    outcome: "noop",
+    actions: [write({ change: { "registry-challenge": null } })],
+  },
+  {
+    name: "the same answer again, or nothing learned, writes nothing",
+    o: (o) => {
+      o.registry = { held: false, remember: "https://r.example open" };
+      ann(o, "registry-challenge", "https://r.example open");
+    },
+    outcome: "noop",
+    actions: [],
+  },
   // The settled guard, per image: Deployment apps/api (a target of api) is not settled.
   {
     name: "an image with an unsettled target skips tick 1; the other image goes on",
