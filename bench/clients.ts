@@ -49,8 +49,8 @@ export function limitPlan(w: BenchWorld): string {
 }
 
 /** `limit` is the command that runs bench/limit.ts: a compiled binary, or [bun, limit.ts]. */
-export function runLimit(w: BenchWorld, limit: string[]): Promise<Spawned> {
-  return timed([...limit, limitPlan(w)], w.env());
+export function runLimit(w: BenchWorld, limit: string[], env: Record<string, string> = {}): Promise<Spawned> {
+  return timed([...limit, limitPlan(w)], w.env(env));
 }
 
 export function runKubectlWay(w: BenchWorld): Promise<Spawned> {

@@ -28,6 +28,11 @@ export function describeWorkload(w: WorkloadRef): string {
   return `${w.kind} ${w.namespace}/${w.name}`;
 }
 
+/** The store (or any ConfigMap) the same way: `ConfigMap image-refresh/image-refresh-state`. */
+export function describeConfigMap(ref: { namespace: string; name: string }): string {
+  return `ConfigMap ${ref.namespace}/${ref.name}`;
+}
+
 /** The API resource (apps/v1) of each kind. */
 export const PLURAL: Record<WorkloadKind, string> = {
   Deployment: "deployments",

@@ -40,7 +40,7 @@ const CLASSIFIED: Record<NonNullable<TargetStatus["classification"]>, string> = 
 
 export function formatReport(r: StatusReport): string {
   const lines = [
-    `store: configmap ${r.store.name}${r.store.exists ? "" : " (not created yet: the first tick that writes creates it)"}`,
+    `store: ConfigMap ${r.store.name}${r.store.exists ? "" : " (not created yet: the first tick that writes creates it)"}`,
   ];
   if (r.anonymousRegistry) lines.push(`registry asked ANONYMOUSLY: ${r.anonymousRegistry}`);
   const legacy = Object.entries(r.legacy);

@@ -9,6 +9,7 @@ import { bookWithLegacy, type LegacyInput, migrationChange, removableAnnotations
 import { readStore, writeStore } from "../state/store.ts";
 import { describeWorkload, workloadId } from "../tick/model.ts";
 import { stateRef } from "../tick/observe.ts";
+import { describeConfigMap } from "../workload.ts";
 import type { Runtime } from "./runtime.ts";
 
 const MAX_TRIES = 3;
@@ -49,7 +50,7 @@ export async function updateStore(
   opts: { dryRun: boolean; what: string },
   decide: (book: Book) => Decided,
 ): Promise<{ result: UpdateResult; book?: Book; summary?: string }> {
-  const where = `configmap ${rt.store.namespace}/${rt.store.name}`;
+  const where = describeConfigMap(rt.store);
   for (let attempt = 1; attempt <= MAX_TRIES; attempt++) {
     try {
       const r = await read(rt);

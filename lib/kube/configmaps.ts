@@ -4,6 +4,7 @@
 // AlreadyExists or Conflict means "re-read and decide again".
 import { checkConfigMap } from "../checks/checks.generated.ts";
 import { formatPath, lazy, parseChecked } from "../issues.ts";
+import { describeConfigMap } from "../workload.ts";
 import { ApiError } from "./errors.ts";
 import type { KubeHttp, KubeRequest } from "./http.ts";
 
@@ -41,7 +42,7 @@ export const configMapSchema = lazy((z) =>
 );
 
 const collection = (ns: string) => `/api/v1/namespaces/${encodeURIComponent(ns)}/configmaps`;
-const describe = (ref: ConfigMapRef) => `configmap ${ref.namespace}/${ref.name}`;
+const describe = (ref: ConfigMapRef) => describeConfigMap(ref);
 
 function stored(req: KubeRequest, raw: unknown): StoredConfigMap {
   const r = parseChecked(checkConfigMap, configMapSchema, raw);

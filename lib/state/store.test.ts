@@ -111,7 +111,7 @@ describe("the store client", () => {
       expect(e).toBeInstanceOf(ApiError);
       expect((e as ApiError).reason).toBe(f.reason);
       expect((e as ApiError).message).toStartWith(
-        `Cannot GET configmap image-refresh/${ref.name}: ${f.reason}`,
+        `Cannot GET ConfigMap image-refresh/${ref.name}: ${f.reason}`,
       );
     });
 });

@@ -15,7 +15,7 @@ import type { Book } from "../state/book.ts";
 import type { Change } from "../state/change.ts";
 import { bookWithLegacy, type LegacyInput, legacyAnnotations, migrationChange } from "../state/legacy.ts";
 import { readStore, type StoreRead } from "../state/store.ts";
-import { describeWorkload, stateRef } from "../workload.ts";
+import { describeConfigMap, describeWorkload, stateRef } from "../workload.ts";
 import type { TickContext } from "./context.ts";
 import {
   type Observed,
@@ -112,7 +112,7 @@ export async function observe(ctx: TickContext): Promise<Observation> {
     (!legacy || legacyAnnotations(legacy.input).length === 0)
   )
     ctx.log.warn(
-      `state names ${describeWorkload(legacyRef)}, but its bookkeeping is in configmap ${ctx.store.namespace}/${ctx.store.name} now: remove state from the config`,
+      `state names ${describeWorkload(legacyRef)}, but its bookkeeping is in ${describeConfigMap(ctx.store)} now: remove state from the config`,
     );
   return { observed, stored: store.book, migration, ...(legacy ? { legacy } : {}), objects };
 }

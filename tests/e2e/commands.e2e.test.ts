@@ -199,7 +199,7 @@ describe("rearm", () => {
     const r = await w.run(["rearm", "--dry-run", "node-agent"]);
     expect(r.code).toBe(0);
     expect(r.stderr).toContain(
-      "dry run: would re-arm in configmap image-refresh/image-refresh-state: node-agent: removed refresh-attempt-node-agent (was 3)",
+      "dry run: would re-arm in ConfigMap image-refresh/image-refresh-state: node-agent: removed refresh-attempt-node-agent (was 3)",
     );
     expect(writes(w.api)).toEqual([]);
     expect(w.ours()[k("refresh-attempt-node-agent")]).toBe("3");

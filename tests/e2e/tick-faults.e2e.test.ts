@@ -89,7 +89,7 @@ describe("after the rollout", () => {
     const r = await w.run();
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(
-      "its attempt counter in configmap image-refresh/image-refresh-state cannot be reset",
+      "its attempt counter in ConfigMap image-refresh/image-refresh-state cannot be reset",
     );
     expect(r.stderr).toContain("outcome=failed reason=reset_failed");
     expect(w.ours()[k("last-refreshed-api-digest")]).toBe(before);

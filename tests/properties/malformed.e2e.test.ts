@@ -51,7 +51,7 @@ const cases: Case[] = [
     setup: (w) => w.api.faults.add({ method: "GET", path: STORE_PATH, fault: { type: "malformed" } }),
     undo: (w) => w.api.faults.clear(),
     code: 1,
-    says: [/error: .*configmap image-refresh\/image-refresh-state/i],
+    says: [/error: .*ConfigMap image-refresh\/image-refresh-state/],
     writesNothing: true,
   },
   {

@@ -82,7 +82,7 @@ export function baseAttrs(
 }
 
 export function describeStore(run: { ctx: Pick<TickContext, "store"> }): string {
-  return `configmap ${installation(run.ctx)}`;
+  return `ConfigMap ${installation(run.ctx)}`;
 }
 
 /**
