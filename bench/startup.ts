@@ -36,7 +36,10 @@ export const PARTS: Array<[mark: string, what: string]> = [
   ["first-fetch", "up to the fetch of the tick's first API request"],
   ["store-answered", "the store's answer parsed into the book (the other target reads in flight)"],
   ["registry-start", "the registry's resolution started (the stored Retry-After read)"],
-  ["registry-authorized", "the registry's challenge probe and token"],
+  [
+    "registry-authorized",
+    "the registry's token (after a probe of GET /v2/ only when the store keeps no answer of it)",
+  ],
   ["reads-answered", "every target workload read"],
   ["resolved", "every repository's HEAD"],
   ["planned", "the plan (pure) decided"],
