@@ -22,19 +22,21 @@ async function registry(opts: Parameters<typeof sim>[0] = {}) {
 }
 
 const okAll = (digests: string[]) => digests.map((digest) => ({ ok: true as const, digest }));
+const resolve = (r: SimRegistry, extra: Parameters<typeof options>[1] = {}) =>
+  resolveDigests(REPOS, "stable", options(r, extra).opts);
+
+/** A first resolve with nothing stored, then one given what it handed back: the second's requests. */
+async function twice(r: SimRegistry, stored: string) {
+  const first = await resolve(r);
+  expect(first.remember).toBe(stored);
+  r.clearLog();
+  return resolve(r, { storedAnswer: stored });
+}
 
 describe("the API root's answer, remembered", () => {
   test("a tick that probed hands it back; the next tick, given it, asks for the token at once", async () => {
     const { r, digests } = await registry();
-    const first = await resolveDigests(REPOS, "stable", options(r).opts);
-    expect([...first.values()]).toEqual(okAll(digests));
-    expect(first.remember).toBe(`${r.url} ${challengeOf(r)}`);
-    r.clearLog();
-    const next = await resolveDigests(
-      REPOS,
-      "stable",
-      options(r, { storedAnswer: first.remember as string }).opts,
-    );
+    const next = await twice(r, `${r.url} ${challengeOf(r)}`);
     expect([...next.values()]).toEqual(okAll(digests));
     expect(sent(r)).toEqual([
       "GET /token 200",
@@ -46,14 +48,7 @@ describe("the API root's answer, remembered", () => {
 
   test("an open root: the next tick sends the HEADs alone", async () => {
     const { r, digests } = await registry({ auth: "none" });
-    const first = await resolveDigests(REPOS, "stable", options(r).opts);
-    expect(first.remember).toBe(`${r.url} open`);
-    r.clearLog();
-    const next = await resolveDigests(
-      REPOS,
-      "stable",
-      options(r, { storedAnswer: first.remember as string }).opts,
-    );
+    const next = await twice(r, `${r.url} open`);
     expect([...next.values()]).toEqual(okAll(digests));
     expect(sent(r)).toEqual([
       "HEAD /v2/team/api/manifests/stable 200",
@@ -63,7 +58,7 @@ describe("the API root's answer, remembered", () => {
 
   test("an open root whose repositories ask for a token: the HEAD's challenge is followed, the answer kept", async () => {
     const { r, digests } = await registry({ openRoot: true });
-    const got = await resolveDigests(REPOS, "stable", options(r, { storedAnswer: `${r.url} open` }).opts);
+    const got = await resolve(r, { storedAnswer: `${r.url} open` });
     expect([...got.values()]).toEqual(okAll(digests));
     expect(sent(r)).toEqual([
       "HEAD /v2/team/api/manifests/stable 401",
@@ -77,7 +72,7 @@ describe("the API root's answer, remembered", () => {
   test("a realm that moved: its token request fails, the root is asked once, the new answer stored", async () => {
     const { r, digests } = await registry();
     const stored = `${r.url} Bearer realm="${r.url}/old-token",service="sim-registry"`;
-    const got = await resolveDigests(REPOS, "stable", options(r, { storedAnswer: stored }).opts);
+    const got = await resolve(r, { storedAnswer: stored });
     expect([...got.values()]).toEqual(okAll(digests));
     expect(sent(r)).toEqual([
       "GET /old-token 404",
@@ -92,7 +87,7 @@ describe("the API root's answer, remembered", () => {
   test("a service that changed: the first HEAD's challenge is followed once, and the answer forgotten", async () => {
     const { r, digests } = await registry();
     const stored = `${r.url} Bearer realm="${r.url}/token",service="renamed"`;
-    const got = await resolveDigests(REPOS, "stable", options(r, { storedAnswer: stored }).opts);
+    const got = await resolve(r, { storedAnswer: stored });
     expect([...got.values()]).toEqual(okAll(digests));
     expect(sent(r)).toEqual([
       "GET /token 200",
@@ -134,18 +129,14 @@ describe("the API root's answer, remembered", () => {
   test("another registry's answer is not replayed here", async () => {
     const { r } = await registry();
     const stored = `https://registry.other.example ${challengeOf(r)}`;
-    await resolveDigests(REPOS, "stable", options(r, { storedAnswer: stored }).opts);
+    await resolve(r, { storedAnswer: stored });
     expect(sent(r)[0]).toBe("GET /v2/ 401");
   });
 
   test("a 429 from the remembered realm stops the registry: no probe follows it", async () => {
     const { r } = await registry();
     r.faults.add({ path: "/token", fault: { type: "status", code: 429, retryAfter: 60 } });
-    const got = await resolveDigests(
-      REPOS,
-      "stable",
-      options(r, { storedAnswer: `${r.url} ${challengeOf(r)}` }).opts,
-    );
+    const got = await resolve(r, { storedAnswer: `${r.url} ${challengeOf(r)}` });
     expect(sent(r)).toEqual(["GET /token 429"]);
     expect([...got.values()].map((x) => (x.ok ? "ok" : x.reason))).toEqual(["rate_limited", "rate_limited"]);
     expect(got.retryAfter?.delayMs).toBe(60_000);
@@ -155,7 +146,7 @@ describe("the API root's answer, remembered", () => {
     const { r } = await registry();
     const token = { realm: `${r.url}/token`, service: "sim-registry" };
     const stored = `${r.url} open`;
-    const got = await resolveDigests(REPOS, "stable", options(r, { storedAnswer: stored, token }).opts);
+    const got = await resolve(r, { storedAnswer: stored, token });
     expect(sent(r)[0]).toBe("GET /token 200");
     expect(got.remember).toBeUndefined();
   });
