@@ -49,7 +49,10 @@ test("the revert after a progress deadline settles: reverted, fast, RolloutRever
   expect(w.ours()[k("refresh-attempt-api")]).toBe("1");
 });
 
-test("a revert that stalls and reaches a deadline of its own fails fast: revert_failed", async () => {
+// The simulator's revert here progresses, then stalls: the controller writes a condition of its
+// own. One that makes no progress at all gets none on the real controller and ends at
+// rolloutTimeout (tests/real/rollouts-deadline.real.test.ts).
+test("a revert that progresses, then stalls, reaches a deadline of its own and fails fast: revert_failed", async () => {
   await deadlineOnProxy();
   w.api.setMode("Deployment", "apps", "api-proxy", "deadline");
   const started = Date.now();

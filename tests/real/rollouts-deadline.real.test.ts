@@ -5,7 +5,11 @@
 // of one replica after a build that ran out of its deadline settles, and says so. A Deployment
 // whose own last rollout (a human's) ran out of its deadline is not settled: its image is
 // skipped, no attempt is counted against a build never tried, and it refreshes once a human
-// undid that rollout.
+// undid that rollout. A revert that makes no progress at all (the old build broken too, once the
+// new one is rolling) gets no condition of its own: the controller sees its Progressing condition
+// already at ProgressDeadlineExceeded and leaves it as it is (SetDeploymentCondition keeps a
+// condition of the same status and reason), so the revert's wait, which ignores that left-over
+// condition, runs to rolloutTimeout and ends revert_failed (timeout).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { REPORTING_CONTROLLER } from "../../lib/kube/events.ts";
 import { readBook } from "./book.ts";
@@ -36,9 +40,10 @@ describe.skipIf(missing)("a progress deadline left over from an earlier rollout"
 
   beforeAll(async () => {
     s = await startStory(NS, (x) => {
-      for (const r of ["one", "hand"]) x.reg.push(`${NS}/${r}`, "stable");
+      for (const r of ["one", "hand", "two"]) x.reg.push(`${NS}/${r}`, "stable");
       return [
         deployment(NS, "one", { image: x.tag("one"), progressDeadlineSeconds: DEADLINE_S }),
+        deployment(NS, "two", { image: x.tag("two"), progressDeadlineSeconds: DEADLINE_S }),
         deployment(NS, "hand", {
           containers: [
             { name: "hand", image: x.tag("hand") },
@@ -48,8 +53,8 @@ describe.skipIf(missing)("a progress deadline left over from an earlier rollout"
         }),
       ];
     });
-    for (const w of ["one", "hand"]) await s.rolledOut(w);
-    s.config(storyConfig(s, STORE, ["one", "hand"]));
+    for (const w of ["one", "hand", "two"]) await s.rolledOut(w);
+    s.config(storyConfig(s, STORE, ["one", "hand", "two"]));
     expect((await s.tick()).outcome).toBe("recorded");
     const adopt = await s.tick();
     expect([adopt.code, adopt.outcome]).toEqual([0, "refreshed"]);
@@ -114,5 +119,31 @@ describe.skipIf(missing)("a progress deadline left over from an earlier rollout"
     const r = await s.tick();
     expect([r.code, r.outcome]).toEqual([0, "refreshed"]);
     expect(await s.image("hand")).toBe(s.pin("hand", next));
+  }, 180_000);
+
+  test("the old build broken too: the revert makes no progress, keeps the old condition, and ends revert_failed at rolloutTimeout", async () => {
+    s.config(storyConfig(s, STORE, ["two"], { rolloutTimeout: "15s" }));
+    const old = (await s.image("two")).split("@")[1] as string;
+    const bad = s.reg.push(`${NS}/two`, "stable");
+    s.c.kubelet.build(bad, "never");
+    const started = Date.now();
+    const run = s.tick();
+    // Once the tick has re-imaged it, the build it would go back to stops being Ready too.
+    for (let i = 0; i < 300 && (await s.image("two")) !== s.pin("two", bad); i++) await Bun.sleep(50);
+    expect(await s.image("two")).toBe(s.pin("two", bad));
+    s.c.kubelet.build(old, "never");
+    const r = await run;
+    const elapsed = Date.now() - started;
+    expect([r.code, r.reason]).toEqual([1, "revert_failed"]);
+    const said = messages(r, "error").join("\n");
+    // The forward wait ended on the controller's condition, the revert's at rolloutTimeout.
+    expect(said).toContain(`rollout of Deployment ${NS}/two did not settle (deadline_exceeded)`);
+    expect(said).toContain(`the revert did not settle: Deployment ${NS}/two (timeout)`);
+    expect(elapsed).toBeGreaterThan(15_000);
+    expect(elapsed).toBeLessThan(45_000);
+    expect(await eventReasons()).toContain("RevertFailed");
+    // Still the forward rollout's condition: nothing new was written for the revert.
+    const p = await progressing("two");
+    expect(p.reason).toBe("ProgressDeadlineExceeded");
   }, 180_000);
 });
