@@ -35,31 +35,19 @@ test("an image that goes stale and freezes on the same tick posts ImageStale and
 });
 
 test("each on its own tick: one Event each, and neither again past its ceiling", () => {
-  const stale = observed(
-    both(
-      apiFails,
-      unsettled,
-      (x) => ann(x, "unresolved-streak-api", "7"),
-      (x) => ann(x, "skip-streak-api", "3"),
-    ),
-  );
-  expect(events(stale).filter((e) => e.startsWith("api "))).toEqual(["api ImageStale"]);
-  const frozen = observed(
-    both(
-      apiFails,
-      unsettled,
-      (x) => ann(x, "unresolved-streak-api", "9"),
-      (x) => ann(x, "skip-streak-api", "7"),
-    ),
-  );
-  expect(events(frozen).filter((e) => e.startsWith("api "))).toEqual(["api RefreshFrozen"]);
-  const past = observed(
-    both(
-      apiFails,
-      unsettled,
-      (x) => ann(x, "unresolved-streak-api", "9"),
-      (x) => ann(x, "skip-streak-api", "9"),
-    ),
-  );
-  expect(events(past).filter((e) => e.startsWith("api "))).toEqual([]);
+  /** api unresolved and its workload unsettled, with these stored streaks. */
+  const apiEvents = (unresolvedStreak: string, skipStreak: string) =>
+    events(
+      observed(
+        both(
+          apiFails,
+          unsettled,
+          (x) => ann(x, "unresolved-streak-api", unresolvedStreak),
+          (x) => ann(x, "skip-streak-api", skipStreak),
+        ),
+      ),
+    ).filter((e) => e.startsWith("api "));
+  expect(apiEvents("7", "3")).toEqual(["api ImageStale"]);
+  expect(apiEvents("9", "7")).toEqual(["api RefreshFrozen"]);
+  expect(apiEvents("9", "9")).toEqual([]);
 });
