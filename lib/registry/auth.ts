@@ -101,9 +101,7 @@ async function fetchToken(
   ctx: HttpContext,
   opts: { paths: readonly string[]; credentials?: BasicCredentials; params: Record<string, string> },
 ): Promise<string> {
-  const url = realmUrl(opts.params.realm);
-  if (opts.params.service) url.searchParams.set("service", opts.params.service);
-  for (const path of opts.paths) url.searchParams.append("scope", `repository:${path}:pull`);
+  const url = tokenUrl(opts.params.realm, opts.params.service, opts.paths);
   const res = await send(ctx, {
     method: "GET",
     url,
@@ -139,6 +137,38 @@ async function fetchToken(
   }
   // `token` is the documented field; `access_token` is the OAuth2 spelling some servers use alone.
   return token;
+}
+
+/**
+ * The token request's URL: the realm with `service` and one `scope` per repository, as
+ * URLSearchParams's set and append write them. A realm with a query of its own goes through
+ * URLSearchParams itself (set replaces a service it names); the usual bare realm gets the same
+ * text written here, because URLSearchParams's first use costs a tick about 0.4 ms on its way
+ * from the store's answer to the registry.
+ */
+export function tokenUrl(
+  realm: string | undefined,
+  service: string | undefined,
+  paths: readonly string[],
+): URL {
+  const url = realmUrl(realm);
+  if (url.search) {
+    if (service) url.searchParams.set("service", service);
+    for (const path of paths) url.searchParams.append("scope", `repository:${path}:pull`);
+    return url;
+  }
+  const query = paths.map((path) => `scope=${formEncode(`repository:${path}:pull`)}`);
+  if (service) query.unshift(`service=${formEncode(service)}`);
+  url.search = query.join("&");
+  return url;
+}
+
+/** application/x-www-form-urlencoded, as URLSearchParams serializes a value. */
+const FORM_ONLY = /[!'()~]|%20/g;
+function formEncode(value: string): string {
+  return encodeURIComponent(value.toWellFormed()).replace(FORM_ONLY, (c) =>
+    c === "%20" ? "+" : `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
 }
 
 function realmUrl(realm: string | undefined): URL {
