@@ -5,6 +5,8 @@
 // Known secrets are replaced wherever they appear; credentials this process did not send (an
 // older token, another client's) are caught by their shape.
 
+import { decodeBase64Utf8, encodeBase64Utf8 } from "./base64.ts";
+
 export const REDACTED = "[redacted]";
 
 // A scheme followed by its credential, as in an Authorization header or a quoted one.
@@ -33,7 +35,7 @@ export function authorizationSecrets(authorization: string | undefined): string[
   const [scheme = "", credential = ""] = authorization.split(/\s+/, 2);
   const out = [authorization, credential];
   if (scheme.toLowerCase() === "basic") {
-    const decoded = Buffer.from(credential, "base64").toString("utf8");
+    const decoded = decodeBase64Utf8(credential);
     const colon = decoded.indexOf(":");
     out.push(decoded, colon >= 0 ? decoded.slice(colon + 1) : "");
   }
@@ -42,7 +44,7 @@ export function authorizationSecrets(authorization: string | undefined): string[
 
 export function basicSecrets(username: string, password: string): string[] {
   const pair = `${username}:${password}`;
-  return [password, pair, Buffer.from(pair, "utf8").toString("base64")];
+  return [password, pair, encodeBase64Utf8(pair)];
 }
 
 /** `text` with every known secret and everything shaped like a credential replaced. */

@@ -3,7 +3,9 @@
 // CronJob's in-cluster configuration never names one, so the tick itself never starts a process.
 // Messages reuse client-go's texts so they can be searched; a plugin's stdout (it holds the
 // token) never enters one.
+
 import { isAbsolute, resolve } from "node:path";
+import { encodeBase64Utf8 } from "../base64.ts";
 import { lazy } from "../issues.ts";
 import { KubeconfigError } from "./errors.ts";
 
@@ -142,7 +144,7 @@ export function execInfo(cfg: ExecConfig, cluster: ExecCluster, interactive: boo
     spec.cluster = {
       server: cluster.server,
       "insecure-skip-tls-verify": cluster.insecureSkipTlsVerify || undefined,
-      "certificate-authority-data": cluster.caPem ? Buffer.from(cluster.caPem).toString("base64") : undefined,
+      "certificate-authority-data": cluster.caPem ? encodeBase64Utf8(cluster.caPem) : undefined,
       // No per-cluster plugin config (the client.authentication.k8s.io/exec extension) is read;
       // kubectl sends null for it then, so do we.
       config: null,

@@ -5,6 +5,7 @@ import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import type * as z from "zod/mini";
+import { decodeBase64Utf8 } from "../base64.ts";
 import { checkKubeconfig } from "../checks/checks.generated.ts";
 import { formatPath, lazy, parseChecked, urlWithoutCredentials } from "../issues.ts";
 import { mark } from "../startup-timing.ts";
@@ -288,7 +289,7 @@ type PemKey = "certificate-authority" | "client-certificate" | "client-key";
 function pemFrom(obj: Partial<Record<PemKey | `${PemKey}-data`, string>>, key: PemKey, src: Source) {
   const data = obj[`${key}-data`];
   if (data !== undefined) {
-    const pem = Buffer.from(data, "base64").toString("utf8");
+    const pem = decodeBase64Utf8(data);
     if (!pem.includes("-----BEGIN")) {
       throw new KubeconfigError(`Invalid kubeconfig ${src.path}: ${key}-data is not base64-encoded PEM`);
     }

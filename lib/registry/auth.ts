@@ -2,6 +2,7 @@
 // The probe tells us which scheme the registry wants, unless the token endpoint is configured;
 // the token request asks for pull on every repository at once (one `scope` parameter each), so
 // 50 images still cost one token.
+import { encodeBase64Utf8 } from "../base64.ts";
 import { checkTokenResponse } from "../checks/checks.generated.ts";
 import { lazy, parseChecked } from "../issues.ts";
 import type { BasicCredentials } from "./credentials.ts";
@@ -19,7 +20,7 @@ export const tokenResponseSchema = lazy((z) =>
 );
 
 export function basicHeader(creds: BasicCredentials): string {
-  return `Basic ${Buffer.from(`${creds.username}:${creds.password}`, "utf8").toString("base64")}`;
+  return `Basic ${encodeBase64Utf8(`${creds.username}:${creds.password}`)}`;
 }
 
 /** A Bearer token endpoint known in advance (config `registry.token`). */

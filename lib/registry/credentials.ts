@@ -3,6 +3,7 @@
 // object by accident shows only which hosts have credentials.
 import { readFileSync } from "node:fs";
 import type * as z from "zod/mini";
+import { decodeBase64Utf8 } from "../base64.ts";
 import { checkDockerCfg, checkDockerConfig } from "../checks/checks.generated.ts";
 import { lazy, parseChecked } from "../issues.ts";
 import { isDockerHub } from "./reference.ts";
@@ -61,7 +62,7 @@ export function normaliseKey(key: string): string {
 }
 
 function decodeAuth(key: string, auth: string): BasicCredentials {
-  const decoded = Buffer.from(auth, "base64").toString("utf8");
+  const decoded = decodeBase64Utf8(auth);
   const colon = decoded.indexOf(":");
   if (colon < 1) throw new Error(`auths["${key}"].auth is not base64 of "username:password"`);
   // Split at the first colon only: passwords may contain colons, usernames may not.
