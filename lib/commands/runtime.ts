@@ -2,7 +2,6 @@
 // configuration, logger, telemetry, API client, registry resolver, and the tick's deadline.
 // Anything wrong here is a usage or configuration error (exit 2) and no request has been made.
 import { readFileSync } from "node:fs";
-import { homedir } from "node:os";
 import type { CliArgs } from "../cli.ts";
 import { UsageError } from "../cli.ts";
 import { type Config, ConfigError, loadConfig, storeRef } from "../config.ts";
@@ -68,7 +67,6 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     context: args.context,
     env,
     readFile,
-    homeDir: env.HOME ?? homedir(),
   });
   mark("kubeconfig");
   const pull = pullSecret(args, config, readFile);

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { homedir } from "node:os";
 import { KubeconfigError } from "./errors.ts";
 import {
   type Connection,
@@ -196,6 +197,17 @@ users:
 
 describe("resolveConnection", () => {
   for (const [name, opts, want] of cases) test(name, () => expect(resolveWith(opts)).toEqual(want));
+
+  test("~/.kube/config: HOME first, else the account's home directory (os.homedir)", () => {
+    const read: string[] = [];
+    const readFile = (p: string) => {
+      read.push(p);
+      throw Object.assign(new Error(`ENOENT: ${p}`), { code: "ENOENT" });
+    };
+    expect(() => resolveConnection({ env: { HOME: "/home/h" }, readFile })).toThrow("/home/h/.kube/config");
+    expect(() => resolveConnection({ env: {}, readFile })).toThrow(`${homedir()}/.kube/config`);
+    expect(read).toEqual(["/home/h/.kube/config", `${homedir()}/.kube/config`]);
+  });
 });
 
 // Two clusters in one file, as a laptop's kubeconfig has them; current-context is dev.
