@@ -1,16 +1,6 @@
 import { describe, expect, test } from "bun:test";
+import { seeded } from "../tests/support/seeded.ts";
 import { decodeBase64Utf8, encodeBase64Utf8 } from "./base64.ts";
-
-// A small deterministic generator: the same cases on every run.
-function mulberry32(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const PIECES = [
   "-----BEGIN CERTIFICATE-----\n",
@@ -27,7 +17,7 @@ const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=";
 const NOISE = [" ", "\n", "\t", "-", "_", "$", ".", "=", "%"];
 
 describe("base64 without Buffer", () => {
-  const rand = mulberry32(11);
+  const rand = seeded(11);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)] as T;
 
   test("encodes as Buffer does, for any text", () => {

@@ -5,6 +5,7 @@
 // middle) is decoded by Buffer itself, so nothing it accepted is refused here.
 
 const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
+const encoder = new TextEncoder();
 
 /** `Buffer.from(data, "base64").toString("utf8")`. */
 export function decodeBase64Utf8(data: string): string {
@@ -17,5 +18,5 @@ export function decodeBase64Utf8(data: string): string {
 
 /** `Buffer.from(text, "utf8").toString("base64")`. */
 export function encodeBase64Utf8(text: string): string {
-  return new TextEncoder().encode(text).toBase64();
+  return encoder.encode(text).toBase64();
 }

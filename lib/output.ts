@@ -4,8 +4,10 @@
 // bytes come from TextEncoder, not Buffer, whose first use costs about 0.2 ms (lib/base64.ts).
 import { writeSync } from "node:fs";
 
+const encoder = new TextEncoder();
+
 function writeAll(fd: number, text: string): void {
-  let buf = new TextEncoder().encode(text);
+  let buf = encoder.encode(text);
   while (buf.length > 0) {
     try {
       buf = buf.subarray(writeSync(fd, buf));

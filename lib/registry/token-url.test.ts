@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { seeded } from "../../tests/support/seeded.ts";
 import { tokenUrl } from "./auth.ts";
 
 /** What URLSearchParams's set and append make of the same realm, service and paths. */
@@ -26,17 +27,6 @@ function randomText(rand: () => number, max: number): string {
   return Array.from({ length: n }, () => ALPHABET[Math.floor(rand() * ALPHABET.length)]).join("");
 }
 
-// A small deterministic generator: the same cases on every run.
-function mulberry32(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 describe("tokenUrl", () => {
   test("a registry's usual realm: service and one scope per repository", () => {
     expect(
@@ -47,7 +37,7 @@ describe("tokenUrl", () => {
   });
 
   test("writes what URLSearchParams writes, for any service and path text", () => {
-    const rand = mulberry32(7);
+    const rand = seeded(7);
     for (let i = 0; i < 3000; i++) {
       const service = rand() < 0.1 ? undefined : randomText(rand, 12);
       const paths = Array.from({ length: Math.floor(rand() * 3) }, () => randomText(rand, 10));
