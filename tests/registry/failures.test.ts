@@ -45,16 +45,19 @@ describe("per-image failures", () => {
       "f/bad": "bad_digest",
       "f/nodigest": "bad_digest",
     });
-    // Never a GET fallback. Bun's fetch itself re-sends an idempotent request once when a reused
-    // keep-alive connection is reset (the reset repository's, and under load now and then another
-    // whose idle connection closed as it was reused), so each repository costs one or two HEADs.
+    // Never a GET fallback, and the client sends one HEAD per repository: one HEAD span each.
+    // The registry may hear a HEAD more than once: Bun's fetch itself re-sends an idempotent
+    // request when a reused keep-alive connection is reset or closed as it is reused (the reset
+    // repository's every time, under load now and then another, once or twice), below the client.
     const { head, ...rest } = r.counts();
     expect(rest).toEqual({ challenge: 1, token: 1, get: 0 });
-    const heads = new Map<string, number>();
-    for (const e of r.log) if (e.method === "HEAD") heads.set(e.path, (heads.get(e.path) ?? 0) + 1);
-    expect([...heads.keys()].sort()).toEqual(repos.map(manifest).sort());
-    expect([...heads.values()].every((n) => n === 1 || n === 2)).toBe(true);
-    expect(head).toBe([...heads.values()].reduce((a, n) => a + n, 0));
+    const sent = t.telemetry.spans
+      .filter((s) => s.name === "HEAD")
+      .map((s) => String(s.attributes["url.full"]));
+    expect(sent.map((u) => new URL(u).pathname).sort()).toEqual(repos.map(manifest).sort());
+    const heard = new Set(r.log.filter((e) => e.method === "HEAD").map((e) => e.path));
+    expect([...heard].sort()).toEqual(repos.map(manifest).sort());
+    expect(head).toBeGreaterThanOrEqual(repos.length);
     const warned = t.log.lines.filter((l) => l.level === "warn").map((l) => l.fields.repository);
     expect(warned.sort()).toEqual(repos.filter((x) => x !== "f/ok").sort());
     const errors = t.telemetry.spans.filter((s) => s.name === "HEAD" && s.error).map((s) => s.error?.type);
