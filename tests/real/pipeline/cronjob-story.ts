@@ -22,6 +22,12 @@ export const GROUP = [
 ];
 /** Scrape + evaluation + a Job's own time + polling, under load: 4 real minutes, as alerts.test.ts. */
 export const SLACK = minutes(4);
+/**
+ * How long an alert must stay away before the story counts it gone: a scrape of
+ * kube-state-metrics that misses its (compressed, 0.5 s) timeout under load marks its series
+ * stale, so the alert resolves for an evaluation or two and then fires again.
+ */
+export const HOLD = minutes(3);
 
 export interface JobSeen {
   name: string;
@@ -110,7 +116,7 @@ const status = async (c: Ctx) => (await cronJob(c.api)).status ?? {};
 const wait = (c: Ctx, alert: string, ms: number, since = c.t.created) =>
   c.mon.waitFor(alert, named(alert), ms, since);
 const gone = (c: Ctx, alert: string, ms: number, since: number) =>
-  c.mon.waitGone(`${alert} to resolve`, named(alert), ms, since);
+  c.mon.waitGone(`${alert} to resolve`, named(alert), ms, since, HOLD);
 
 /** A: created, never scheduled; B: every tick fails. */
 async function neverThenFailing(c: Ctx) {

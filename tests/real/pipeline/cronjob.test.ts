@@ -28,6 +28,8 @@ let mon: Monitor;
 let t: Timeline;
 let failure: string | undefined;
 let live: KsmShape[] = [];
+/** Scrapes of kube-state-metrics that failed during the story (each resolves its alerts for a while). */
+let missed = "unknown";
 
 type Alert = Seen["firing"][number];
 const firing = (name: string, from: number, to = Number.POSITIVE_INFINITY, pred = (_: Alert) => true) =>
@@ -63,6 +65,7 @@ describe.skipIf(!peers || missingReal)(
       } catch (err) {
         failure = (err as Error).message;
       }
+      missed = await missedScrapes(Date.now() - (t?.created ?? Date.now())).catch((e) => `unknown (${e})`);
       report();
     }, 480_000);
 
@@ -117,9 +120,15 @@ describe.skipIf(!peers || missingReal)(
 
     test("nothing fires on the healthy CronJob (older than 2 hours, ticking, succeeding)", () => {
       expect(t.at.healthyFrom - t.created).toBeGreaterThan(minutes(120));
-      const raised = firedBetween(mon.seen, t.at.healthyFrom, t.at.healthyTo).filter((a) =>
-        GROUP.some((g) => a.startsWith(`${g}{`)),
-      );
+      // Each one named with when it was first seen in the window: after healthyFrom, in real minutes.
+      const raised = firedBetween(mon.seen, t.at.healthyFrom, t.at.healthyTo)
+        .filter((a) => GROUP.some((g) => a.startsWith(`${g}{`)))
+        .map((a) => {
+          const first = mon.seen.find(
+            (s) => s.t >= t.at.healthyFrom && firedBetween([s], s.t, s.t + 1).includes(a),
+          );
+          return `${a} from +${realMinutes((first?.t ?? Number.NaN) - t.at.healthyFrom)}`;
+        });
       expect(raised).toEqual([]);
       // NoSuccess and NotScheduled stay quiet from the first success to the next failures.
       for (const g of GROUP.slice(1)) expect(firing(g, t.at.noSuccessGoneB, t.at.healthyTo)).toEqual([]);
@@ -167,7 +176,15 @@ describe.skipIf(!peers || missingReal)(
   },
 );
 
+async function missedScrapes(sinceMs: number): Promise<string> {
+  const r = `${Math.ceil(sinceMs / 1000) + 1}s`;
+  const up = 'up{job="kube-state-metrics"}';
+  const [v] = await p.query(`count_over_time(${up}[${r}]) - sum_over_time(${up}[${r}])`);
+  return String((v?.value as [number, string] | undefined)?.[1] ?? "none recorded");
+}
+
 function report() {
+  console.log(`kube-state-metrics scrapes that failed during the story: ${missed}`);
   if (!t) return;
   const r = (x: number | undefined, from: number) => (x === undefined ? "never" : realMinutes(x - from));
   console.log(

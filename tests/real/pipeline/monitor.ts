@@ -11,8 +11,18 @@ export interface Monitor {
   seen: Seen[];
   /** The first time from `since` on that `pred` held for some firing alert; rejects after `ms`. */
   waitFor(what: string, pred: (a: Alert) => boolean, ms: number, since?: number): Promise<number>;
-  /** The first time from `since` on that no firing alert matched `pred`; rejects after `ms`. */
-  waitGone(what: string, pred: (a: Alert) => boolean, ms: number, since?: number): Promise<number>;
+  /**
+   * The first time from `since` on that no firing alert matched `pred`; rejects after `ms`. With
+   * `hold`, it answers only once none has matched for `hold` ms from then on: an alert that one
+   * failed scrape resolved (the target's series go stale) fires again at the next evaluation.
+   */
+  waitGone(
+    what: string,
+    pred: (a: Alert) => boolean,
+    ms: number,
+    since?: number,
+    hold?: number,
+  ): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -30,11 +40,11 @@ export function monitor(p: Pipeline, every = 100): Monitor {
       await Bun.sleep(every);
     }
   })();
-  const wait = async (what: string, ok: (s: Seen) => boolean, ms: number, since = Date.now()) => {
-    const deadline = Date.now() + ms;
+  const wait = async (what: string, ok: (s: Seen) => boolean, ms: number, since = Date.now(), hold = 0) => {
+    const deadline = Date.now() + ms + hold;
     for (;;) {
-      const hit = seen.find((s) => s.t >= since && ok(s));
-      if (hit) return hit.t;
+      const hit = held(seen, since, ok, hold);
+      if (hit !== undefined) return hit;
       if (Date.now() > deadline) throw new Error(`Timed out after ${ms} ms waiting for ${what}`);
       await Bun.sleep(50);
     }
@@ -42,12 +52,29 @@ export function monitor(p: Pipeline, every = 100): Monitor {
   return {
     seen,
     waitFor: (what, pred, ms, since) => wait(what, (s) => s.firing.some(pred), ms, since),
-    waitGone: (what, pred, ms, since) => wait(what, (s) => !s.firing.some(pred), ms, since),
+    waitGone: (what, pred, ms, since, hold) => wait(what, (s) => !s.firing.some(pred), ms, since, hold),
     async stop() {
       stopped = true;
       await loop;
     },
   };
+}
+
+/**
+ * The first sample time from `since` on where `ok` holds and goes on holding for every sample
+ * up to at least `hold` ms later (samples seen so far); undefined until there is one.
+ */
+export function held(seen: readonly Seen[], since: number, ok: (s: Seen) => boolean, hold = 0) {
+  let start: number | undefined;
+  for (const s of seen) {
+    if (s.t < since) continue;
+    if (!ok(s)) start = undefined;
+    else {
+      start ??= s.t;
+      if (s.t - start >= hold) return start;
+    }
+  }
+  return undefined;
 }
 
 /** Every distinct (alert, labels) seen firing in [from, to), as "Name{k=v,...}". */
