@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { seeded } from "../tests/support/seeded.ts";
+import fc from "fast-check";
 import { decodeBase64Utf8, encodeBase64Utf8 } from "./base64.ts";
 
 const PIECES = [
@@ -17,33 +17,45 @@ const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=";
 const NOISE = [" ", "\n", "\t", "-", "_", "$", ".", "=", "%"];
 
 describe("base64 without Buffer", () => {
-  const rand = seeded(11);
-  const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)] as T;
+  const char = fc.integer({ min: 0, max: 0x2fff }).map((c) => String.fromCharCode(c));
+  const text = fc.array(fc.oneof(fc.constantFrom(...PIECES), char), { maxLength: 7 }).map((p) => p.join(""));
 
   test("encodes as Buffer does, for any text", () => {
-    for (let i = 0; i < 2000; i++) {
-      const text = Array.from({ length: Math.floor(rand() * 8) }, () =>
-        rand() < 0.5 ? pick(PIECES) : String.fromCharCode(Math.floor(rand() * 0x3000)),
-      ).join("");
-      expect(encodeBase64Utf8(text)).toBe(Buffer.from(text, "utf8").toString("base64"));
-    }
+    fc.assert(
+      fc.property(text, (t) => {
+        expect(encodeBase64Utf8(t)).toBe(Buffer.from(t, "utf8").toString("base64"));
+      }),
+      { numRuns: 2000 },
+    );
   });
 
+  // Some inputs as people and tools write them: line breaks, no padding, stray characters, or
+  // base64 letters at random.
+  const written = fc.oneof(
+    fc.uint8Array({ maxLength: 23 }).map((b) => Buffer.from(b).toString("base64")),
+    fc.uint8Array({ maxLength: 23 }).map((b) => Buffer.from(b).toString("base64").replace(/=+$/, "")),
+    fc.uint8Array({ maxLength: 23 }).map((b) =>
+      Buffer.from(b)
+        .toString("base64")
+        .replace(/(.{4})/g, "$1\n"),
+    ),
+    fc.tuple(fc.uint8Array({ maxLength: 23 }), fc.nat(), fc.constantFrom(...NOISE)).map(([b, at, noise]) => {
+      const data = Buffer.from(b).toString("base64");
+      const i = at % (data.length + 1);
+      return data.slice(0, i) + noise + data.slice(i);
+    }),
+    fc.array(fc.constantFrom(...B64), { maxLength: 11 }).map((p) => p.join("")),
+    // A byte-order mark first, as an editor may save a PEM.
+    fc.uint8Array({ maxLength: 20 }).map((b) => Buffer.from([0xef, 0xbb, 0xbf, ...b]).toString("base64")),
+  );
+
   test("decodes as Buffer does: any bytes, valid and lenient base64 alike", () => {
-    for (let i = 0; i < 3000; i++) {
-      const bytes = Uint8Array.from({ length: Math.floor(rand() * 24) }, () => Math.floor(rand() * 256));
-      let data = Buffer.from(bytes).toString("base64");
-      // Some inputs as people and tools write them: line breaks, no padding, stray characters.
-      const edit = rand();
-      if (edit < 0.2) data = data.replace(/=+$/, "");
-      else if (edit < 0.4) data = data.replace(/(.{4})/g, "$1\n");
-      else if (edit < 0.6) {
-        const at = Math.floor(rand() * (data.length + 1));
-        data = data.slice(0, at) + pick(NOISE) + data.slice(at);
-      } else if (edit < 0.7)
-        data = Array.from({ length: Math.floor(rand() * 12) }, () => pick([...B64])).join("");
-      expect(decodeBase64Utf8(data)).toBe(Buffer.from(data, "base64").toString("utf8"));
-    }
+    fc.assert(
+      fc.property(written, (data) => {
+        expect(decodeBase64Utf8(data)).toBe(Buffer.from(data, "base64").toString("utf8"));
+      }),
+      { numRuns: 3000 },
+    );
   });
 
   test("a PEM with a byte-order mark keeps it, as Buffer does", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { seeded } from "../../tests/support/seeded.ts";
+import fc from "fast-check";
 import { tokenUrl } from "./auth.ts";
 
 /** What URLSearchParams's set and append make of the same realm, service and paths. */
@@ -22,10 +22,8 @@ const ALPHABET = [
   "\ud800",
 ];
 
-function randomText(rand: () => number, max: number): string {
-  const n = Math.floor(rand() * max);
-  return Array.from({ length: n }, () => ALPHABET[Math.floor(rand() * ALPHABET.length)]).join("");
-}
+const text = (maxLength: number) =>
+  fc.array(fc.constantFrom(...ALPHABET), { maxLength }).map((p) => p.join(""));
 
 describe("tokenUrl", () => {
   test("a registry's usual realm: service and one scope per repository", () => {
@@ -37,13 +35,14 @@ describe("tokenUrl", () => {
   });
 
   test("writes what URLSearchParams writes, for any service and path text", () => {
-    const rand = seeded(7);
-    for (let i = 0; i < 3000; i++) {
-      const service = rand() < 0.1 ? undefined : randomText(rand, 12);
-      const paths = Array.from({ length: Math.floor(rand() * 3) }, () => randomText(rand, 10));
-      const realm = rand() < 0.5 ? "https://r.example/token" : "https://user:pw@r.example:5000/v2/token";
-      expect(tokenUrl(realm, service, paths).href).toBe(bySearchParams(realm, service, paths));
-    }
+    const realm = fc.constantFrom("https://r.example/token", "https://user:pw@r.example:5000/v2/token");
+    const service = fc.option(text(11), { freq: 9, nil: undefined });
+    fc.assert(
+      fc.property(realm, service, fc.array(text(9), { maxLength: 2 }), (r, s, paths) => {
+        expect(tokenUrl(r, s, paths).href).toBe(bySearchParams(r, s, paths));
+      }),
+      { numRuns: 3000 },
+    );
   });
 
   test("a realm with a query of its own keeps it; its own service is replaced", () => {
