@@ -1,9 +1,14 @@
 // Keeps the bench honest: the limit script and the kubectl way make exactly the requests the bench
 // report says they make. No time is asserted here; benchmarks print, tests check behaviour.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { startRelay } from "../sim/tcp-relay.ts";
+import { generateTls } from "../sim/tls.ts";
 import { needTools } from "../tests/support/tools.ts";
 import {
   LIMIT_SOURCE,
+  limitPlan,
   outcomeOf,
   productReads,
   runKubectlReads,
@@ -11,6 +16,8 @@ import {
   runLimit,
   runProduct,
 } from "./clients.ts";
+import type { LimitPlan } from "./limit.ts";
+import { timed } from "./measure.ts";
 import { type BenchWorld, STATE_PATH, STORE_PATH, startBenchWorld } from "./world.ts";
 
 let w: BenchWorld;
@@ -64,6 +71,22 @@ test("the limit sees a target off its recorded pin, as a tick does", async () =>
   expect((await runLimit(w, [process.execPath, LIMIT_SOURCE])).stdout.trim()).toBe("noop");
   w.api.setImage("Deployment", "apps", "api-proxy", "proxy", `${w.registry.host}/myorg/api:stable`);
   expect((await runLimit(w, [process.execPath, LIMIT_SOURCE])).stdout.trim()).toBe("changed 1");
+});
+
+test("the limit verifies the API server against the kubeconfig's CA alone, as the product does", async () => {
+  // Another CA in the plan: the API reads fail although NODE_EXTRA_CA_CERTS trusts the world's.
+  const plan = JSON.parse(readFileSync(limitPlan(w), "utf8")) as LimitPlan;
+  const other = join(w.dir, "limit-plan-other-ca.json");
+  writeFileSync(other, JSON.stringify({ ...plan, apiCa: generateTls().caPem }));
+  const refused = await timed([process.execPath, LIMIT_SOURCE, other], w.env());
+  expect(refused.code).not.toBe(0);
+  expect(refused.stdout).toBe("");
+  // Trusted process-wide instead (the row beside it), the plan's CA is not used.
+  const processWide = await timed(
+    [process.execPath, LIMIT_SOURCE, other],
+    w.env({ LIMIT_API_TRUST: "process" }),
+  );
+  expect(processWide.code).toBe(0);
 });
 
 const noKubectlWay = needTools([
@@ -163,5 +186,24 @@ test("the start-up relay passes a tick through unchanged and times its first con
     expect((await runLimit(relayed, [process.execPath, LIMIT_SOURCE])).stdout.trim()).toBe("noop");
   } finally {
     await relayed.stop();
+  }
+});
+
+test("the distance relay holds every byte back each way: a request over a fresh connection costs its round trips", async () => {
+  const [hostname, port] = w.registry.host.split(":") as [string, string];
+  const delay = 40;
+  const far = startRelay({ hostname, port: Number(port) }, delay);
+  try {
+    const env = w.env();
+    const probe = `const t = performance.now(); const r = await fetch(${JSON.stringify(`${far.url}/v2/`)}); await r.text(); console.log(r.status, performance.now() - t);`;
+    const r = await timed([process.execPath, "-e", probe], env);
+    expect(r.code).toBe(0);
+    const [status, ms] = r.stdout.trim().split(" ");
+    // Passed through unchanged (the registry's own answer to its API root)...
+    expect(status).toBe("401");
+    // ...after the TLS handshake's round trip and the request's: never sooner than 2 × 2 × delay.
+    expect(Number(ms)).toBeGreaterThanOrEqual(4 * delay);
+  } finally {
+    far.stop();
   }
 });

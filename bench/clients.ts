@@ -35,6 +35,8 @@ export function limitPlan(w: BenchWorld): string {
   const plan: LimitPlan = {
     apiUrl: w.apiUrl,
     apiToken: w.api.token,
+    // The kubeconfig names the world's one CA, which signs the registry's certificate too.
+    apiCa: readFileSync(w.caPath, "utf8"),
     storePath: w.storePath,
     tokenUrl: token.href,
     registryUrl: w.registry.url,

@@ -7,8 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type SimApiServer, startApiServer } from "../sim/apiserver/index.ts";
 import { type SimRegistry, startRegistry } from "../sim/registry.ts";
+import { type Relay, startRelay } from "../sim/tcp-relay.ts";
 import { generateTls, type TlsMaterial } from "../sim/tls.ts";
-import { type Relay, startRelay } from "./relay.ts";
 
 export const PREFIX = "image-refresh.io";
 export const TAG = "stable";
@@ -213,7 +213,7 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
       const starts = [api.log[0]?.start, registry.log[0]?.start].filter((t) => t !== undefined);
       return starts.length ? Math.min(...starts) : undefined;
     },
-    firstConnectionAt: () => relay?.accepted[0],
+    firstConnectionAt: () => relay?.connections[0]?.accepted,
     pushAll() {
       for (const img of images) registry.push(img.repository, TAG, { multiArch: img.key === "node-agent" });
     },
