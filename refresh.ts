@@ -46,7 +46,7 @@ async function startupError(
 }
 
 async function clusterCommand(args: CliArgs, argv: readonly string[]): Promise<number> {
-  const { createRuntime, startFirstRead } = await import("./lib/commands/runtime.ts");
+  const { createRuntime, startConnecting } = await import("./lib/commands/runtime.ts");
   const { ConfigError } = await import("./lib/config.ts");
   const { KubeconfigError } = await import("./lib/kube/errors.ts");
   mark("imported");
@@ -60,7 +60,7 @@ async function clusterCommand(args: CliArgs, argv: readonly string[]): Promise<n
     if (err instanceof KubeconfigError) return startupError(argv, { headline: err.message });
     throw err;
   }
-  if (args.command === "tick") startFirstRead(rt, process.env);
+  if (args.command === "tick") startConnecting(rt, process.env);
   // SIGTERM is what activeDeadlineSeconds and a node drain send: end the wait, take the
   // failure path, flush telemetry, exit.
   const stop = (signal: string) => rt.controller.abort(new Error(`received ${signal}`));

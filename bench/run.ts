@@ -2,12 +2,13 @@
 // runtime floor with the same flags, runs every section against simulated worlds on 127.0.0.1
 // and prints one markdown report. Benchmarks print; nothing here asserts a time.
 //
-//   bun bench/run.ts [--quick] [--write] [--only=1,2,3,4,5,6] [--baseline=GIT-REF]
+//   bun bench/run.ts [--quick] [--write] [--only=1,2,3,4,5,6,7] [--baseline=GIT-REF]
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildBaseline } from "./baseline.ts";
 import { BINARY, compile, LIMIT_SOURCE, productBuildFlags } from "./clients.ts";
+import { distanceSection } from "./distance.ts";
 import { type BenchContext, noopSection, scaleSection, telemetrySection } from "./noop.ts";
 import { startupSection } from "./startup.ts";
 import { coldStartSection, floorSource, memoryRows, refreshSection } from "./ticks.ts";
@@ -16,12 +17,12 @@ interface Options {
   quick: boolean;
   write: boolean;
   only: Set<string>;
-  /** A commit whose binary runs beside the current one in sections 1 and 2. */
+  /** A commit whose binary runs beside the current one in sections 1, 2 and 7. */
   baseline?: string;
 }
 
 function parseOptions(argv: string[]): Options {
-  const o: Options = { quick: false, write: false, only: new Set(["1", "2", "3", "4", "5", "6"]) };
+  const o: Options = { quick: false, write: false, only: new Set(["1", "2", "3", "4", "5", "6", "7"]) };
   for (const a of argv) {
     if (a === "--quick") o.quick = true;
     else if (a === "--write") o.write = true;
@@ -85,6 +86,7 @@ async function main(): Promise<void> {
     if (opts.only.has("4")) body.push(...(await scaleSection(ctx)));
     if (opts.only.has("5")) body.push(...(await telemetrySection(ctx)));
     if (opts.only.has("6")) body.push(...(await startupSection(ctx, floor)));
+    if (opts.only.has("7")) body.push(...(await distanceSection(ctx)));
     const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
     const report = [
       `## Benchmarks (\`npm run bench${opts.quick ? " -- --quick" : ""}\`)`,

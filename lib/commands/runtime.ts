@@ -16,6 +16,7 @@ import {
   type DockerCredentials,
   loadDockerConfig,
 } from "../registry/credentials.ts";
+import { preconnectRegistry } from "../registry/preconnect.ts";
 import { mark } from "../startup-timing.ts";
 import { telemetryConfigured } from "../telemetry/env.ts";
 import { noopTelemetry, type Telemetry } from "../telemetry.ts";
@@ -118,14 +119,15 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
 }
 
 /**
- * A tick's first read (the store) sent as soon as the configuration is known to be valid, so
- * that it travels while the tick's own modules load; the tick's read of it takes the answer.
- * Not with telemetry exported: every request span belongs under the tick's span, which does not
- * exist yet.
+ * A tick's first requests, started as soon as the configuration is known to be valid, so that
+ * they travel while the tick's own modules load: the store's GET (the tick's read of it takes the
+ * answer) and the registry's connection (preconnect.ts), which the registry's first request finds
+ * open once the store has said it may be asked. The GET not with telemetry exported: every request
+ * span belongs under the tick's span, which does not exist yet; a connection has no span.
  */
-export function startFirstRead(rt: Runtime, env: Env): void {
-  if (telemetryConfigured(env)) return;
-  rt.kube.configMaps.prefetch(rt.store);
+export function startConnecting(rt: Runtime, env: Env): void {
+  if (!telemetryConfigured(env)) rt.kube.configMaps.prefetch(rt.store);
+  preconnectRegistry(rt.config, env);
 }
 
 interface PullSecret {

@@ -1,0 +1,48 @@
+// The registry's connection opened while the API reads travel. Nearly every tick asks the
+// registry something once the store has answered (which says whether it may be asked at all), and
+// on the tick's critical path the first of those requests would otherwise begin with a TCP
+// connection and a TLS handshake. Bun's fetch.preconnect opens that connection now and leaves it
+// in the pool the tick's first registry request takes it from; it sends no HTTP request, so a
+// registry held by a stored Retry-After sees at most this one handshake and still no request.
+import type { Config } from "../config.ts";
+import { registryTls } from "./http.ts";
+import { registryEndpoint } from "./reference.ts";
+
+type Env = Record<string, string | undefined>;
+type Preconnect = (url: string) => void;
+
+/** Bun sends these through a proxy; a connection opened directly would not be the one used. */
+const PROXY_VARIABLES = ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"];
+
+/**
+ * The origins worth opening before the store has answered: the registry's and, when the
+ * configuration names one, the token endpoint's. None when no image is resolved, when a request
+ * would carry TLS options of its own (an extra trust anchor, NODE_TLS_REJECT_UNAUTHORIZED: Bun then
+ * builds a TLS context for the request, and a connection opened with the default one is not
+ * reused), or when a proxy is configured.
+ */
+export function originsToPreconnect(config: Config, env: Env, ca?: string): string[] {
+  if (config.images.every((i) => i.pinned)) return [];
+  if (registryTls(ca, env) !== undefined) return [];
+  if (PROXY_VARIABLES.some((name) => env[name])) return [];
+  const origins = new Set<string>();
+  for (const raw of [
+    registryEndpoint(config.registry.host, config.registry.endpoint),
+    config.registry.token?.realm,
+  ]) {
+    if (raw === undefined) continue;
+    const url = URL.parse(raw);
+    if (url?.protocol === "https:" || (url?.protocol === "http:" && config.registry.insecure))
+      origins.add(url.origin);
+  }
+  return [...origins];
+}
+
+/** Opens the connections (a fetch without Bun's preconnect, as in a test, opens none). */
+export function preconnectRegistry(config: Config, env: Env, ca?: string, f: typeof fetch = fetch): string[] {
+  const preconnect = (f as unknown as { preconnect?: Preconnect }).preconnect;
+  if (typeof preconnect !== "function") return [];
+  const origins = originsToPreconnect(config, env, ca);
+  for (const origin of origins) preconnect.call(f, origin);
+  return origins;
+}
