@@ -1,9 +1,12 @@
 // The registry's connection opened while the API reads travel. Nearly every tick asks the
 // registry something once the store has answered (which says whether it may be asked at all), and
-// on the tick's critical path the first of those requests would otherwise begin with a TCP
-// connection and a TLS handshake. Bun's fetch.preconnect opens that connection now and leaves it
-// in the pool the tick's first registry request takes it from; it sends no HTTP request, so a
-// registry held by a stored Retry-After sees at most this one handshake and still no request.
+// on the tick's critical path those requests would otherwise each begin with a TCP connection
+// and a TLS handshake. Bun's fetch.preconnect opens one now and leaves it in the pool: the first
+// registry request takes it when its handshake is done by then; when it is not (a registry far
+// away), Bun opens another for that request and this one serves the next, sent beside another,
+// which would otherwise wait for a handshake of its own (docs/benchmarks.md, section 7). It sends
+// no HTTP request, so a registry held by a stored Retry-After sees at most this one handshake and
+// still no request.
 import type { Config } from "../config.ts";
 import { registryTls } from "./http.ts";
 import { registryEndpoint } from "./reference.ts";
