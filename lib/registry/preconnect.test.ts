@@ -15,8 +15,28 @@ function config(tweak: (c: any) => void = () => {}): Config {
 }
 
 describe("the origins opened early", () => {
-  test("Docker Hub: its registry's API", () => {
-    expect(originsToPreconnect(config(), {})).toEqual(["https://registry-1.docker.io"]);
+  test("Docker Hub and every registry on a scheme's default port: none (Bun cannot preconnect to one yet)", () => {
+    expect(originsToPreconnect(config(), {})).toEqual([]);
+    const c = config((d) => {
+      d.registry = { host: "reg.example.com", endpoint: "https://reg.example.com:443" };
+    });
+    expect(originsToPreconnect(c, {})).toEqual([]);
+  });
+
+  test("with the real fetch, a Docker Hub config opens nothing and never throws", () => {
+    expect(preconnectRegistry(config(), {})).toEqual([]);
+  });
+
+  test("a preconnect that throws is only a connection not opened", () => {
+    const f = Object.assign(async () => new Response(), {
+      preconnect: () => {
+        throw new TypeError("Invalid port");
+      },
+    });
+    const c = config((d) => {
+      d.registry = { host: "reg.example.com:5000" };
+    });
+    expect(preconnectRegistry(c, {}, undefined, f as unknown as typeof fetch)).toEqual([]);
   });
 
   test("a configured endpoint, and a token endpoint on another origin", () => {
@@ -24,20 +44,20 @@ describe("the origins opened early", () => {
       d.registry = {
         host: "reg.example.com",
         endpoint: "https://mirror.example.com:5000/",
-        token: { realm: "https://auth.example.com/token?x=1", service: "reg" },
+        token: { realm: "https://auth.example.com:8443/token?x=1", service: "reg" },
       };
     });
     expect(originsToPreconnect(c, {})).toEqual([
       "https://mirror.example.com:5000",
-      "https://auth.example.com",
+      "https://auth.example.com:8443",
     ]);
   });
 
   test("a token endpoint on the registry's origin: one connection", () => {
     const c = config((d) => {
-      d.registry = { host: "reg.example.com", token: { realm: "https://reg.example.com/token" } };
+      d.registry = { host: "reg.example.com:5000", token: { realm: "https://reg.example.com:5000/token" } };
     });
-    expect(originsToPreconnect(c, {})).toEqual(["https://reg.example.com"]);
+    expect(originsToPreconnect(c, {})).toEqual(["https://reg.example.com:5000"]);
   });
 
   test("plain http only with registry.insecure (a TCP connection, no TLS)", () => {
@@ -49,20 +69,28 @@ describe("the origins opened early", () => {
 
   test("none when every image is pinned", () => {
     const c = config((d) => {
+      d.registry = { host: "reg.example.com:5000" };
       for (const img of d.images) img.pinned = true;
     });
     expect(originsToPreconnect(c, {})).toEqual([]);
   });
 
   test("none when a request carries TLS options of its own: an extra trust anchor, NODE_TLS_REJECT_UNAUTHORIZED", () => {
-    expect(originsToPreconnect(config(), {}, "-----BEGIN CERTIFICATE-----")).toEqual([]);
-    expect(originsToPreconnect(config(), { NODE_TLS_REJECT_UNAUTHORIZED: "1" })).toEqual([]);
+    const c = config((d) => {
+      d.registry = { host: "reg.example.com:5000" };
+    });
+    expect(originsToPreconnect(c, {})).toEqual(["https://reg.example.com:5000"]);
+    expect(originsToPreconnect(c, {}, "-----BEGIN CERTIFICATE-----")).toEqual([]);
+    expect(originsToPreconnect(c, { NODE_TLS_REJECT_UNAUTHORIZED: "1" })).toEqual([]);
   });
 
   test("none through a proxy", () => {
+    const c = config((d) => {
+      d.registry = { host: "reg.example.com:5000" };
+    });
     for (const name of ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"])
-      expect(originsToPreconnect(config(), { [name]: "http://proxy:3128" })).toEqual([]);
-    expect(originsToPreconnect(config(), { HTTPS_PROXY: "" })).toEqual(["https://registry-1.docker.io"]);
+      expect(originsToPreconnect(c, { [name]: "http://proxy:3128" })).toEqual([]);
+    expect(originsToPreconnect(c, { HTTPS_PROXY: "" })).toEqual(["https://reg.example.com:5000"]);
   });
 });
 
@@ -71,10 +99,10 @@ describe("opening them", () => {
     const opened: string[] = [];
     const f = Object.assign(async () => new Response(), { preconnect: (u: string) => opened.push(u) });
     const c = config((d) => {
-      d.registry = { host: "reg.example.com", token: { realm: "https://auth.example.com/token" } };
+      d.registry = { host: "reg.example.com:5000", token: { realm: "https://auth.example.com:8443/token" } };
     });
     expect(preconnectRegistry(c, {}, undefined, f as unknown as typeof fetch)).toEqual(opened);
-    expect(opened).toEqual(["https://reg.example.com", "https://auth.example.com"]);
+    expect(opened).toEqual(["https://reg.example.com:5000", "https://auth.example.com:8443"]);
   });
 
   test("a fetch without preconnect (a test double) opens nothing", () => {

@@ -35,7 +35,11 @@ export function originsToPreconnect(config: Config, env: Env, ca?: string): stri
   ]) {
     if (raw === undefined) continue;
     const url = URL.parse(raw);
-    if (url?.protocol === "https:" || (url?.protocol === "http:" && config.registry.insecure))
+    // Bun 1.4's fetch.preconnect throws "Invalid port" for a scheme's default port (its URL parser
+    // drops :443 and :80, then finds no port: oven-sh/bun#19626, fix proposed in #43034), so only
+    // an explicit other port (a mirror on :5000) is opened early until that lands.
+    if (!url?.port) continue;
+    if (url.protocol === "https:" || (url.protocol === "http:" && config.registry.insecure))
       origins.add(url.origin);
   }
   return [...origins];
@@ -45,7 +49,14 @@ export function originsToPreconnect(config: Config, env: Env, ca?: string): stri
 export function preconnectRegistry(config: Config, env: Env, ca?: string, f: typeof fetch = fetch): string[] {
   const preconnect = (f as unknown as { preconnect?: Preconnect }).preconnect;
   if (typeof preconnect !== "function") return [];
-  const origins = originsToPreconnect(config, env, ca);
-  for (const origin of origins) preconnect.call(f, origin);
-  return origins;
+  const opened: string[] = [];
+  for (const origin of originsToPreconnect(config, env, ca)) {
+    try {
+      preconnect.call(f, origin);
+      opened.push(origin);
+    } catch {
+      // An early connection is only a head start: the request opens its own.
+    }
+  }
+  return opened;
 }
