@@ -26,6 +26,16 @@ function relayRegistry(): Relay {
   return r;
 }
 
+/** The store's next answer comes STORE_DELAY_MS late: time for a connection opened beside it. */
+function holdStoreBack(): void {
+  w.api.faults.add({
+    method: "GET",
+    path: STORE_PATH,
+    times: 1,
+    fault: { type: "delay", ms: STORE_DELAY_MS },
+  });
+}
+
 function storeEnd(): number {
   const e = w.api.log.find((x) => x.method === "GET" && x.path === STORE_PATH);
   if (!e) throw new Error("no GET of the store in the API server's log");
@@ -34,12 +44,7 @@ function storeEnd(): number {
 
 test("the registry's connection is opened while the store is read, and its first request travels on it", async () => {
   relay = relayRegistry();
-  w.api.faults.add({
-    method: "GET",
-    path: STORE_PATH,
-    times: 1,
-    fault: { type: "delay", ms: STORE_DELAY_MS },
-  });
+  holdStoreBack();
   const r = await w.run();
   expect(r.code).toBe(0);
   expect(r.stderr).toContain("outcome=noop");
@@ -56,12 +61,7 @@ test("the registry's connection is opened while the store is read, and its first
 
 test("a registry request with TLS options of its own opens no connection early", async () => {
   relay = relayRegistry();
-  w.api.faults.add({
-    method: "GET",
-    path: STORE_PATH,
-    times: 1,
-    fault: { type: "delay", ms: STORE_DELAY_MS },
-  });
+  holdStoreBack();
   // Verification stays on; the variable alone makes every registry request carry a tls option.
   const r = await w.run([], { NODE_TLS_REJECT_UNAUTHORIZED: "1" });
   expect(r.code).toBe(0);
