@@ -60,6 +60,17 @@ export function helm(major: 3 | 4, kubeconfig: string, dir: string): Runner {
   };
 }
 
+// client-go's reflector logs this (klog, "I1202 21:25:33.123456 77 reflector.go:664] ...") when
+// the watch behind helm's --wait is cancelled because the wait is over: the end of a watch it
+// stopped itself, not a fault. Seen once from Helm 4 after an install that succeeded.
+const WATCH_CANCELLED =
+  /^[IW]\d{4} [\d:.]+\s+\d+ reflector\.go:\d+\] "Warning: watch ended with error" .*\bcontext canceled\b/;
+
+/** The lines of a tool's stderr that say something is wrong: all but a wait's own cancelled watch. */
+export function stderrProblems(err: string): string[] {
+  return err.split("\n").filter((l) => l.trim() !== "" && !WATCH_CANCELLED.test(l.trim()));
+}
+
 /** Fails with kubectl's own words unless it exited 0; returns stdout. */
 export async function ok(r: Promise<ToolResult>, what: string): Promise<string> {
   const x = await r;
