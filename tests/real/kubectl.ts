@@ -68,7 +68,10 @@ const WATCH_CANCELLED =
 
 /** The lines of a tool's stderr that say something is wrong: all but a wait's own cancelled watch. */
 export function stderrProblems(err: string): string[] {
-  return err.split("\n").filter((l) => l.trim() !== "" && !WATCH_CANCELLED.test(l.trim()));
+  return err
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l !== "" && !WATCH_CANCELLED.test(l));
 }
 
 /** Fails with kubectl's own words unless it exited 0; returns stdout. */
