@@ -189,6 +189,35 @@ test("the start-up relay passes a tick through unchanged and times its first con
   }
 });
 
+test("the start-up probe counts the functions each step runs only when asked, and the limit counts its own", async () => {
+  const marks = join(w.dir, "probe-marks.jsonl");
+  const lastLine = () => JSON.parse(readFileSync(marks, "utf8").trim().split("\n").at(-1) as string);
+  await runProduct(w); // records the digests: the runs below are no-op ticks
+  const timedOnly = await runProduct(w, ["tick"], { IMAGE_REFRESH_STARTUP_TIMING: marks });
+  expect(outcomeOf(timedOnly)).toBe("noop");
+  expect(Object.keys(lastLine())).toEqual(["at", "cpu"]);
+  const counted = await runProduct(w, ["tick"], {
+    IMAGE_REFRESH_STARTUP_TIMING: marks,
+    IMAGE_REFRESH_STARTUP_FUNCTIONS: "1",
+  });
+  expect(outcomeOf(counted)).toBe("noop");
+  const { at, functions } = lastLine() as { at: Record<string, number>; functions: Record<string, number> };
+  expect(Object.keys(functions).sort()).toEqual(Object.keys(at).sort());
+  // In the order the marks were reached, the count only grows, and every step after the config's
+  // check has run something of its own.
+  const order = Object.keys(at).sort((a, b) => (at[a] as number) - (at[b] as number));
+  const counts = order.map((name) => functions[name] as number);
+  expect(counts).toEqual([...counts].sort((a, b) => a - b));
+  expect(functions["config-checked"]).toBeGreaterThan(functions["config-parsed"] as number);
+  expect(functions.exit).toBeGreaterThan(100);
+  const limitCounts = join(w.dir, "limit-functions.txt");
+  const l = await runLimit(w, [process.execPath, LIMIT_SOURCE], { LIMIT_FUNCTIONS: limitCounts });
+  expect(l.stdout.trim()).toBe("noop");
+  const ran = Number(readFileSync(limitCounts, "utf8").trim());
+  expect(ran).toBeGreaterThan(0);
+  expect(ran).toBeLessThan(functions.exit as number);
+});
+
 test("the distance relay holds every byte back each way: a request over a fresh connection costs its round trips", async () => {
   const [hostname, port] = w.registry.host.split(":") as [string, string];
   const delay = 40;

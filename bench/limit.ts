@@ -17,6 +17,9 @@
 //
 // LIMIT_ORDER=store-first starts the registry once the store answered, as the tick must.
 //
+// LIMIT_FUNCTIONS=<file> appends, once the line is written, how many functions the script ran (its
+// JavaScriptCore code blocks, from bun:jsc's heapStats), for the bench to set beside the tick's.
+//
 // Trust as the product's: the API server is verified against the CA its kubeconfig names (the
 // plan's apiCa), as every Kubernetes client does; the registry against the process's roots and
 // NODE_EXTRA_CA_CERTS. In Bun a request with a `ca` of its own builds a TLS context for it, about
@@ -25,7 +28,7 @@
 // client makes; the bench shows that row beside it).
 //
 // Usage: limit <plan.json>
-import { readFileSync, writeSync } from "node:fs";
+import { appendFileSync, readFileSync, writeSync } from "node:fs";
 
 export interface LimitPlan {
   apiUrl: string;
@@ -120,6 +123,11 @@ async function main(plan: LimitPlan): Promise<number> {
   });
   const line = changed ? `changed ${changed}\n` : "noop\n";
   writeSync(1, line);
+  const counts = process.env.LIMIT_FUNCTIONS;
+  if (counts) {
+    const { heapStats } = require("bun:jsc") as typeof import("bun:jsc");
+    appendFileSync(counts, `${heapStats().objectTypeCounts.FunctionCodeBlock ?? 0}\n`);
+  }
   return 0;
 }
 

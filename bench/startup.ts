@@ -2,7 +2,8 @@
 // IMAGE_REFRESH_STARTUP_TIMING names a file (lib/startup-timing.ts); the relay in front of the
 // simulated API server times the first TCP connection and the simulator the first request. The
 // tick runs in turns with the floor and the limit script, so the parts sit beside the two
-// figures the budget compares them with.
+// figures the budget compares them with. A few more runs of each, apart from the timed ones,
+// count the functions run by each step (IMAGE_REFRESH_STARTUP_FUNCTIONS; LIMIT_FUNCTIONS).
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { BINARY, outcomeOf, runLimit } from "./clients.ts";
@@ -53,9 +54,14 @@ export interface StartupRun {
   at: Record<string, number>;
   /** CPU time the process had used at each mark, ms: steadier than wall time on a loaded machine. */
   cpu: Record<string, number>;
+  /** Functions run so far at each mark, in the runs that count them. */
+  functions?: Record<string, number>;
   connected?: number;
   firstRequest?: number;
 }
+
+/** Runs of each binary with the count on: it walks the heap, so they are not the timed runs. */
+const COUNTED_RUNS = 3;
 
 /** One tick with the probe on; its marks, the relay's connection and the first request, from the spawn. */
 async function probedTick(
@@ -69,11 +75,33 @@ async function probedTick(
   const marks = JSON.parse(readFileSync(file, "utf8").trim().split("\n").at(-1) ?? "{}") as {
     at: Record<string, number>;
     cpu: Record<string, number>;
+    functions?: Record<string, number>;
   };
   const at: Record<string, number> = {};
   for (const [k, v] of Object.entries(marks.at)) at[k] = v - r.startedAt;
-  runs.push({ at, cpu: marks.cpu });
+  runs.push({ at, cpu: marks.cpu, ...(marks.functions ? { functions: marks.functions } : {}) });
   return r;
+}
+
+/** The functions a tick runs by each mark, and the limit script by its end. */
+async function countFunctions(
+  w: Awaited<ReturnType<typeof recordedWorld>>,
+  cmd: string[],
+  limit: string[],
+): Promise<{ ticks: StartupRun[]; limit: number[] }> {
+  const file = join(w.dir, "counted-marks.jsonl");
+  const counts = join(w.dir, "limit-functions.txt");
+  const ticks: StartupRun[] = [];
+  const limitCounts: number[] = [];
+  for (let i = 0; i < COUNTED_RUNS; i++) {
+    const r = await probedTick(cmd, w.env({ IMAGE_REFRESH_STARTUP_FUNCTIONS: "1" }), file, ticks);
+    if (r.code !== 0 || outcomeOf(r) !== "noop") throw new Error(`counted tick: ${r.stderr.slice(-300)}`);
+    rmSync(counts, { force: true });
+    const l = await runLimit(w, limit, { LIMIT_FUNCTIONS: counts });
+    if (!limitOk(l)) throw new Error(`counted limit: ${l.stderr.slice(-300)}`);
+    limitCounts.push(Number(readFileSync(counts, "utf8").trim()));
+  }
+  return { ticks, limit: limitCounts };
 }
 
 export async function startupSection(ctx: BenchContext, floor: string[]): Promise<string[]> {
@@ -107,7 +135,8 @@ export async function startupSection(ctx: BenchContext, floor: string[]): Promis
       ],
       n,
     );
-    return partsTable(runs, ms as [Measured, Measured, Measured], n);
+    const counted = await countFunctions(w, [BINARY, ...files], ctx.limit);
+    return partsTable(runs, ms as [Measured, Measured, Measured], n, counted);
   } finally {
     await w.stop();
   }
@@ -115,7 +144,12 @@ export async function startupSection(ctx: BenchContext, floor: string[]): Promis
 
 const median = (xs: number[]) => stats(xs).median;
 
-function partsTable(runs: StartupRun[], [fl, , limit]: [Measured, Measured, Measured], n: number): string[] {
+function partsTable(
+  runs: StartupRun[],
+  [fl, , limit]: [Measured, Measured, Measured],
+  n: number,
+  counted: { ticks: StartupRun[]; limit: number[] },
+): string[] {
   const rows: string[][] = [];
   const atOf = (name: string) => runs.map((r) => r.at[name] ?? Number.NaN);
   // In the order the tick reaches them (the first fetch may come before the tick's modules load).
@@ -123,18 +157,24 @@ function partsTable(runs: StartupRun[], [fl, , limit]: [Measured, Measured, Meas
   const reached = PARTS.filter(([name]) => runs.some((r) => r.at[name] !== undefined));
   const order = reached.sort((a, b) => median(atOf(a[0])) - median(atOf(b[0])));
   const cpuOf = (name: string) => runs.map((r) => r.cpu[name] ?? Number.NaN);
+  const functionsOf = (name: string) => counted.ticks.map((r) => r.functions?.[name] ?? Number.NaN);
   let prev = "spawn";
   let prevAt = runs.map(() => 0);
   let prevCpu = runs.map(() => 0);
+  let prevFunctions = counted.ticks.map(() => 0);
   for (const [name, what] of order) {
     const at = atOf(name);
     const cpu = cpuOf(name);
+    const functions = functionsOf(name);
     const step = stats(at.map((a, i) => a - (prevAt[i] as number)));
     const cpuStep = median(cpu.map((c, i) => c - (prevCpu[i] as number)));
-    rows.push([`${prev} → ${name}`, what, fmtMs(step), cpuStep.toFixed(2), median(at).toFixed(1)]);
+    const ran = median(functions.map((f, i) => f - (prevFunctions[i] as number)));
+    const cells = [fmtMs(step), cpuStep.toFixed(2), Number.isNaN(ran) ? "–" : String(ran)];
+    rows.push([`${prev} → ${name}`, what, ...cells, median(at).toFixed(1)]);
     prev = name;
     prevAt = at;
     prevCpu = cpu;
+    prevFunctions = functions;
   }
   const fetched = atOf("first-fetch");
   const connected = runs.map((r) => r.connected ?? Number.NaN);
@@ -146,12 +186,14 @@ function partsTable(runs: StartupRun[], [fl, , limit]: [Measured, Measured, Meas
       "fetch until the TCP connection is accepted (the relay's clock)",
       between(fetched, connected),
       "–",
+      "–",
       median(connected).toFixed(1),
     ],
     [
       "connection → first request",
       "TLS handshake and the request (the simulator's ms clock)",
       between(connected, requested),
+      "–",
       "–",
       median(requested).toFixed(1),
     ],
@@ -167,6 +209,7 @@ function partsTable(runs: StartupRun[], [fl, , limit]: [Measured, Measured, Meas
         "what it does",
         "wall ms: median (min–max)",
         "CPU ms (median)",
+        "functions run first (median)",
         "spawn → end of step (median)",
       ],
       rows,
@@ -174,6 +217,7 @@ function partsTable(runs: StartupRun[], [fl, , limit]: [Measured, Measured, Meas
     "",
     `- Floor (compiled Bun, one write): ${fl.ms.median.toFixed(1)} ms; the limit connects at ${lc.toFixed(1)} ms; the tick at ${tc.toFixed(1)} ms (${(tc / fl.ms.median).toFixed(2)}× the floor).`,
     `- The tick's connection against the limit's + one floor (${(lc + fl.ms.median).toFixed(1)} ms): ${tc <= lc + fl.ms.median ? "met" : "**MISSED**"} (${(tc - lc).toFixed(1)} ms later than the limit).`,
+    `- Functions run by the exit (JavaScriptCore's code blocks, counted in ${COUNTED_RUNS} runs of each apart from the timed ones): the tick ${median(functionsOf("exit"))}, the limit script ${median(counted.limit)}. A function run for the first time costs its bytecode loaded and linked and a first pass in the interpreter.`,
     "",
   ];
 }
