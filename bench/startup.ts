@@ -63,6 +63,12 @@ export interface StartupRun {
 /** Runs of each binary with the count on: it walks the heap, so they are not the timed runs. */
 const COUNTED_RUNS = 3;
 
+/** The counted runs: the tick's marks with their counts, and the limit script's count at its end. */
+interface Counted {
+  ticks: StartupRun[];
+  limit: number[];
+}
+
 /** One tick with the probe on; its marks, the relay's connection and the first request, from the spawn. */
 async function probedTick(
   cmd: string[],
@@ -88,7 +94,7 @@ async function countFunctions(
   w: Awaited<ReturnType<typeof recordedWorld>>,
   cmd: string[],
   limit: string[],
-): Promise<{ ticks: StartupRun[]; limit: number[] }> {
+): Promise<Counted> {
   const file = join(w.dir, "counted-marks.jsonl");
   const counts = join(w.dir, "limit-functions.txt");
   const ticks: StartupRun[] = [];
@@ -148,7 +154,7 @@ function partsTable(
   runs: StartupRun[],
   [fl, , limit]: [Measured, Measured, Measured],
   n: number,
-  counted: { ticks: StartupRun[]; limit: number[] },
+  counted: Counted,
 ): string[] {
   const rows: string[][] = [];
   const atOf = (name: string) => runs.map((r) => r.at[name] ?? Number.NaN);
