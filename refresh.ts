@@ -1,7 +1,8 @@
 #!/usr/bin/env bun
 // Entry point: parse the command line, then hand over to the command. Heavy modules are
 // imported lazily so that `version`, `--help` and a tick with telemetry off start fast.
-import { type CliArgs, HELP, parseArgs, UsageError } from "./lib/cli.ts";
+import { type CliArgs, type Command, HELP, parseArgs, UsageError } from "./lib/cli.ts";
+import type { Runtime } from "./lib/commands/runtime.ts";
 import { EXIT_USAGE } from "./lib/outcomes.ts";
 import { writeStdout } from "./lib/output.ts";
 import { mark, writeMarks } from "./lib/startup-timing.ts";
@@ -22,18 +23,54 @@ async function main(argv: readonly string[]): Promise<number> {
     writeStdout(HELP);
     return 0;
   }
-  if (args.command === "version") {
-    writeStdout(`image-refresh ${VERSION}\n`);
-    return 0;
-  }
-  if (args.command === "demo") return (await import("./lib/commands/demo.ts")).demoCommand(args);
-  if (args.command === "playground")
-    return (await import("./lib/commands/playground.ts")).playgroundCommand(args, argv);
-  if (args.command === "schema") return (await import("./lib/commands/schema.ts")).schemaCommand();
-  if (args.command === "validate")
-    return (await import("./lib/commands/validate.ts")).validateCommand(args, process.env);
-  return clusterCommand(args, argv);
+  const run = RUNS[args.command];
+  return "alone" in run ? run.alone(args, argv) : clusterCommand(args, argv, run.onCluster);
 }
+
+/**
+ * How each command runs: on its own, or on the cluster with a runtime (config, kube client,
+ * telemetry). A Record over every command, so a command added to the CLI without a row here does
+ * not compile: nothing falls through to a tick by default.
+ */
+const RUNS: Record<
+  Command,
+  | { alone: (args: CliArgs, argv: readonly string[]) => Promise<number> }
+  | { onCluster: (rt: Runtime, args: CliArgs) => Promise<number> }
+> = {
+  version: {
+    alone: async () => {
+      writeStdout(`image-refresh ${VERSION}\n`);
+      return 0;
+    },
+  },
+  demo: { alone: async (args) => (await import("./lib/commands/demo.ts")).demoCommand(args) },
+  playground: {
+    alone: async (args, argv) => (await import("./lib/commands/playground.ts")).playgroundCommand(args, argv),
+  },
+  schema: { alone: async () => (await import("./lib/commands/schema.ts")).schemaCommand() },
+  validate: {
+    alone: async (args) => (await import("./lib/commands/validate.ts")).validateCommand(args, process.env),
+  },
+  tick: {
+    onCluster: async (rt, args) => {
+      const { tickCommand } = await import("./lib/commands/tick.ts");
+      mark("tick-imported");
+      return tickCommand(rt, args.dryRun);
+    },
+  },
+  status: {
+    onCluster: async (rt, args) =>
+      (await import("./lib/commands/status.ts")).statusCommand(rt, args.json, args.images),
+  },
+  rearm: {
+    onCluster: async (rt, args) =>
+      (await import("./lib/commands/rearm.ts")).rearmCommand(rt, args.dryRun, args.images),
+  },
+  reject: {
+    onCluster: async (rt, args) =>
+      (await import("./lib/commands/reject.ts")).rejectCommand(rt, args.dryRun, args.images, args.digest),
+  },
+};
 
 /** A usage or configuration error: told in the requested log format, exit 2. */
 async function startupError(
@@ -45,7 +82,11 @@ async function startupError(
   return EXIT_USAGE;
 }
 
-async function clusterCommand(args: CliArgs, argv: readonly string[]): Promise<number> {
+async function clusterCommand(
+  args: CliArgs,
+  argv: readonly string[],
+  onCluster: (rt: Runtime, args: CliArgs) => Promise<number>,
+): Promise<number> {
   const { createRuntime, startConnecting } = await import("./lib/commands/runtime.ts");
   const { ConfigError } = await import("./lib/config.ts");
   const { KubeconfigError } = await import("./lib/kube/errors.ts");
@@ -68,7 +109,7 @@ async function clusterCommand(args: CliArgs, argv: readonly string[]): Promise<n
   process.once("SIGINT", () => stop("SIGINT"));
   let code: number;
   try {
-    code = await runCommand(args, rt);
+    code = await onCluster(rt, args);
   } catch (err) {
     // An unknown IMAGE is found once the config is loaded, before any request: a usage error.
     if (err instanceof UsageError) {
@@ -80,30 +121,6 @@ async function clusterCommand(args: CliArgs, argv: readonly string[]): Promise<n
   }
   await rt.telemetry.shutdown(FLUSH_BUDGET_MS);
   return code;
-}
-
-async function runCommand(
-  args: CliArgs,
-  rt: Parameters<typeof import("./lib/commands/tick.ts").tickCommand>[0],
-) {
-  switch (args.command) {
-    case "status":
-      return (await import("./lib/commands/status.ts")).statusCommand(rt, args.json, args.images);
-    case "rearm":
-      return (await import("./lib/commands/rearm.ts")).rearmCommand(rt, args.dryRun, args.images);
-    case "reject":
-      return (await import("./lib/commands/reject.ts")).rejectCommand(
-        rt,
-        args.dryRun,
-        args.images,
-        args.digest,
-      );
-    default: {
-      const { tickCommand } = await import("./lib/commands/tick.ts");
-      mark("tick-imported");
-      return tickCommand(rt, args.dryRun);
-    }
-  }
 }
 
 // process.exit() rather than waiting for the event loop to drain: a lingering keep-alive socket
