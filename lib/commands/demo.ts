@@ -18,7 +18,7 @@ import type { WorkloadKind } from "../kube/objects.ts";
 import { createLogger } from "../log.ts";
 import { writeStdout } from "../output.ts";
 import { noopTelemetry } from "../telemetry.ts";
-import { runTick } from "../tick/run.ts";
+import { runTick } from "../tick/index.ts";
 import { rearmCommand } from "./rearm.ts";
 import { rejectCommand } from "./reject.ts";
 import { createRuntime } from "./runtime.ts";

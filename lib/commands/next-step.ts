@@ -1,7 +1,7 @@
 // What the on-call does next for an image, by the reason of its verdict: one row per reason, so
 // the compiler flags a reason added without its next step.
 import type { Config } from "../config.ts";
-import type { ImageVerdict, Reason } from "../tick/model.ts";
+import type { ImageVerdict, Reason } from "../tick/index.ts";
 
 interface Ask {
   key: string;

@@ -58,6 +58,7 @@ export async function rearmCommand(
   named: readonly string[] = [],
 ): Promise<number> {
   checkImageKeys(rt.config, named);
+  // Spelled here, not taken from the tick's front door (baseAttrs): a rearm loads none of the tick.
   const attrs: Attributes = {
     "image_refresh.installation": `${rt.store.namespace}/${rt.store.name}`,
     "image_refresh.dry_run": dryRun,

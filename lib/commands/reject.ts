@@ -6,9 +6,8 @@ import type { Workload } from "../kube/workloads.ts";
 import { reject } from "../state/change.ts";
 import { trusted } from "../state/values.ts";
 import type { Attributes } from "../telemetry.ts";
-import { postEvent } from "../tick/apply/state.ts";
-import { workloadId } from "../tick/model.ts";
-import { targetsOf } from "../tick/plan/combine.ts";
+import { baseAttrs, postEvent } from "../tick/index.ts";
+import { distinctTargets, workloadId } from "../workload.ts";
 import { checkImageKeys } from "./rearm.ts";
 import type { Runtime } from "./runtime.ts";
 import { updateStore } from "./store-update.ts";
@@ -23,7 +22,7 @@ export async function rejectCommand(
   const key = named[0] as string;
   const img = rt.config.images.find((i) => i.key === key);
   const attrs: Attributes = {
-    "image_refresh.installation": `${rt.store.namespace}/${rt.store.name}`,
+    ...baseAttrs({ ctx: rt }),
     "image_refresh.dry_run": dryRun,
     "image_refresh.image": key,
   };
@@ -79,7 +78,7 @@ async function announce(
   note: string,
   img: NonNullable<Runtime["config"]["images"][number]>,
 ): Promise<void> {
-  const refs = targetsOf(img);
+  const refs = distinctTargets({ images: [img] });
   const objects = new Map<string, Workload>();
   await Promise.all(
     refs.map(async (ref) => {

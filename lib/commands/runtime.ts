@@ -20,7 +20,7 @@ import { preconnectRegistry } from "../registry/preconnect.ts";
 import { mark } from "../startup-timing.ts";
 import { telemetryConfigured } from "../telemetry/env.ts";
 import { noopTelemetry, type Telemetry } from "../telemetry.ts";
-import type { TickContext } from "../tick/context.ts";
+import type { TickContext } from "../tick/index.ts";
 import { distinctTargets } from "../workload.ts";
 
 export type Env = Record<string, string | undefined>;

@@ -1,6 +1,6 @@
 // `status` as text: one block per image, what the operator reads first on top.
 import { parseValue } from "../state/values.ts";
-import { age } from "../tick/plan/soak.ts";
+import { age } from "../tick/index.ts";
 import type { CandidateStatus, ImageStatus, StatusReport, TargetStatus } from "./status-report.ts";
 
 /**

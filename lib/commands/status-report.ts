@@ -5,11 +5,19 @@
 import type { Config } from "../config.ts";
 import type { Field } from "../state/values.ts";
 import { rawOf } from "../state/values.ts";
-import type { Observed, ObservedWorkload } from "../tick/model.ts";
-import { observe, observeWorkload } from "../tick/observe.ts";
-import { dueAt, parseCandidates, stamp } from "../tick/plan/candidates.ts";
-import { type LiveContainer, liveImage, noSuchContainer } from "../tick/plan/live.ts";
-import { plan } from "../tick/plan/plan.ts";
+import {
+  dueAt,
+  type LiveContainer,
+  liveImage,
+  noSuchContainer,
+  type Observed,
+  type ObservedWorkload,
+  observe,
+  observeWorkload,
+  parseCandidates,
+  plan,
+  stamp,
+} from "../tick/index.ts";
 import { describeWorkload, distinctTargets, workloadId } from "../workload.ts";
 import { nextStep } from "./next-step.ts";
 import type { Runtime } from "./runtime.ts";

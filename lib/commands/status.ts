@@ -4,6 +4,7 @@
 
 import { exitCodeFor, type Outcome } from "../outcomes.ts";
 import { writeStdout } from "../output.ts";
+import { baseAttrs } from "../tick/index.ts";
 import { checkImageKeys } from "./rearm.ts";
 import type { Runtime } from "./runtime.ts";
 import { formatReport } from "./status-format.ts";
@@ -15,7 +16,7 @@ export async function statusCommand(
   named: readonly string[] = [],
 ): Promise<number> {
   checkImageKeys(rt.config, named);
-  const attrs = { "image_refresh.installation": `${rt.store.namespace}/${rt.store.name}` };
+  const attrs = baseAttrs({ ctx: rt });
   return rt.telemetry.command("image-refresh status", attrs, async (root) => {
     let report: StatusReport;
     try {

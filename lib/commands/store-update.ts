@@ -7,9 +7,7 @@ import type { Book } from "../state/book.ts";
 import { type Change, merge, storeWrite } from "../state/change.ts";
 import { bookWithLegacy, type LegacyInput, migrationChange, removableAnnotations } from "../state/legacy.ts";
 import { readStore, writeStore } from "../state/store.ts";
-import { describeWorkload, workloadId } from "../tick/model.ts";
-import { stateRef } from "../tick/observe.ts";
-import { describeConfigMap } from "../workload.ts";
+import { describeConfigMap, describeWorkload, stateRef, workloadId } from "../workload.ts";
 import type { Runtime } from "./runtime.ts";
 
 const MAX_TRIES = 3;

@@ -1,6 +1,6 @@
 // `image-refresh tick`: one tick, bounded by its own deadline and ended early by SIGTERM.
 import { exitCodeFor } from "../outcomes.ts";
-import { runTick } from "../tick/run.ts";
+import { runTick } from "../tick/index.ts";
 import { type Runtime, tickBudgetMs } from "./runtime.ts";
 
 export async function tickCommand(rt: Runtime, dryRun: boolean): Promise<number> {

@@ -15,7 +15,7 @@ import type { Book } from "../state/book.ts";
 import type { Change } from "../state/change.ts";
 import { bookWithLegacy, type LegacyInput, legacyAnnotations, migrationChange } from "../state/legacy.ts";
 import { readStore, type StoreRead } from "../state/store.ts";
-import { describeConfigMap, describeWorkload, stateRef } from "../workload.ts";
+import { describeConfigMap, describeWorkload, distinctTargets, stateRef } from "../workload.ts";
 import type { TickContext } from "./context.ts";
 import {
   type Observed,
@@ -24,7 +24,6 @@ import {
   type WorkloadRef,
   workloadId,
 } from "./model.ts";
-import { targetsToRead } from "./plan/plan.ts";
 
 export interface Observation {
   observed: Observed;
@@ -75,7 +74,7 @@ export class StoreUnreadable extends Error {
 
 export async function observe(ctx: TickContext): Promise<Observation> {
   const c = ctx.config;
-  const refs = targetsToRead(c);
+  const refs = distinctTargets(c, "unpinned");
   const legacyRef = stateRef(c);
   const all =
     legacyRef && !refs.some((r) => workloadId(r) === workloadId(legacyRef)) ? [...refs, legacyRef] : refs;

@@ -7,7 +7,7 @@ import { mark } from "../startup-timing.ts";
 import { linkStories } from "../story.ts";
 import type { SpanHandle, Telemetry } from "../telemetry.ts";
 import { type Applied, apply } from "./apply/apply.ts";
-import { baseAttrs } from "./apply/state.ts";
+import { baseAttrs } from "./attributes.ts";
 import type { TickContext } from "./context.ts";
 import type { Decision, ImageVerdict, Reason } from "./model.ts";
 import { type Observation, observe, StoreUnreadable } from "./observe.ts";

@@ -7,6 +7,7 @@ import { mostSevere } from "../../outcomes.ts";
 import type { Change } from "../../state/change.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
 import type { SpanHandle } from "../../telemetry.ts";
+import { baseAttrs } from "../attributes.ts";
 import type { TickContext } from "../context.ts";
 import type { Action, Decision, ImageVerdict, Reason, StateWrite } from "../model.ts";
 import type { Observation } from "../observe.ts";
@@ -14,7 +15,6 @@ import { summarise } from "../plan/combine.ts";
 import { pinRestored, recordDigests, reset } from "./record.ts";
 import { rolloutGroup } from "./rollouts.ts";
 import {
-  baseAttrs,
   describeStore,
   dropLegacy,
   type Failure,

@@ -4,9 +4,9 @@
 import { type Change, merge, reset as resetKeys } from "../../state/change.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
 import { countOf } from "../../state/values.ts";
+import { baseAttrs } from "../attributes.ts";
 import type { ImageVerdict } from "../model.ts";
 import {
-  baseAttrs,
   describeStore,
   failImage,
   postEvent,

@@ -5,9 +5,10 @@
 // workloads healthy on the old build. A stopped tick (SIGTERM) starts no revert: the next tick
 // finds the workloads as they are and goes on.
 import type { Workload } from "../../kube/workloads.ts";
+import { baseAttrs } from "../attributes.ts";
 import type { ImageVerdict } from "../model.ts";
 import { describeWorkload } from "../model.ts";
-import { baseAttrs, type Failure, failImage, type Patched, postEvent, type Run } from "./state.ts";
+import { type Failure, failImage, type Patched, postEvent, type Run } from "./state.ts";
 import { patchImages, waitForImages } from "./workload-patch.ts";
 
 /** Reverts the group's patched workloads, newest first, and amends its images' verdicts. */

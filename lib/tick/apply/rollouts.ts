@@ -2,10 +2,11 @@
 // the images that move together with it (its group). Other groups go on.
 import { ApiError } from "../../kube/errors.ts";
 import type { Workload } from "../../kube/workloads.ts";
+import { baseAttrs } from "../attributes.ts";
 import type { Rollout } from "../model.ts";
 import { describeWorkload } from "../model.ts";
 import { revertGroup } from "./revert.ts";
-import { baseAttrs, type Failure, failImage, type Patched, postEvent, type Run } from "./state.ts";
+import { type Failure, failImage, type Patched, postEvent, type Run } from "./state.ts";
 import { patchImages, waitForImages } from "./workload-patch.ts";
 
 export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {

@@ -10,6 +10,7 @@ import { type Change, merge, storeWrite } from "../../state/change.ts";
 import { removableAnnotations } from "../../state/legacy.ts";
 import { readStore, writeStore } from "../../state/store.ts";
 import type { SpanHandle } from "../../telemetry.ts";
+import { installation } from "../attributes.ts";
 import type { TickContext } from "../context.ts";
 import type { Action, ImageVerdict, Reason, WorkloadRef } from "../model.ts";
 import { describeWorkload, workloadId } from "../model.ts";
@@ -65,20 +66,6 @@ export interface Run {
   rolledOut: boolean;
   /** Every workload this tick patched, in order, with the images it had: what a revert restores. */
   patched: Patched[];
-}
-
-/** The installation, `<store namespace>/<store name>`: every metric carries it. */
-export const installation = (ctx: Pick<TickContext, "store">) => `${ctx.store.namespace}/${ctx.store.name}`;
-
-/** Per-image metric attributes; the installation's alone when no image is named. */
-export function baseAttrs(
-  run: { ctx: Pick<TickContext, "store" | "config"> },
-  image?: string,
-): Record<string, string> {
-  const attrs: Record<string, string> = { "image_refresh.installation": installation(run.ctx) };
-  if (image === undefined) return attrs;
-  const repo = run.ctx.config.images.find((i) => i.key === image)?.repository ?? image;
-  return { ...attrs, "image_refresh.image": image, "container.image.name": repo };
 }
 
 export function describeStore(run: { ctx: Pick<TickContext, "store"> }): string {

@@ -24,7 +24,7 @@ import {
   unsettled,
   write,
 } from "../../../tests/support/plan-tables.ts";
-import { plan, targetsToRead } from "./plan.ts";
+import { plan } from "./plan.ts";
 
 const cases: Case[] = [
   {
@@ -600,15 +600,5 @@ describe("plan", () => {
     );
     expect(stale.images[1]?.unresolvedStreak).toBe(8);
     expect(plan(observed(), config()).images.every((v) => v.verified)).toBe(true);
-  });
-});
-
-describe("targetsToRead", () => {
-  test("every target of every image that is not pinned, each workload once, on every settled tick", () => {
-    const all = ["api", "api-proxy", "node-agent"];
-    expect(targetsToRead(config()).map((r) => r.name)).toEqual(all);
-    const pinned = config((c) => (c.images[0].pinned = true));
-    expect(targetsToRead(pinned).map((r) => r.name)).toEqual(["node-agent"]);
-    expect(targetsToRead(config(shareProxy)).map((r) => r.name)).toEqual(all);
   });
 });
