@@ -5,6 +5,7 @@
 import * as z from "zod/mini";
 import type { Config } from "./config.ts";
 import { formatPath, parse } from "./issues.ts";
+import { WORKLOAD_KIND_TABLE, type WorkloadKind } from "./workload.ts";
 
 export interface K8sObject {
   apiVersion: string;
@@ -12,8 +13,6 @@ export interface K8sObject {
   metadata: { name: string; namespace?: string };
   [field: string]: unknown;
 }
-
-const RESOURCE = { Deployment: "deployments", DaemonSet: "daemonsets", StatefulSet: "statefulsets" } as const;
 
 /** Startup, the state read, registry lookups, bookkeeping writes and the 5 s telemetry flush. */
 export const DEADLINE_SLACK_SECONDS = 120;
@@ -100,12 +99,17 @@ export function configMapText(objects: readonly K8sObject[]): string | undefined
   return undefined;
 }
 
+/** `namespace|group|resource|name`, the notation of every permission below (expectedPermissions), for one workload. */
+function workloadResource(w: { kind: WorkloadKind; namespace: string; name: string }): string {
+  const { group, plural } = WORKLOAD_KIND_TABLE[w.kind];
+  return `${w.namespace}|${group}|${plural}|${w.name}`;
+}
+
 /** `namespace|group|resource|name` of every workload the product reads and patches (pinned images' excluded). */
 export function targetsOf(config: Config): string[] {
   const seen = new Set<string>();
   for (const image of config.images)
-    if (!image.pinned)
-      for (const t of image.targets) seen.add(`${t.namespace}|apps|${RESOURCE[t.kind]}|${t.name}`);
+    if (!image.pinned) for (const t of image.targets) seen.add(workloadResource(t));
   return [...seen];
 }
 
@@ -127,7 +131,7 @@ export function expectedPermissions(config: Config, storeNamespace = config.stor
     out.add(`${t.split("|")[0]}|events.k8s.io|events|*|create`);
   }
   const s = config.state;
-  if (s) for (const v of ["get", "patch"]) out.add(`${s.namespace}|apps|${RESOURCE[s.kind]}|${s.name}|${v}`);
+  if (s) for (const v of ["get", "patch"]) out.add(`${workloadResource(s)}|${v}`);
   out.add(`${storeNamespace}||configmaps|*|create`);
   for (const v of ["get", "patch"]) out.add(`${storeNamespace}||configmaps|${config.store.name}|${v}`);
   return out;

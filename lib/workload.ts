@@ -1,10 +1,77 @@
-// The workload vocabulary, spelled once: the kinds image-refresh manages, how a workload is
-// referred to (ref), keyed (id), named in a message, addressed in the API (plural) and labelled
-// in telemetry; and the distinct target workloads of a configuration. No imports: config, kube,
-// tick and commands all build on it.
+// The workload vocabulary, spelled once: the kinds image-refresh manages (one row each: where the
+// API serves it, where its pod template is, which rollout rule judges it and how telemetry names
+// it), how a workload is referred to (ref), keyed (id), named in a message, addressed in the API
+// and labelled in telemetry; and the distinct target workloads of a configuration. No imports:
+// config, kube, tick and commands all build on it. The chart's copy of each kind's group and
+// resource (a block of charts/image-refresh/templates/_helpers.tpl) is generated from the table by
+// `bun scripts/gen-chart-kinds.ts`; tests/chart/kinds.test.ts fails while it differs.
 
-export const WORKLOAD_KINDS = ["Deployment", "DaemonSet", "StatefulSet"] as const;
-export type WorkloadKind = (typeof WORKLOAD_KINDS)[number];
+/**
+ * Which of kubectl's `rollout status` viewers judges a kind (kubectl
+ * pkg/polymorphichelpers/rollout_status.go); lib/kube/settled.ts holds one rule for each.
+ */
+export type StatusViewer = "DeploymentStatusViewer" | "DaemonSetStatusViewer" | "StatefulSetStatusViewer";
+
+/** What image-refresh needs to know of one workload kind. */
+export interface WorkloadKindRow {
+  /** The API group and version that serve it. */
+  group: string;
+  version: string;
+  /** The API resource: the path segment of its objects, and what RBAC grants. */
+  plural: string;
+  /** JSON pointer to the pod spec whose containers' images are patched. */
+  podSpec: string;
+  status: StatusViewer;
+  /** kubectl's word for it in "Waiting for <noun> spec update to be observed...". */
+  rolloutNoun: string;
+  /** The OpenTelemetry attribute carrying an object's name (semantic conventions, k8s.*). */
+  nameAttribute: string;
+}
+
+/** One row per kind: adding a kind is a row here, its status rule if it needs a new one, and tests. */
+export const WORKLOAD_KIND_TABLE = {
+  Deployment: {
+    group: "apps",
+    version: "v1",
+    plural: "deployments",
+    podSpec: "/spec/template/spec",
+    status: "DeploymentStatusViewer",
+    rolloutNoun: "deployment",
+    nameAttribute: "k8s.deployment.name",
+  },
+  DaemonSet: {
+    group: "apps",
+    version: "v1",
+    plural: "daemonsets",
+    podSpec: "/spec/template/spec",
+    status: "DaemonSetStatusViewer",
+    rolloutNoun: "daemon set",
+    nameAttribute: "k8s.daemonset.name",
+  },
+  StatefulSet: {
+    group: "apps",
+    version: "v1",
+    plural: "statefulsets",
+    podSpec: "/spec/template/spec",
+    status: "StatefulSetStatusViewer",
+    rolloutNoun: "statefulset",
+    nameAttribute: "k8s.statefulset.name",
+  },
+} as const satisfies Record<string, WorkloadKindRow>;
+
+export type WorkloadKind = keyof typeof WORKLOAD_KIND_TABLE;
+export const WORKLOAD_KINDS = Object.keys(WORKLOAD_KIND_TABLE) as [WorkloadKind, ...WorkloadKind[]];
+
+/** `apps/v1`: a kind's apiVersion, as an object and an Event's `regarding` carry it. */
+export function apiVersionOf(kind: WorkloadKind): string {
+  const { group, version } = WORKLOAD_KIND_TABLE[kind];
+  return `${group}/${version}`;
+}
+
+/** `/apis/apps/v1`: where the API serves a kind (every kind here is in a named group, none in core). */
+export function apiRootOf(kind: WorkloadKind): string {
+  return `/apis/${apiVersionOf(kind)}`;
+}
 
 export interface WorkloadRef {
   kind: WorkloadKind;
@@ -33,16 +100,9 @@ export function describeConfigMap(ref: { namespace: string; name: string }): str
   return `ConfigMap ${ref.namespace}/${ref.name}`;
 }
 
-/** The API resource (apps/v1) of each kind. */
-export const PLURAL: Record<WorkloadKind, string> = {
-  Deployment: "deployments",
-  DaemonSet: "daemonsets",
-  StatefulSet: "statefulsets",
-};
-
 /** `k8s.deployment.name` etc., the OpenTelemetry attribute carrying the object's name. */
 export function nameAttribute(kind: WorkloadKind): string {
-  return `k8s.${kind.toLowerCase()}.name`;
+  return WORKLOAD_KIND_TABLE[kind].nameAttribute;
 }
 
 /** The OpenTelemetry attributes that name a workload: its namespace and its kind's name attribute. */

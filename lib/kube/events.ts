@@ -2,6 +2,7 @@
 // when one is created (kubernetes pkg/apis/core/validation/events.go; fields as kubernetes/api
 // events/v1/types.go names them). Pure: the clock and the random suffix come in as options so the
 // output is table-testable.
+import { apiVersionOf } from "../workload.ts";
 import type { Workload } from "./objects.ts";
 
 export const REPORTING_CONTROLLER = "image-refresh.io/image-refresh";
@@ -72,7 +73,7 @@ export function buildEvent(input: EventInput, opts: EventOptions = {}) {
     type: input.type,
     note: truncateUtf8(input.note, MAX_NOTE),
     regarding: {
-      apiVersion: "apps/v1",
+      apiVersion: apiVersionOf(input.regarding.kind),
       kind: input.regarding.kind,
       namespace,
       name,

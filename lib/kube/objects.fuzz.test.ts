@@ -3,11 +3,11 @@
 // parseWorkload accepted, so a strange object fails the tick with a message, not a stack trace.
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { parseWorkload, type WorkloadKind, WorkloadParseError } from "./objects.ts";
+import { parseWorkload, WORKLOAD_KINDS, type WorkloadKind, WorkloadParseError } from "./objects.ts";
 import { rolloutStatus } from "./settled.ts";
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 400);
-const KINDS: WorkloadKind[] = ["Deployment", "DaemonSet", "StatefulSet"];
+const KINDS: WorkloadKind[] = [...WORKLOAD_KINDS];
 
 const num = fc.oneof(
   { weight: 4, arbitrary: fc.integer({ min: -2, max: 5 }) },

@@ -7,12 +7,12 @@ import { checkWorkload } from "../checks/checks.generated.ts";
 import { emptyIfAbsent } from "../checks/refinements.ts";
 import { formatPath, lazy, parseChecked } from "../issues.ts";
 
-import { PLURAL, type WorkloadKind, type WorkloadRef } from "../workload.ts";
+import { apiRootOf, WORKLOAD_KIND_TABLE, type WorkloadKind, type WorkloadRef } from "../workload.ts";
 
 export { nameAttribute, WORKLOAD_KINDS, type WorkloadKind } from "../workload.ts";
 export type ObjectRef = WorkloadRef;
 
-/** An apps/v1 workload as the rules read it (compiled into lib/checks/checks.generated.ts). */
+/** A workload (apps/v1) as the rules read it (compiled into lib/checks/checks.generated.ts). */
 export const workloadSchema = lazy((z) => {
   const count = z.optional(z.int());
   const text = z.string();
@@ -103,17 +103,18 @@ export function parseWorkload(kind: WorkloadKind, raw: unknown): Workload {
 }
 
 /**
- * Each container's image by name, init containers included. kubectl set image walks init
- * containers, then containers; a name in both is ambiguous, and containers win because they
- * are what the workload runs.
+ * Each container's image by name, init containers included, with its JSON-pointer path under the
+ * kind's pod spec. kubectl set image walks init containers, then containers; a name in both is
+ * ambiguous, and containers win because they are what the workload runs.
  */
 export function containerImages(w: Workload): Map<string, { image: string; path: string }> {
   const spec = w.spec.template.spec;
+  const at = WORKLOAD_KIND_TABLE[w.kind].podSpec;
   const out = new Map<string, { image: string; path: string }>();
   for (const [i, c] of (spec.initContainers ?? []).entries())
-    out.set(c.name, { image: c.image, path: `/spec/template/spec/initContainers/${i}` });
+    out.set(c.name, { image: c.image, path: `${at}/initContainers/${i}` });
   for (const [i, c] of spec.containers.entries())
-    out.set(c.name, { image: c.image, path: `/spec/template/spec/containers/${i}` });
+    out.set(c.name, { image: c.image, path: `${at}/containers/${i}` });
   return out;
 }
 
@@ -131,7 +132,8 @@ export function imagePatchOps(containers: ReadonlyArray<{ name: string; image: s
 
 /** `/apis/apps/v1/namespaces/<ns>/<plural>`; names are path-escaped even though DNS names need no escaping. */
 export function collectionPath(ref: Pick<ObjectRef, "kind" | "namespace">): string {
-  return `/apis/apps/v1/namespaces/${encodeURIComponent(ref.namespace)}/${PLURAL[ref.kind]}`;
+  const { plural } = WORKLOAD_KIND_TABLE[ref.kind];
+  return `${apiRootOf(ref.kind)}/namespaces/${encodeURIComponent(ref.namespace)}/${plural}`;
 }
 
 export function objectPath(ref: ObjectRef): string {

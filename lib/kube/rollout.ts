@@ -7,7 +7,7 @@
 import { formatDuration } from "../duration.ts";
 import type { Logger } from "../log.ts";
 import type { Telemetry } from "../telemetry.ts";
-import { describeWorkload, workloadAttributes } from "../workload.ts";
+import { describeWorkload, WORKLOAD_KIND_TABLE, workloadAttributes } from "../workload.ts";
 import { ApiError } from "./errors.ts";
 import { abortableSleep } from "./http.ts";
 import { containerImages, type ObjectRef, parseWorkload, type Workload } from "./objects.ts";
@@ -183,7 +183,10 @@ class Waiter {
     const observed = w.status.observedGeneration ?? 0;
     const status =
       observed < this.opts.afterGeneration
-        ? { done: false, message: `Waiting for ${specUpdateNoun(w.kind)} spec update to be observed...` }
+        ? {
+            done: false,
+            message: `Waiting for ${WORKLOAD_KIND_TABLE[w.kind].rolloutNoun} spec update to be observed...`,
+          }
         : rolloutStatus(w, this.opts.written);
     if (status.message !== this.lastMessage) {
       this.lastMessage = status.message;
@@ -270,10 +273,6 @@ class Waiter {
       };
     return { ok: false, reason: "error", message: (e as Error).message ?? String(e) };
   }
-}
-
-function specUpdateNoun(kind: Workload["kind"]): string {
-  return kind === "Deployment" ? "deployment" : kind === "DaemonSet" ? "daemon set" : "statefulset";
 }
 
 function bookmarkVersion(object: unknown): string | undefined {

@@ -3,6 +3,7 @@
 // status number is 0, as Go's zero value is. The trailing "\n" kubectl prints is left off. One
 // departure, for the wait on a rollout we started only: a progress deadline the Deployment already
 // carried when our write was answered is an earlier rollout's, not this one's (deadlineExceeded).
+import { type StatusViewer, WORKLOAD_KIND_TABLE } from "../workload.ts";
 import type { Workload } from "./objects.ts";
 
 export interface RolloutStatus {
@@ -18,15 +19,15 @@ export interface RolloutStatus {
  * every progress deadline counts, as it does for kubectl.
  */
 export function rolloutStatus(w: Workload, written?: Workload): RolloutStatus {
-  switch (w.kind) {
-    case "Deployment":
-      return deploymentStatus(w, written);
-    case "DaemonSet":
-      return daemonSetStatus(w);
-    case "StatefulSet":
-      return statefulSetStatus(w);
-  }
+  return VIEWERS[WORKLOAD_KIND_TABLE[w.kind].status](w, written);
 }
+
+/** Each of kubectl's viewers, named as a kind's row names it: a viewer without a rule does not compile. */
+const VIEWERS: Record<StatusViewer, (w: Workload, written?: Workload) => RolloutStatus> = {
+  DeploymentStatusViewer: deploymentStatus,
+  DaemonSetStatusViewer: daemonSetStatus,
+  StatefulSetStatusViewer: statefulSetStatus,
+};
 
 const n = (v: number | undefined) => v ?? 0;
 

@@ -2,6 +2,7 @@
 // a watch reader, and kubectl's rollout-status verdict (its Deployment, DaemonSet and StatefulSet
 // viewers in kubectl pkg/polymorphichelpers/rollout_status.go) so a test can say "kubectl would
 // call this settled" without running kubectl.
+import { apiRootOf, WORKLOAD_KIND_TABLE } from "../../lib/workload.ts";
 import { type SimApiServer, startApiServer, type WorkloadKind } from "./index.ts";
 
 export interface SimResponse {
@@ -20,14 +21,9 @@ export interface RequestOpts {
   signal?: AbortSignal;
 }
 
-export const PLURAL: Record<WorkloadKind, string> = {
-  Deployment: "deployments",
-  DaemonSet: "daemonsets",
-  StatefulSet: "statefulsets",
-};
-
+/** A kind's objects as the product addresses them: its row of the product's kind table. */
 export const objectPath = (kind: WorkloadKind, ns: string, name?: string): string =>
-  `/apis/apps/v1/namespaces/${ns}/${PLURAL[kind]}${name ? `/${name}` : ""}`;
+  `${apiRootOf(kind)}/namespaces/${ns}/${WORKLOAD_KIND_TABLE[kind].plural}${name ? `/${name}` : ""}`;
 
 export async function call(sim: SimApiServer, path: string, o: RequestOpts = {}): Promise<SimResponse> {
   const headers: Record<string, string> = {};

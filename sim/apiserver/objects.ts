@@ -15,6 +15,10 @@ export interface ResourceInfo {
   group: "apps";
 }
 
+/**
+ * The simulated server's own table, not the product's (lib/workload.ts): a wrong row there must
+ * meet a server that disagrees, as a real one would.
+ */
 export const RESOURCES: Record<WorkloadKind, ResourceInfo> = {
   Deployment: {
     kind: "Deployment",

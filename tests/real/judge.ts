@@ -1,7 +1,7 @@
 // The real kubectl's `rollout status --watch=false` verdict beside the product's own judgement
 // (lib/kube/settled.ts) of the same object at the same resourceVersion: the object is read
 // before and after kubectl runs, and a sample counts only when both reads agree.
-import { parseWorkload, type WorkloadKind } from "../../lib/kube/objects.ts";
+import { objectPath, parseWorkload, type WorkloadKind } from "../../lib/kube/objects.ts";
 import { rolloutStatus } from "../../lib/kube/settled.ts";
 import type { Cluster } from "./cluster.ts";
 
@@ -11,15 +11,9 @@ export interface Verdicts {
   product: { code: number; said: string };
 }
 
-const PLURAL: Record<WorkloadKind, string> = {
-  Deployment: "deployments",
-  DaemonSet: "daemonsets",
-  StatefulSet: "statefulsets",
-};
-
 /** Both verdicts on namespace/name, as kubectl prints them (the error on stderr, with `error: `). */
 export async function verdicts(c: Cluster, kind: WorkloadKind, ns: string, name: string): Promise<Verdicts> {
-  const path = `/apis/apps/v1/namespaces/${ns}/${PLURAL[kind]}/${name}`;
+  const path = objectPath({ kind, namespace: ns, name });
   for (let i = 0; i < 50; i++) {
     const before = await c.cp.admin.get(path);
     const k = await c.kubectl([
