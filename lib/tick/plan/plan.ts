@@ -1,7 +1,7 @@
 // The tick's decision: a pure function of what was observed and the configuration. No I/O, no
 // clock, no environment. Each image is judged on its own (verdict.ts, the settled guard in
-// settle.ts), then the verdicts are combined (combine.ts); every branch is a row in plan.test.ts,
-// plan.live.test.ts, plan.soak.test.ts, plan.settle.test.ts or combine.test.ts.
+// settle.ts), then the verdicts are combined (combine.ts); every branch is a row in plan.test.ts
+// (the settled guard's too), plan.live.test.ts, plan.soak.test.ts, plan.events.test.ts or combine.test.ts.
 import type { Config } from "../../config.ts";
 import type { Decision, Observed } from "../model.ts";
 import { combine } from "./combine.ts";
