@@ -4,12 +4,12 @@
 // image is frozen, with one Warning Event about the workload that does not settle. Every other
 // image goes on. Pure.
 
-import type { Config, ImageConfig } from "../../config.ts";
-import type { ImageBook } from "../../state/book.ts";
+import type { ImageConfig } from "../../config.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
 import { countOf, quoteForLog } from "../../state/values.ts";
 import type { Observed, WorkloadRef } from "../model.ts";
 import { describeWorkload, workloadId } from "../model.ts";
+import type { ImageCase } from "./case.ts";
 import { amend, type Judgement, say } from "./due.ts";
 
 /** The image's targets that were read and are not settled, with what kubectl would say. */
@@ -27,13 +27,8 @@ export function unsettled(img: ImageConfig, o: Observed): Array<{ ref: WorkloadR
 }
 
 /** The judgement after the guard, and whether the guard holds the image (`held`). */
-export function settledGuard(
-  given: Judgement,
-  img: ImageConfig,
-  b: ImageBook,
-  o: Observed,
-  c: Config,
-): { j: Judgement; held: boolean } {
+export function settledGuard(given: Judgement, imageCase: ImageCase): { j: Judgement; held: boolean } {
+  const { img, b, o } = imageCase;
   const name = IMAGE_KEYS.skip.name(img.key);
   const waiting = unsettled(img, o);
   if (waiting.length === 0) {
@@ -41,14 +36,12 @@ export function settledGuard(
     const writes = b.skip.kind !== "absent" ? { [name]: null } : {};
     return { j: amend(given, { writes, verdict: { skipStreak: 0, frozen: false } }), held: false };
   }
-  return { j: unsettledVerdict(amend(given, { blocks: true }), img, b, c, waiting), held: true };
+  return { j: unsettledVerdict(amend(given, { blocks: true }), imageCase, waiting), held: true };
 }
 
 function unsettledVerdict(
   j: Judgement,
-  img: ImageConfig,
-  b: ImageBook,
-  c: Config,
+  { img, b, c }: ImageCase,
   waiting: Array<{ ref: WorkloadRef; message: string }>,
 ): Judgement {
   const name = IMAGE_KEYS.skip.name(img.key);

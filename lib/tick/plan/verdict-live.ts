@@ -3,21 +3,17 @@
 // contest when it keeps coming back). Pure; rows in plan.live.test.ts.
 
 import type { Config, ImageConfig } from "../../config.ts";
+import type { ImageBook } from "../../state/book.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
-import type { Field } from "../../state/values.ts";
 import { quoteForLog } from "../../state/values.ts";
 import { workloadId } from "../model.ts";
 import { stopUndoingAdvice } from "./advice.ts";
+import type { ImageCase } from "./case.ts";
 import { amend, type DueInput, due, type Judgement, say } from "./due.ts";
 import { describeContainer, describeOwner, type LiveContainer, type LiveImage } from "./live.ts";
 
 /** Targets that cannot be read, or that run another repository, hold the image first. */
-export function targetFindings(
-  j: Judgement,
-  img: ImageConfig,
-  live: LiveImage,
-  c: Config,
-): Judgement | undefined {
+export function targetFindings(j: Judgement, { img, c }: ImageCase, live: LiveImage): Judgement | undefined {
   if (live.problems.length > 0) {
     const msg = `${img.key} cannot be checked, so none of its workloads is touched: ${live.problems.join("; ")}`;
     return say(amend(j, { blocks: true }), "held", "target_unavailable", msg);
@@ -37,13 +33,13 @@ export function humanPin(live: LiveImage, known: string[]): LiveContainer | unde
   );
 }
 
-export function paused(
-  j: Judgement,
-  img: ImageConfig,
-  x: LiveContainer,
-  c: Config,
-  announced: string | undefined,
-): Judgement {
+/** The pin whose pause was announced (the `paused-<key>` marker), if one was. */
+export const announcedPause = (b: ImageBook): string | undefined =>
+  b.paused.kind === "absent" ? undefined : b.paused.raw;
+
+/** `x`, a container a human pinned, pauses the image. */
+export function paused(j: Judgement, { img, b, c }: ImageCase, x: LiveContainer): Judgement {
+  const announced = announcedPause(b);
   const resume = resumeCommand(x, img, c);
   const short = `(${x.owner?.manager ?? "unknown writer"})`;
   const held = amend(j, { blocks: true, verdict: { paused: true, short, resume } });
@@ -70,8 +66,7 @@ export function resumeCommand(x: Pick<LiveContainer, "target">, img: ImageConfig
  * counted refresh; the repin streak makes a second re-render in a row a contest, not a loop.
  */
 export function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]): Judgement {
-  const { img, c, b, digest: R } = input;
-  const key = IMAGE_KEYS.repin.name(img.key);
+  const { c, b, digest: R } = input;
   const x = off.find((y) => !y.ours) ?? (off[0] as LiveContainer);
   const what = `${describeContainer(x)} names ${x.image} (written by ${describeOwner(x.owner)}), not the pin ${R}`;
   if (c.reconcile === "report") {
@@ -82,11 +77,10 @@ export function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]):
       `${what}; reconcile: report, so it is left as it is (pods may run any build of :${c.tag})`,
     );
   }
-  const streak = b.repin;
   // Only another writer contests a pin: the tag put back by our own revert of a failed re-pin is
   // that re-pin's next attempt (counted; the lockout ends it), not a deploy tool fighting us.
   const foreign = off.some((y) => !y.ours);
-  if (streak.kind !== "absent" && foreign) return contested(j, img, x, what, streak, key);
+  if (b.repin.kind !== "absent" && foreign) return contested(j, input, { x, what });
   const managers = [...new Set(off.filter((y) => !y.ours).map((y) => y.owner?.manager ?? "unknown"))];
   const only = off.map((y) => `${workloadId(y.target)}/${y.target.container}`);
   // The streak itself rides with the re-pin's attempt (combine.ts), so a re-pin that isolation
@@ -94,14 +88,14 @@ export function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]):
   return due(j, { ...input, repin: { only, managers, what } });
 }
 
+/** The tag came back over the pin this image's re-pin set: `x`, `what` it names. */
 function contested(
   given: Judgement,
-  img: ImageConfig,
-  x: LiveContainer,
-  what: string,
-  streak: Field<number>,
-  key: string,
+  { img, b }: ImageCase,
+  { x, what }: { x: LiveContainer; what: string },
 ): Judgement {
+  const streak = b.repin;
+  const key = IMAGE_KEYS.repin.name(img.key);
   const j = amend(given, { blocks: true, verdict: { short: `(${x.owner?.manager ?? "unknown writer"})` } });
   const advice = stopUndoingAdvice(x.owner?.manager);
   if (streak.kind === "untrusted") {

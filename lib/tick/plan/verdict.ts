@@ -10,11 +10,19 @@ import { type ImageBook, imageBook } from "../../state/book.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
 import { countOf, quoteForLog, trusted } from "../../state/values.ts";
 import type { ImageVerdict, Observed } from "../model.ts";
+import type { ImageCase } from "./case.ts";
 import { amend, type DueInput, due, type Judgement, say } from "./due.ts";
 import { liveImage } from "./live.ts";
 import { settledGuard } from "./settle.ts";
 import { soak } from "./soak.ts";
-import { candidateDigests, humanPin, paused, rerendered, targetFindings } from "./verdict-live.ts";
+import {
+  announcedPause,
+  candidateDigests,
+  humanPin,
+  paused,
+  rerendered,
+  targetFindings,
+} from "./verdict-live.ts";
 
 export type { Judgement } from "./due.ts";
 
@@ -23,6 +31,7 @@ export const bookOf = (o: Observed, key: string): ImageBook =>
 
 export function judgeImage(img: ImageConfig, o: Observed, c: Config): Judgement {
   const b = bookOf(o, img.key);
+  const imageCase: ImageCase = { img, b, c, o };
   const count = countOf(b.attempt);
   const lockedOut = count !== undefined && count >= c.maxRefreshAttempts;
   const base: ImageVerdict = {
@@ -46,14 +55,14 @@ export function judgeImage(img: ImageConfig, o: Observed, c: Config): Judgement 
   };
   if (img.pinned) return say(start, "noop", "pinned", `${img.key} is pinned: never resolved, never touched`);
   // The unresolved streak counts whatever else holds the image this tick.
-  const [counted, stale] = unresolved(start, img, b, o, c);
-  const guard = settledGuard(counted, img, b, o, c);
-  const [j, held] = guard.held ? [guard.j, guard.j] : liveFindings(guard.j, img, b, o, c);
+  const [counted, stale] = unresolved(start, imageCase);
+  const guard = settledGuard(counted, imageCase);
+  const [j, held] = guard.held ? [guard.j, guard.j] : liveFindings(guard.j, imageCase);
   if (held) return stale && severity(stale.outcome) < severity(held.verdict.outcome) ? sayAs(j, stale) : held;
   if (stale) return sayAs(j, stale);
   const seen = o.digests?.[img.key];
   if (!seen?.ok) throw new Error(`${img.key}: resolved without a digest`);
-  return judgeResolved(j, img, b, o, c, seen.digest);
+  return judgeResolved(j, imageCase, seen.digest);
 }
 
 type Said = Pick<ImageVerdict, "outcome" | "reason" | "message">;
@@ -63,16 +72,11 @@ const sayAs = (j: Judgement, s: Said) => say(j, s.outcome, s.reason, s.message);
  * Targets that cannot be read or run another repository hold the image (the second value); also
  * says whether it runs its pin (the first: the judgement to go on with).
  */
-function liveFindings(
-  j: Judgement,
-  img: ImageConfig,
-  b: ImageBook,
-  o: Observed,
-  c: Config,
-): [Judgement, Judgement | undefined] {
+function liveFindings(j: Judgement, imageCase: ImageCase): [Judgement, Judgement | undefined] {
+  const { img, b, o, c } = imageCase;
   const live = liveImage(img, o, c);
   if (!live) return [j, undefined];
-  const held = targetFindings(j, img, live, c);
+  const held = targetFindings(j, imageCase, live);
   if (held) return [held, held];
   const recorded = trusted(b.digest);
   const inSync = recorded !== undefined && live.containers.every((x) => x.digest === recorded);
@@ -82,14 +86,9 @@ function liveFindings(
   return [amend(j, { verdict: { inSync }, writes }), undefined];
 }
 
-function judgeResolved(
-  given: Judgement,
-  img: ImageConfig,
-  b: ImageBook,
-  o: Observed,
-  c: Config,
-  L: string,
-): Judgement {
+/** The registry named `L` for the image: first seen, paused, rejected, in sync, re-rendered, or due. */
+function judgeResolved(given: Judgement, imageCase: ImageCase, L: string): Judgement {
+  const { img, b, o, c } = imageCase;
   const live = liveImage(img, o, c);
   const recorded = trusted(b.digest);
   const j = amend(given, { verdict: { digest: L } });
@@ -109,14 +108,14 @@ function judgeResolved(
     ...candidateDigests(b.candidates.kind === "absent" ? undefined : b.candidates.raw),
   ];
   const pause = live && humanPin(live, known);
-  const announced = b.paused.kind === "absent" ? undefined : b.paused.raw;
-  if (pause) return paused(j, img, pause, c, announced);
-  const k = announced !== undefined ? amend(j, { writes: { [IMAGE_KEYS.paused.name(img.key)]: null } }) : j;
+  if (pause) return paused(j, imageCase, pause);
+  const k =
+    announcedPause(b) !== undefined ? amend(j, { writes: { [IMAGE_KEYS.paused.name(img.key)]: null } }) : j;
   if (trusted(b.rejected) === L) {
     const msg = `${img.key}: the registry's ${L} was rejected by a human; waiting for the next build of ${img.repository}:${c.tag}`;
     return say(amend(k, { blocks: true, verdict: { paused: true } }), "paused", "build_rejected", msg);
   }
-  const input: DueInput = { img, b, c, o, digest: L, live };
+  const input: DueInput = { ...imageCase, digest: L, live };
   if (recorded === L) {
     // The tag's owner moved it back: every build first seen after it was withdrawn.
     const writes = b.candidates.kind !== "absent" ? { [IMAGE_KEYS.candidates.name(img.key)]: null } : {};
@@ -132,13 +131,7 @@ function judgeResolved(
  * The unresolved streak: counted whatever else holds the image; the verdict it
  * reaches (unresolved, stale, or an untrusted streak) is returned for judgeImage to weigh.
  */
-function unresolved(
-  j: Judgement,
-  img: ImageConfig,
-  b: ImageBook,
-  o: Observed,
-  c: Config,
-): [Judgement, Said | undefined] {
+function unresolved(j: Judgement, { img, b, o, c }: ImageCase): [Judgement, Said | undefined] {
   const seen = o.digests?.[img.key];
   const name = IMAGE_KEYS.unresolved.name(img.key);
   if (seen?.ok)
