@@ -4,7 +4,7 @@
 // promtool checks, and promtool must hold every alert to its promises (k8s/monitoring/promises.ts)
 // over the series the Collector really exposes.
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -14,6 +14,7 @@ import {
   METRIC_EXPIRATION_MINUTES,
 } from "../../k8s/monitoring/exposition.ts";
 import {
+  BASE,
   baseRules,
   CHART_TEMPLATE_PATH,
   parseRules,
@@ -21,7 +22,7 @@ import {
   RULES_PATH,
   toRuleTests,
 } from "../../k8s/monitoring/generate.ts";
-import { chartTemplate } from "../../k8s/monitoring/install.ts";
+import { chartTemplate, PLACEHOLDERS, renderRules } from "../../k8s/monitoring/install.ts";
 import { DAYS, MINUTES } from "../../k8s/monitoring/promises.ts";
 import { METRICS, prometheusName, prometheusSeriesNames } from "../../lib/telemetry/metrics.ts";
 import { ROOT_SPAN_NAME } from "../../lib/telemetry/tracing.ts";
@@ -342,23 +343,53 @@ describe("dashboard and collector config", () => {
   });
 });
 
-describe("runbook", () => {
-  const rows = read("RUNBOOK.md")
-    .split("\n")
-    .filter((l) => /^\| ImageRefresh\w+ \|/.test(l))
-    .map((l) => l.split(" | ").map((c) => c.replace(/^\| |\s*\|$/g, "").trim()));
+describe("runbook: docs/on-call.md", () => {
+  const runbook = readFileSync(join(DIR, "..", "..", "docs", "on-call.md"), "utf8");
+  /** A heading's anchor as GitHub writes it: lower case, punctuation dropped, spaces to hyphens. */
+  const slug = (h: string) =>
+    h
+      .toLowerCase()
+      .replace(/[^a-z0-9 _-]/g, "")
+      .replace(/ /g, "-");
+  const anchors = new Set([...runbook.matchAll(/^#{1,6} (.+)$/gm)].map((m) => slug(m[1] as string)));
 
-  test("one row per alert in rules.yaml, no row for an alert that does not exist", () => {
-    expect(rows.map((r) => r[0]).sort()).toEqual(alerts.map((a) => a.alert).sort());
+  test("every alert's runbook_url is the runbook's base URL and an anchor of the runbook", () => {
+    for (const a of alerts) {
+      const url = a.annotations?.runbook_url ?? "";
+      const [base, anchor] = url.split("#");
+      expect({ alert: a.alert, base, anchor: anchors.has(anchor ?? "") }).toEqual({
+        alert: a.alert,
+        base: PLACEHOLDERS.runbook,
+        anchor: true,
+      });
+    }
   });
 
-  test("every row says what it means, what to run and which outcome it is", () => {
-    for (const [alert, means, run, outcome] of rows) {
-      expect({ alert, columns: [means, run, outcome].every((c) => (c ?? "").length > 3) }).toEqual({
-        alert,
-        columns: true,
-      });
-      expect({ alert, run: /`(image-refresh|kubectl) [^`]+`/.test(run ?? "") }).toEqual({ alert, run: true });
+  test("rendered, the base URL is the one asked for", () => {
+    const rendered = parseRules(
+      renderRules(rulesText, { ...BASE, runbook: "https://git.example/on-call.md" }),
+    );
+    for (const a of rendered)
+      expect(a.annotations?.runbook_url).toBe(`https://git.example/on-call.md#${a.alert?.toLowerCase()}`);
+  });
+
+  test("one section per alert, none for an alert that does not exist; each says what it means, what to run, which outcome", () => {
+    const alertsSection = runbook.slice(runbook.indexOf("\n## Alerts"));
+    const sections = alertsSection.split(/^### /m).slice(1);
+    const names = sections.map((s) => s.split("\n")[0]?.trim());
+    expect(names.sort()).toEqual(alerts.map((a) => a.alert).sort());
+    for (const s of sections) {
+      const alert = s.split("\n")[0];
+      const parts = {
+        means: /\*\*Means\*\*: \S/.test(s),
+        run: /\*\*Run\*\*: [\s\S]*`(image-refresh|kubectl) [^`]+`/.test(s),
+        outcome: /\*\*Outcome\*\*: \S/.test(s),
+      };
+      expect({ alert, ...parts }).toEqual({ alert, means: true, run: true, outcome: true });
     }
+  });
+
+  test("the old runbook is gone: one runbook", () => {
+    expect(existsSync(join(DIR, "RUNBOOK.md"))).toBe(false);
   });
 });
