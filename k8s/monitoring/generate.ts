@@ -71,10 +71,12 @@ export const CHART_TEMPLATE_PATH = join(
   "templates",
   "prometheusrule.yaml",
 );
-/** k8s/base's CronJob, watching every installation: what the promtool tests and the pipeline read. */
+/** k8s/base's CronJob and store, watching every installation: what the promtool tests and the pipeline read. */
 export const BASE: Install = {
   namespace: "image-refresh",
   cronjob: "image-refresh",
+  installation: "image-refresh/image-refresh-state",
+  everyInstallation: true,
   runbook: DEFAULT_RUNBOOK,
 };
 export const baseRules = (source = readFileSync(RULES_PATH, "utf8")) => renderRules(source, BASE);

@@ -11,6 +11,7 @@ export const PLACEHOLDERS = {
   cronjob: "${CRONJOB}",
   /** The CronJob's name inside a regular expression (its Jobs are `<cronjob>-<n>`). */
   cronjobRe: "${CRONJOB_RE}",
+  installation: "${INSTALLATION}",
   runbook: "${RUNBOOK_URL}",
 } as const;
 // biome-ignore-end lint/suspicious/noTemplateCurlyInString: the placeholders are literal text
@@ -21,11 +22,13 @@ export interface Install {
   /** The CronJob's namespace and name, as kube-state-metrics labels its series. */
   namespace: string;
   cronjob: string;
+  /** Its store, `<store namespace>/<store name>`: the product's own series are read for it only. */
+  installation: string;
   /**
-   * `<store namespace>/<store name>`: the product's own series are read for this installation
-   * only. Unset, one rules file watches every installation that exports to the Prometheus.
+   * Read every installation's series instead (one Prometheus, one rules file, several stores that
+   * export to it: the test tiers); the CronJob's alerts still carry `installation`.
    */
-  installation?: string;
+  everyInstallation?: boolean;
   /** Where docs/on-call.md is served; each alert links an anchor of it. */
   runbook: string;
 }
@@ -77,9 +80,10 @@ export const nameRe = (name: string) => name.replaceAll(".", "\\\\.");
 export function renderRules(source: string, install: Install): string {
   const values = { ...install, cronjobRe: nameRe(install.cronjob) };
   let body = substitute(groups(source), values);
-  if (install.installation) body = scopeSeries(body, `image_refresh_installation="${install.installation}"`);
-  const scope = install.installation ? `, installation ${install.installation}` : "";
-  return `# Rendered from k8s/monitoring/rules.yaml for CronJob ${install.namespace}/${install.cronjob}${scope}.\n${body}`;
+  if (!install.everyInstallation)
+    body = scopeSeries(body, `image_refresh_installation="${install.installation}"`);
+  const scope = install.everyInstallation ? "every installation" : `installation ${install.installation}`;
+  return `# Rendered from k8s/monitoring/rules.yaml for CronJob ${install.namespace}/${install.cronjob}, ${scope}.\n${body}`;
 }
 
 const indent = (text: string) =>
@@ -122,6 +126,7 @@ export function chartTemplate(source: string): string {
     namespace: "{{ $namespace }}",
     cronjob: "{{ $cronjob }}",
     cronjobRe: "{{ $cronjobRe }}",
+    installation: "{{ $installation }}",
     runbook: "{{ $runbook }}",
   };
   const body = scopeSeries(

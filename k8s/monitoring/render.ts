@@ -57,7 +57,8 @@ function main(argv: string[]): string {
     install = {
       namespace: values.namespace,
       cronjob: values.cronjob,
-      installation: values.installation,
+      // Without --installation, the store's default: image-refresh-state in the CronJob's namespace.
+      installation: values.installation ?? `${values.namespace}/image-refresh-state`,
       runbook,
     };
   else throw new Error("Cannot render the rules: give --overlay DIR, or --namespace and --cronjob");

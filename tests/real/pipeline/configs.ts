@@ -84,6 +84,11 @@ export function prometheusConfig(ports: Ports, rulesPath: string, more: Scrape[]
   };
 }
 
+/** Prometheus' alerting section: one Alertmanager at `target` (host:port). */
+export function alerting(target: string): Doc {
+  return { alertmanagers: [{ static_configs: [{ targets: [target] }] }] };
+}
+
 /** Prometheus' flags for the compressed lookback (its default 5m: how long a sample stays current). */
 export function prometheusFlags(ports: Ports, configPath: string, dataDir: string): string[] {
   return [
