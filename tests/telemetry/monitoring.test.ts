@@ -24,6 +24,7 @@ import {
 } from "../../k8s/monitoring/generate.ts";
 import { chartTemplate, PLACEHOLDERS, renderRules } from "../../k8s/monitoring/install.ts";
 import { DAYS, MINUTES } from "../../k8s/monitoring/promises.ts";
+import { OUTCOMES } from "../../lib/outcomes.ts";
 import { METRICS, prometheusName, prometheusSeriesNames } from "../../lib/telemetry/metrics.ts";
 import { ROOT_SPAN_NAME } from "../../lib/telemetry/tracing.ts";
 import { needTool } from "../support/tools.ts";
@@ -245,9 +246,25 @@ describe("exposition: the series the Collector's prometheus exporter hands to Pr
 });
 
 describe("dashboard and collector config", () => {
-  test("the traces panel lists root spans by name", () => {
-    const traces = dashboard.panels.find((p) => p.targets.some((t) => t.query));
-    expect(traces?.targets[0]?.query).toContain(`name = "${ROOT_SPAN_NAME}"`);
+  // A Jaeger search, as tests/real/pipeline/jaeger.test.ts sends it to a real Jaeger.
+  test("the traces panel searches Jaeger for root spans by service, image and outcome", () => {
+    const panel = dashboard.panels.find((p) => p.targets.some((t) => !t.expr));
+    expect(panel?.targets).toEqual([
+      expect.objectContaining({
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's variable, literally
+        datasource: { type: "jaeger", uid: "${jaeger}" },
+        queryType: "search",
+        service: "$service",
+        operation: ROOT_SPAN_NAME,
+        tags: "image_refresh.image=$image image_refresh.outcome=$outcome",
+      }),
+    ]);
+  });
+
+  test("the dashboard's outcome choices are the closed set of outcomes", () => {
+    const vars = (dashboard as unknown as { templating: { list: Array<{ name: string; query: string }> } })
+      .templating.list;
+    expect(vars.find((v) => v.name === "outcome")?.query.split(",")).toEqual(OUTCOMES);
   });
 
   const panelsOf = (metric: string) =>
