@@ -34,6 +34,17 @@ const chartValues = z.strictObject({
       resourceAttributes: optionalText,
     }),
   ),
+  monitoring: z.optional(
+    z.strictObject({
+      prometheusRule: z.optional(
+        z.strictObject({
+          enabled: z.optional(z.boolean()),
+          labels: z.optional(z.record(z.string(), z.string())),
+        }),
+      ),
+      runbookUrl: optionalText,
+    }),
+  ),
   resources: z.optional(z.record(z.string(), z.unknown())),
   podLabels: z.optional(z.record(z.string(), z.string())),
   podAnnotations: z.optional(z.record(z.string(), z.string())),

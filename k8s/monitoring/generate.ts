@@ -1,36 +1,13 @@
-// Writes prometheusrule.yaml (Prometheus Operator) from rules.yaml (plain, what promtool reads),
-// so the alerts are edited in one place, and the promtool test files from promises.ts.
-// Run: npx bun k8s/monitoring/generate.ts
-// The groups are copied as text, comments included, under `spec:`; the test checks both parse
-// to the same groups, and that the test files are the ones promises.ts writes.
+// Writes the Helm chart's PrometheusRule template from rules.yaml (install.ts), so the alerts are
+// edited in one place, and the promtool test files from promises.ts, for rules.yaml rendered for
+// k8s/base's CronJob (BASE). Run: npx bun k8s/monitoring/generate.ts
+// tests/telemetry/monitoring.test.ts fails while a written file differs from what this writes.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { capturedCase, readCaptured } from "./captured.ts";
+import { chartTemplate, DEFAULT_RUNBOOK, type Install, renderRules } from "./install.ts";
 import { DAYS, MINUTES } from "./promises.ts";
 import type { Case, Labels } from "./series.ts";
-
-const HEADER = `# Generated from rules.yaml by generate.ts; edit rules.yaml and regenerate.
-apiVersion: monitoring.coreos.com/v1
-kind: PrometheusRule
-metadata:
-  name: image-refresh
-  namespace: image-refresh
-  labels:
-    app.kubernetes.io/name: image-refresh
-    app.kubernetes.io/component: monitoring
-spec:
-`;
-
-export function toPrometheusRule(rulesYaml: string): string {
-  const at = rulesYaml.search(/^groups:/m);
-  if (at < 0) throw new Error("Cannot wrap rules.yaml: no top-level groups: key");
-  const body = rulesYaml
-    .slice(at)
-    .split("\n")
-    .map((line) => (line === "" ? line : `  ${line}`))
-    .join("\n");
-  return HEADER + body;
-}
 
 export interface Rule {
   alert?: string;
@@ -50,7 +27,7 @@ function expand(template: string, labels: Labels): string {
   return template.replace(/\{\{ \$labels\.(\w+) \}\}/g, (_, k: string) => labels[k] ?? "");
 }
 
-function expected(rule: Rule, firing: Labels) {
+export function expected(rule: Rule, firing: Labels) {
   const labels = { ...firing, ...rule.labels };
   const annotations = Object.entries(rule.annotations ?? {}).map(([k, v]) => [k, expand(v, labels)]);
   return { exp_labels: labels, exp_annotations: Object.fromEntries(annotations) };
@@ -81,11 +58,28 @@ export function toRuleTests(cases: Case[], evaluationInterval: string, rulesYaml
     /"((?:[^"\\]|\\")*\\"(?:[^"\\]|\\")*)"/g,
     singleQuoted,
   );
-  return `# Generated from promises.ts by generate.ts; run: promtool test rules <this file>\n${yaml}\n`;
+  return `# Generated from promises.ts by generate.ts for rules.yaml rendered for k8s/base (BASE);\n# tests/telemetry/monitoring.test.ts runs promtool test rules on it beside that rendering.\n${yaml}\n`;
 }
 
 export const RULES_PATH = join(import.meta.dir, "rules.yaml");
-export const PROMETHEUS_RULE_PATH = join(import.meta.dir, "prometheusrule.yaml");
+export const CHART_TEMPLATE_PATH = join(
+  import.meta.dir,
+  "..",
+  "..",
+  "charts",
+  "image-refresh",
+  "templates",
+  "prometheusrule.yaml",
+);
+/** k8s/base's CronJob and store, watching every installation: what the promtool tests and the pipeline read. */
+export const BASE: Install = {
+  namespace: "image-refresh",
+  cronjob: "image-refresh",
+  installation: "image-refresh/image-refresh-state",
+  everyInstallation: true,
+  runbook: DEFAULT_RUNBOOK,
+};
+export const baseRules = (source = readFileSync(RULES_PATH, "utf8")) => renderRules(source, BASE);
 /** Each test file with its evaluation interval and cases. */
 export const RULE_TESTS = [
   { path: join(import.meta.dir, "rules.test.yaml"), every: "1m", cases: MINUTES },
@@ -99,8 +93,8 @@ export const RULE_TESTS = [
 ];
 
 if (import.meta.main) {
-  const rules = readFileSync(RULES_PATH, "utf8");
-  writeFileSync(PROMETHEUS_RULE_PATH, toPrometheusRule(rules));
-  for (const t of RULE_TESTS) writeFileSync(t.path, toRuleTests(t.cases, t.every, rules));
-  process.stdout.write(`wrote ${[PROMETHEUS_RULE_PATH, ...RULE_TESTS.map((t) => t.path)].join(", ")}\n`);
+  const source = readFileSync(RULES_PATH, "utf8");
+  writeFileSync(CHART_TEMPLATE_PATH, chartTemplate(source));
+  for (const t of RULE_TESTS) writeFileSync(t.path, toRuleTests(t.cases, t.every, baseRules(source)));
+  process.stdout.write(`wrote ${[CHART_TEMPLATE_PATH, ...RULE_TESTS.map((t) => t.path)].join(", ")}\n`);
 }

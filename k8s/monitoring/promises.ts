@@ -273,7 +273,7 @@ const jobFails = (): Case => {
 
 /**
  * A lockout ticks on, each tick exiting 1: its Job fails too, so TickFailed fires beside
- * LockedOut (the RUNBOOK says to follow LockedOut), and NoRecentSuccess joins 2 hours after the
+ * LockedOut (the runbook, docs/on-call.md, says to follow LockedOut), and NoRecentSuccess joins 2 hours after the
  * last success.
  */
 const lockoutFailsJobs = (): Case => {

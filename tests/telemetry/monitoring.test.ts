@@ -4,7 +4,7 @@
 // promtool checks, and promtool must hold every alert to its promises (k8s/monitoring/promises.ts)
 // over the series the Collector really exposes.
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -14,14 +14,17 @@ import {
   METRIC_EXPIRATION_MINUTES,
 } from "../../k8s/monitoring/exposition.ts";
 import {
-  PROMETHEUS_RULE_PATH,
+  BASE,
+  baseRules,
+  CHART_TEMPLATE_PATH,
   parseRules,
   RULE_TESTS,
   RULES_PATH,
-  toPrometheusRule,
   toRuleTests,
 } from "../../k8s/monitoring/generate.ts";
+import { chartTemplate, PLACEHOLDERS, renderRules } from "../../k8s/monitoring/install.ts";
 import { DAYS, MINUTES } from "../../k8s/monitoring/promises.ts";
+import { OUTCOMES } from "../../lib/outcomes.ts";
 import { METRICS, prometheusName, prometheusSeriesNames } from "../../lib/telemetry/metrics.ts";
 import { ROOT_SPAN_NAME } from "../../lib/telemetry/tracing.ts";
 import { needTool } from "../support/tools.ts";
@@ -94,17 +97,13 @@ describe("Prometheus names", () => {
 });
 
 describe("rules", () => {
-  test("prometheusrule.yaml is generated from rules.yaml (run: npx bun k8s/monitoring/generate.ts)", () => {
-    const cr = readFileSync(PROMETHEUS_RULE_PATH, "utf8");
-    expect(cr).toBe(toPrometheusRule(readFileSync(RULES_PATH, "utf8")));
-    const parsed = Bun.YAML.parse(cr) as { kind: string; spec: unknown };
-    expect(parsed.kind).toBe("PrometheusRule");
-    expect(parsed.spec).toEqual(rules);
+  test("the chart's PrometheusRule template is generated from rules.yaml (run: npx bun k8s/monitoring/generate.ts)", () => {
+    expect(readFileSync(CHART_TEMPLATE_PATH, "utf8")).toBe(chartTemplate(readFileSync(RULES_PATH, "utf8")));
   });
 
   test("the promtool test files are generated from promises.ts (run: npx bun k8s/monitoring/generate.ts)", () => {
     for (const t of RULE_TESTS)
-      expect(readFileSync(t.path, "utf8")).toBe(toRuleTests(t.cases, t.every, rulesText));
+      expect(readFileSync(t.path, "utf8")).toBe(toRuleTests(t.cases, t.every, baseRules(rulesText)));
   });
 
   // A pushed gauge is gone an hour after the last tick (metric_expiration); the state it reported
@@ -185,11 +184,16 @@ describe("rules", () => {
       const promtool = Bun.which("promtool");
       if (!promtool)
         throw new Error("Cannot check the rules: promtool is not on PATH (CI installs Debian's prometheus)");
+      // The test files read rules.yaml beside them: the rendering for k8s/base's CronJob.
+      const dir = mkdtempSync(join(tmpdir(), "image-refresh-rules-"));
+      writeFileSync(join(dir, "rules.yaml"), baseRules(rulesText));
+      const files = RULE_TESTS.map((t) => t.path.replace(/^.*\//, ""));
+      for (const f of files) writeFileSync(join(dir, f), read(f));
       for (const args of [
         ["check", "rules", "rules.yaml"],
-        ["test", "rules", ...RULE_TESTS.map((t) => t.path)],
+        ["test", "rules", ...files],
       ]) {
-        const run = Bun.spawnSync([promtool, ...args], { cwd: DIR, stdout: "pipe", stderr: "pipe" });
+        const run = Bun.spawnSync([promtool, ...args], { cwd: dir, stdout: "pipe", stderr: "pipe" });
         expect({ args, code: run.exitCode, out: `${run.stdout}${run.stderr}` }).toMatchObject({
           args,
           code: 0,
@@ -242,9 +246,25 @@ describe("exposition: the series the Collector's prometheus exporter hands to Pr
 });
 
 describe("dashboard and collector config", () => {
-  test("the traces panel lists root spans by name", () => {
-    const traces = dashboard.panels.find((p) => p.targets.some((t) => t.query));
-    expect(traces?.targets[0]?.query).toContain(`name = "${ROOT_SPAN_NAME}"`);
+  // A Jaeger search, as tests/real/pipeline/jaeger.test.ts sends it to a real Jaeger.
+  test("the traces panel searches Jaeger for root spans by service, image and outcome", () => {
+    const panel = dashboard.panels.find((p) => p.targets.some((t) => !t.expr));
+    expect(panel?.targets).toEqual([
+      expect.objectContaining({
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's variable, literally
+        datasource: { type: "jaeger", uid: "${jaeger}" },
+        queryType: "search",
+        service: "$service",
+        operation: ROOT_SPAN_NAME,
+        tags: "image_refresh.image=$image image_refresh.outcome=$outcome",
+      }),
+    ]);
+  });
+
+  test("the dashboard's outcome choices are the closed set of outcomes", () => {
+    const vars = (dashboard as unknown as { templating: { list: Array<{ name: string; query: string }> } })
+      .templating.list;
+    expect(vars.find((v) => v.name === "outcome")?.query.split(",")).toEqual(OUTCOMES);
   });
 
   const panelsOf = (metric: string) =>
@@ -340,23 +360,53 @@ describe("dashboard and collector config", () => {
   });
 });
 
-describe("runbook", () => {
-  const rows = read("RUNBOOK.md")
-    .split("\n")
-    .filter((l) => /^\| ImageRefresh\w+ \|/.test(l))
-    .map((l) => l.split(" | ").map((c) => c.replace(/^\| |\s*\|$/g, "").trim()));
+describe("runbook: docs/on-call.md", () => {
+  const runbook = readFileSync(join(DIR, "..", "..", "docs", "on-call.md"), "utf8");
+  /** A heading's anchor as GitHub writes it: lower case, punctuation dropped, spaces to hyphens. */
+  const slug = (h: string) =>
+    h
+      .toLowerCase()
+      .replace(/[^a-z0-9 _-]/g, "")
+      .replace(/ /g, "-");
+  const anchors = new Set([...runbook.matchAll(/^#{1,6} (.+)$/gm)].map((m) => slug(m[1] as string)));
 
-  test("one row per alert in rules.yaml, no row for an alert that does not exist", () => {
-    expect(rows.map((r) => r[0]).sort()).toEqual(alerts.map((a) => a.alert).sort());
+  test("every alert's runbook_url is the runbook's base URL and an anchor of the runbook", () => {
+    for (const a of alerts) {
+      const url = a.annotations?.runbook_url ?? "";
+      const [base, anchor] = url.split("#");
+      expect({ alert: a.alert, base, anchor: anchors.has(anchor ?? "") }).toEqual({
+        alert: a.alert,
+        base: PLACEHOLDERS.runbook,
+        anchor: true,
+      });
+    }
   });
 
-  test("every row says what it means, what to run and which outcome it is", () => {
-    for (const [alert, means, run, outcome] of rows) {
-      expect({ alert, columns: [means, run, outcome].every((c) => (c ?? "").length > 3) }).toEqual({
-        alert,
-        columns: true,
-      });
-      expect({ alert, run: /`(image-refresh|kubectl) [^`]+`/.test(run ?? "") }).toEqual({ alert, run: true });
+  test("rendered, the base URL is the one asked for", () => {
+    const rendered = parseRules(
+      renderRules(rulesText, { ...BASE, runbook: "https://git.example/on-call.md" }),
+    );
+    for (const a of rendered)
+      expect(a.annotations?.runbook_url).toBe(`https://git.example/on-call.md#${a.alert?.toLowerCase()}`);
+  });
+
+  test("one section per alert, none for an alert that does not exist; each says what it means, what to run, which outcome", () => {
+    const alertsSection = runbook.slice(runbook.indexOf("\n## Alerts"));
+    const sections = alertsSection.split(/^### /m).slice(1);
+    const names = sections.map((s) => s.split("\n")[0]?.trim());
+    expect(names.sort()).toEqual(alerts.map((a) => a.alert).sort());
+    for (const s of sections) {
+      const alert = s.split("\n")[0];
+      const parts = {
+        means: /\*\*Means\*\*: \S/.test(s),
+        run: /\*\*Run\*\*: [\s\S]*`(image-refresh|kubectl) [^`]+`/.test(s),
+        outcome: /\*\*Outcome\*\*: \S/.test(s),
+      };
+      expect({ alert, ...parts }).toEqual({ alert, means: true, run: true, outcome: true });
     }
+  });
+
+  test("the old runbook is gone: one runbook", () => {
+    expect(existsSync(join(DIR, "RUNBOOK.md"))).toBe(false);
   });
 });

@@ -227,10 +227,9 @@ describe.skipIf(!peers)(`alerts on the real pipeline (time compressed ${FACTOR}x
     expect(lost.quiet - lost.back).toBeLessThanOrEqual(minutes(5) + SLACK);
   });
 
-  test("the traces panel is the one panel not evaluated: TraceQL runs on Tempo, which this tier does not build", () => {
-    // Its spans and links are checked in the Collector's export instead (traces.test.ts).
+  test("the traces panel is the one panel not evaluated on Prometheus: a Jaeger search, run by jaeger.test.ts", () => {
     expect(notEvaluated()).toEqual([
-      "Ticks (traces): attempts, lockouts and resets are linked across ticks (tempo, traceql)",
+      "Ticks (traces) of one image by outcome: attempts, lockouts and resets are linked across ticks (jaeger, search)",
     ]);
   });
 

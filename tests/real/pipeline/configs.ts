@@ -3,6 +3,7 @@
 // first one exports), and Prometheus scraping the first with the shipped rules, compressed.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { baseRules } from "../../../k8s/monitoring/generate.ts";
 import { REAL, scaled, scaleRules } from "./compress.ts";
 
 export const MONITORING = join(import.meta.dir, "..", "..", "..", "k8s", "monitoring");
@@ -49,8 +50,11 @@ export function sinkConfig(ports: Ports, file: string): Doc {
   };
 }
 
-/** The shipped rules with their durations compressed. */
-export function rulesFile(shipped = readFileSync(SHIPPED_RULES, "utf8")): Doc {
+/**
+ * The shipped rules rendered for k8s/base's CronJob (the one cronjob.test.ts runs) and every
+ * installation (the tier runs several), with their durations compressed.
+ */
+export function rulesFile(shipped = baseRules()): Doc {
   return scaleRules(Bun.YAML.parse(shipped) as Doc);
 }
 
@@ -78,6 +82,11 @@ export function prometheusConfig(ports: Ports, rulesPath: string, more: Scrape[]
       ...more.map((m) => ({ job_name: m.job, static_configs: [{ targets: [m.target] }] })),
     ],
   };
+}
+
+/** Prometheus' alerting section: one Alertmanager at `target` (host:port). */
+export function alerting(target: string): Doc {
+  return { alertmanagers: [{ static_configs: [{ targets: [target] }] }] };
 }
 
 /** Prometheus' flags for the compressed lookback (its default 5m: how long a sample stays current). */

@@ -1,8 +1,9 @@
 // Runs every PromQL query of k8s/monitoring/dashboard.json (its durations compressed like the
 // rules') against the pipeline's Prometheus while the scenarios run, and keeps, per query,
 // whether it ever returned data, whether it errored, and the series names it reads that
-// Prometheus does not hold. A panel whose targets are not PromQL (the traces panel: TraceQL, run
-// by Tempo, which this tier does not build) is not evaluated; notEvaluated() names it.
+// Prometheus does not hold. A panel whose targets are not PromQL (the traces panel: a Jaeger
+// search) is not evaluated here; notEvaluated() names it, and jaegerSearch() turns it into the
+// request Grafana's Jaeger data source makes, which jaeger.test.ts sends to a real Jaeger.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { scaleExpr } from "./compress.ts";
@@ -26,7 +27,15 @@ export interface Dashboard {
 
 interface Panel {
   title: string;
-  targets?: Array<{ expr?: string; queryType?: string; datasource?: { type?: string } }>;
+  targets?: Array<{
+    expr?: string;
+    queryType?: string;
+    datasource?: { type?: string };
+    service?: string;
+    operation?: string;
+    tags?: string;
+    limit?: number;
+  }>;
 }
 const panels = () =>
   (JSON.parse(readFileSync(join(MONITORING, "dashboard.json"), "utf8")) as { panels: Panel[] }).panels;
@@ -85,4 +94,27 @@ export function dashboardProbe(p: Pipeline, every = 3000): Dashboard {
     empty: () => targets.filter((t) => !data.has(t)).map(name),
     stop: () => clearInterval(timer),
   };
+}
+
+/** `k=v k2="v 2"` (logfmt, as Grafana's Jaeger query editor takes tags) as an object. */
+export function logfmt(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const m of text.matchAll(/([^\s=]+)=(?:"((?:[^"\\]|\\.)*)"|(\S*))/g))
+    out[m[1] as string] = m[2] !== undefined ? m[2].replace(/\\(.)/g, "$1") : (m[3] ?? "");
+  return out;
+}
+
+/**
+ * The traces panel's query as Grafana's Jaeger data source sends it (GET /api/traces with
+ * service, operation, tags as JSON, limit), its dashboard variables replaced by `vars`.
+ */
+export function jaegerSearch(vars: Record<string, string>): string {
+  const targets = panels().flatMap((p) => (p.targets ?? []).filter((t) => t.datasource?.type === "jaeger"));
+  if (targets.length !== 1) throw new Error(`Cannot find the traces panel: ${targets.length} Jaeger targets`);
+  const t = targets[0] as NonNullable<Panel["targets"]>[number];
+  const fill = (s = "") => s.replace(/\$(\w+)/g, (_, v: string) => vars[v] ?? `$${v}`);
+  const q = new URLSearchParams({ service: fill(t.service), operation: fill(t.operation) });
+  q.set("tags", JSON.stringify(logfmt(fill(t.tags))));
+  q.set("limit", String(t.limit ?? 20));
+  return `/api/traces?${q}`;
 }

@@ -5,7 +5,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { scaled } from "./compress.ts";
 import {
+  alerting,
   collectorConfig,
   type Ports,
   prometheusConfig,
@@ -44,7 +46,7 @@ export interface Pipeline {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
   const port = s.port;
   s.stop(true);
@@ -55,7 +57,7 @@ async function freePort(): Promise<number> {
  * Runs `bin` under `timeout` and a watch on this process: it ends with SIGTERM (the watch passes
  * it on), when this test process is gone, or after LIFETIME_S, whichever comes first.
  */
-function spawn(bin: string, args: string[], log: string): Subprocess {
+export function spawn(bin: string, args: string[], log: string): Subprocess {
   const watch = `"$@" & c=$!; trap 'kill $c 2>/dev/null' TERM; while kill -0 ${process.pid} 2>/dev/null && kill -0 $c 2>/dev/null; do sleep 0.5; done; kill $c 2>/dev/null; wait $c`;
   return Bun.spawn(["sh", "-c", watch, "sh", "timeout", "-s", "KILL", String(LIFETIME_S), bin, ...args], {
     stdout: Bun.file(`${log}.out`),
@@ -64,7 +66,13 @@ function spawn(bin: string, args: string[], log: string): Subprocess {
   });
 }
 
-async function until(what: string, ok: () => Promise<boolean>, proc: Subprocess, log: string, ms = 30_000) {
+export async function until(
+  what: string,
+  ok: () => Promise<boolean>,
+  proc: Subprocess,
+  log: string,
+  ms = 30_000,
+) {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
     if (proc.exitCode !== null) break;
@@ -92,7 +100,20 @@ const tcp = (port: number) =>
     }).catch(() => resolve(false));
   });
 
-export async function startPipeline(peers: Peers, more: Scrape[] = []): Promise<Pipeline> {
+export interface PipelineOptions {
+  /** Rules text to load instead of rules.yaml rendered for k8s/base (e.g. one installation's). */
+  rules?: string;
+  /** host:port of an Alertmanager Prometheus sends its alerts to. */
+  alertmanager?: string;
+  /** host:port of an OTLP/gRPC trace backend (Jaeger) the Collector sends traces to instead of the sink. */
+  traces?: string;
+}
+
+export async function startPipeline(
+  peers: Peers,
+  more: Scrape[] = [],
+  opts: PipelineOptions = {},
+): Promise<Pipeline> {
   const ports: Ports = {
     otlpHttp: await freePort(),
     exporter: await freePort(),
@@ -101,14 +122,15 @@ export async function startPipeline(peers: Peers, more: Scrape[] = []): Promise<
   };
   const dir = mkdtempSync(join(tmpdir(), "image-refresh-pipeline-"));
   const path = (name: string) => join(dir, name);
-  writeFileSync(path("collector.json"), JSON.stringify(collectorConfig(ports), null, 2));
+  const shipped = collectorConfig(ports);
+  if (opts.traces) shipped.exporters["otlp_grpc/traces"].endpoint = opts.traces;
+  writeFileSync(path("collector.json"), JSON.stringify(shipped, null, 2));
   writeFileSync(path("sink.json"), JSON.stringify(sinkConfig(ports, path("sink.txt")), null, 2));
   writeFileSync(path("sink.txt"), "");
-  writeFileSync(path("rules.json"), JSON.stringify(rulesFile(), null, 2));
-  writeFileSync(
-    path("prometheus.json"),
-    JSON.stringify(prometheusConfig(ports, path("rules.json"), more), null, 2),
-  );
+  writeFileSync(path("rules.json"), JSON.stringify(rulesFile(opts.rules), null, 2));
+  const prometheus = prometheusConfig(ports, path("rules.json"), more);
+  if (opts.alertmanager) prometheus.alerting = alerting(opts.alertmanager);
+  writeFileSync(path("prometheus.json"), JSON.stringify(prometheus, null, 2));
   const base = `http://127.0.0.1:${ports.prometheus}`;
   const procs: Subprocess[] = [];
 
@@ -126,11 +148,10 @@ export async function startPipeline(peers: Peers, more: Scrape[] = []): Promise<
     );
   };
   await startCollector();
-  const prom = spawn(
-    peers.prometheus,
-    prometheusFlags(ports, path("prometheus.json"), path("tsdb")),
-    path("prometheus"),
-  );
+  const flags = prometheusFlags(ports, path("prometheus.json"), path("tsdb"));
+  // Prometheus resends a firing alert every minute by default: compressed like the rest.
+  if (opts.alertmanager) flags.push(`--rules.alert.resend-delay=${scaled("1m")}`);
+  const prom = spawn(peers.prometheus, flags, path("prometheus"));
   procs.push(prom);
   await until("Prometheus", () => get(`${base}/-/ready`), prom, path("prometheus"));
   // Prometheus hands discovered targets to its scrapers at most every 5 s: wait for the first scrape.
