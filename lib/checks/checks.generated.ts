@@ -17,49 +17,49 @@ const C11 = /^(?=.)(?![0dhms]+$)(?:([0-9]{1,9})d)?(?:([0-9]{1,9})h)?(?:([0-9]{1,
 const C12 = new Set(["revert","keep"]);
 const C13 = new Set(["repin","report"]);
 const C14 = /^(?=.)(?:([0-9]{1,9})d)?(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m(?!s))?(?:([0-9]{1,9})s)?(?:([0-9]{1,9})ms)?$/;
-const C15 = new Set(["repository","key","pinned","targets"]);
+const C15 = new Set(["repository","key","tag","registry","pinned","targets"]);
 const C16 = /^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(\/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$/;
 const C17 = /^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$/;
 const C18 = new Set(["kind","namespace","name","container"]);
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkConfig(v: unknown): unknown {
-  return s40(v);
+  return s42(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkKubeconfig(v: unknown): unknown {
-  return s63(v);
+  return s65(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkConfigMap(v: unknown): unknown {
-  return s68(v);
+  return s70(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkWorkload(v: unknown): unknown {
-  return s93(v);
+  return s95(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkManagedFields(v: unknown): unknown {
-  return s97(v);
-}
-
-/** zod's output for a valid input; FAIL for any other (zod then says why). */
-export function checkDockerConfig(v: unknown): unknown {
-  return s100(v);
-}
-
-/** zod's output for a valid input; FAIL for any other (zod then says why). */
-export function checkDockerCfg(v: unknown): unknown {
   return s99(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
-export function checkTokenResponse(v: unknown): unknown {
+export function checkDockerConfig(v: unknown): unknown {
+  return s102(v);
+}
+
+/** zod's output for a valid input; FAIL for any other (zod then says why). */
+export function checkDockerCfg(v: unknown): unknown {
   return s101(v);
+}
+
+/** zod's output for a valid input; FAIL for any other (zod then says why). */
+export function checkTokenResponse(v: unknown): unknown {
+  return s103(v);
 }
 
 function s0(v: any): any {
@@ -318,6 +318,14 @@ function s35(v: any): any {
 }
 
 function s36(v: any): any {
+  return v === undefined ? undefined : s0(v);
+}
+
+function s37(v: any): any {
+  return v === undefined ? undefined : s10(v);
+}
+
+function s38(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C18.has(k)) return FAIL;
   const o: any = {};
@@ -345,19 +353,19 @@ function s36(v: any): any {
   return o;
 }
 
-function s37(v: any): any {
+function s39(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   if (!(v.length >= 1)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s36(v[i]);
+    const r = s38(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s38(v: any): any {
+function s40(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C15.has(k)) return FAIL;
   const o: any = {};
@@ -372,6 +380,16 @@ function s38(v: any): any {
     if (r === FAIL) return FAIL;
     o["key"] = r;
   }
+  if ("tag" in v) {
+    r = s36(v["tag"]);
+    if (r === FAIL) return FAIL;
+    o["tag"] = r;
+  }
+  if ("registry" in v) {
+    r = s37(v["registry"]);
+    if (r === FAIL) return FAIL;
+    o["registry"] = r;
+  }
   if ("pinned" in v) {
     r = s5(v["pinned"]);
     if (r === FAIL) return FAIL;
@@ -382,26 +400,26 @@ function s38(v: any): any {
     o["pinned"] = r;
   }
   if ("targets" in v) {
-    r = s37(v["targets"]);
+    r = s39(v["targets"]);
     if (r === FAIL) return FAIL;
     o["targets"] = r;
   } else return FAIL;
   return o;
 }
 
-function s39(v: any): any {
+function s41(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   if (!(v.length >= 1)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s38(v[i]);
+    const r = s40(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s40(v: any): any {
+function s42(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C0.has(k)) return FAIL;
   const o: any = {};
@@ -517,27 +535,27 @@ function s40(v: any): any {
     o["minimumAge"] = r;
   }
   if ("images" in v) {
-    r = s39(v["images"]);
+    r = s41(v["images"]);
     if (r === FAIL) return FAIL;
     o["images"] = r;
   } else return FAIL;
   return o;
 }
 
-function s41(v: any): any {
+function s43(v: any): any {
   if (typeof v !== "string") return FAIL;
   return v;
 }
 
-function s42(v: any): any {
-  return v === undefined ? undefined : s41(v);
+function s44(v: any): any {
+  return v === undefined ? undefined : s43(v);
 }
 
-function s43(v: any): any {
+function s45(v: any): any {
   return v === undefined ? undefined : s4(v);
 }
 
-function s44(v: any): any {
+function s46(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -557,14 +575,14 @@ function s44(v: any): any {
     o["certificate-authority-data"] = r;
   }
   if ("insecure-skip-tls-verify" in v) {
-    r = s43(v["insecure-skip-tls-verify"]);
+    r = s45(v["insecure-skip-tls-verify"]);
     if (r === FAIL) return FAIL;
     o["insecure-skip-tls-verify"] = r;
   }
   return o;
 }
 
-function s45(v: any): any {
+function s47(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -574,34 +592,26 @@ function s45(v: any): any {
     o["name"] = r;
   } else return FAIL;
   if ("cluster" in v) {
-    r = s44(v["cluster"]);
+    r = s46(v["cluster"]);
     if (r === FAIL) return FAIL;
     o["cluster"] = r;
   } else return FAIL;
   return o;
 }
 
-function s46(v: any): any {
+function s48(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s45(v[i]);
+    const r = s47(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s47(v: any): any {
-  return v === null ? null : s46(v);
-}
-
-function s48(v: any): any {
-  return v === undefined ? undefined : s47(v);
-}
-
 function s49(v: any): any {
-  return v;
+  return v === null ? null : s48(v);
 }
 
 function s50(v: any): any {
@@ -609,6 +619,14 @@ function s50(v: any): any {
 }
 
 function s51(v: any): any {
+  return v;
+}
+
+function s52(v: any): any {
+  return v === undefined ? undefined : s51(v);
+}
+
+function s53(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -643,27 +661,27 @@ function s51(v: any): any {
     o["client-key-data"] = r;
   }
   if ("exec" in v) {
-    r = s50(v["exec"]);
+    r = s52(v["exec"]);
     if (r === FAIL) return FAIL;
     o["exec"] = r;
   }
   if ("auth-provider" in v) {
-    r = s50(v["auth-provider"]);
+    r = s52(v["auth-provider"]);
     if (r === FAIL) return FAIL;
     o["auth-provider"] = r;
   }
   return o;
 }
 
-function s52(v: any): any {
-  return v === null ? null : s51(v);
-}
-
-function s53(v: any): any {
-  return v === undefined ? undefined : s52(v);
-}
-
 function s54(v: any): any {
+  return v === null ? null : s53(v);
+}
+
+function s55(v: any): any {
+  return v === undefined ? undefined : s54(v);
+}
+
+function s56(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -673,33 +691,33 @@ function s54(v: any): any {
     o["name"] = r;
   } else return FAIL;
   if ("user" in v) {
-    r = s53(v["user"]);
+    r = s55(v["user"]);
     if (r === FAIL) return FAIL;
     o["user"] = r;
   }
   return o;
 }
 
-function s55(v: any): any {
+function s57(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s54(v[i]);
+    const r = s56(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s56(v: any): any {
-  return v === null ? null : s55(v);
-}
-
-function s57(v: any): any {
-  return v === undefined ? undefined : s56(v);
-}
-
 function s58(v: any): any {
+  return v === null ? null : s57(v);
+}
+
+function s59(v: any): any {
+  return v === undefined ? undefined : s58(v);
+}
+
+function s60(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -709,19 +727,19 @@ function s58(v: any): any {
     o["cluster"] = r;
   } else return FAIL;
   if ("user" in v) {
-    r = s42(v["user"]);
+    r = s44(v["user"]);
     if (r === FAIL) return FAIL;
     o["user"] = r;
   }
   if ("namespace" in v) {
-    r = s42(v["namespace"]);
+    r = s44(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   }
   return o;
 }
 
-function s59(v: any): any {
+function s61(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -731,60 +749,60 @@ function s59(v: any): any {
     o["name"] = r;
   } else return FAIL;
   if ("context" in v) {
-    r = s58(v["context"]);
+    r = s60(v["context"]);
     if (r === FAIL) return FAIL;
     o["context"] = r;
   } else return FAIL;
   return o;
 }
 
-function s60(v: any): any {
+function s62(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s59(v[i]);
+    const r = s61(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s61(v: any): any {
-  return v === null ? null : s60(v);
-}
-
-function s62(v: any): any {
-  return v === undefined ? undefined : s61(v);
-}
-
 function s63(v: any): any {
+  return v === null ? null : s62(v);
+}
+
+function s64(v: any): any {
+  return v === undefined ? undefined : s63(v);
+}
+
+function s65(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("current-context" in v) {
-    r = s42(v["current-context"]);
+    r = s44(v["current-context"]);
     if (r === FAIL) return FAIL;
     o["current-context"] = r;
   }
   if ("clusters" in v) {
-    r = s48(v["clusters"]);
+    r = s50(v["clusters"]);
     if (r === FAIL) return FAIL;
     o["clusters"] = r;
   }
   if ("users" in v) {
-    r = s57(v["users"]);
+    r = s59(v["users"]);
     if (r === FAIL) return FAIL;
     o["users"] = r;
   }
   if ("contexts" in v) {
-    r = s62(v["contexts"]);
+    r = s64(v["contexts"]);
     if (r === FAIL) return FAIL;
     o["contexts"] = r;
   }
   return o;
 }
 
-function s64(v: any): any {
+function s66(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -796,83 +814,83 @@ function s64(v: any): any {
   return o;
 }
 
-function s65(v: any): any {
+function s67(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const p = Object.getPrototypeOf(v);
   if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
   const o: any = {};
   for (const k of Object.keys(v)) {
     if (k === "__proto__") continue;
-    const r = s41(v[k]);
+    const r = s43(v[k]);
     if (r === FAIL) return FAIL;
     o[k] = r;
   }
   return o;
 }
 
-function s66(v: any): any {
-  return v === null ? null : s65(v);
-}
-
-function s67(v: any): any {
-  return v === undefined ? undefined : s66(v);
-}
-
 function s68(v: any): any {
+  return v === null ? null : s67(v);
+}
+
+function s69(v: any): any {
+  return v === undefined ? undefined : s68(v);
+}
+
+function s70(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("metadata" in v) {
-    r = s64(v["metadata"]);
+    r = s66(v["metadata"]);
     if (r === FAIL) return FAIL;
     o["metadata"] = r;
   } else return FAIL;
   if ("data" in v) {
-    r = s67(v["data"]);
+    r = s69(v["data"]);
     if (r === FAIL) return FAIL;
     o["data"] = r;
   }
   return o;
 }
 
-function s69(v: any): any {
+function s71(v: any): any {
   if (typeof v !== "number" || !Number.isSafeInteger(v)) return FAIL;
   return v;
 }
 
-function s70(v: any): any {
-  return v === undefined ? 0 : s69(v);
-}
-
-function s71(v: any): any {
-  return R.emptyIfAbsent(v);
-}
-
 function s72(v: any): any {
-  const r = s67(v);
-  return r === FAIL ? FAIL : s71(r);
+  return v === undefined ? 0 : s71(v);
 }
 
 function s73(v: any): any {
+  return R.emptyIfAbsent(v);
+}
+
+function s74(v: any): any {
+  const r = s69(v);
+  return r === FAIL ? FAIL : s73(r);
+}
+
+function s75(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("name" in v) {
-    r = s41(v["name"]);
+    r = s43(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   if ("namespace" in v) {
-    r = s41(v["namespace"]);
+    r = s43(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   } else return FAIL;
   if ("generation" in v) {
-    r = s70(v["generation"]);
+    r = s72(v["generation"]);
     if (r === FAIL) return FAIL;
     o["generation"] = r;
   } else {
-    r = s70(undefined);
+    r = s72(undefined);
     if (r === FAIL) return FAIL;
     o["generation"] = r;
   }
@@ -882,66 +900,45 @@ function s73(v: any): any {
     o["resourceVersion"] = r;
   } else return FAIL;
   if ("annotations" in v) {
-    r = s72(v["annotations"]);
+    r = s74(v["annotations"]);
     if (r === FAIL) return FAIL;
     o["annotations"] = r;
   } else {
-    r = s72(undefined);
+    r = s74(undefined);
     if (r === FAIL) return FAIL;
     if (r !== undefined) o["annotations"] = r;
   }
   if ("uid" in v) {
-    r = s42(v["uid"]);
+    r = s44(v["uid"]);
     if (r === FAIL) return FAIL;
     o["uid"] = r;
   }
   if ("managedFields" in v) {
-    r = s50(v["managedFields"]);
+    r = s52(v["managedFields"]);
     if (r === FAIL) return FAIL;
     o["managedFields"] = r;
   }
   return o;
 }
 
-function s74(v: any): any {
-  return v === undefined ? undefined : s69(v);
+function s76(v: any): any {
+  return v === undefined ? undefined : s71(v);
 }
 
-function s75(v: any): any {
+function s77(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("partition" in v) {
-    r = s74(v["partition"]);
+    r = s76(v["partition"]);
     if (r === FAIL) return FAIL;
     o["partition"] = r;
   }
   return o;
 }
 
-function s76(v: any): any {
-  return v === null ? null : s75(v);
-}
-
-function s77(v: any): any {
-  return v === undefined ? undefined : s76(v);
-}
-
 function s78(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("type" in v) {
-    r = s42(v["type"]);
-    if (r === FAIL) return FAIL;
-    o["type"] = r;
-  }
-  if ("rollingUpdate" in v) {
-    r = s77(v["rollingUpdate"]);
-    if (r === FAIL) return FAIL;
-    o["rollingUpdate"] = r;
-  }
-  return o;
+  return v === null ? null : s77(v);
 }
 
 function s79(v: any): any {
@@ -952,340 +949,325 @@ function s80(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
+  if ("type" in v) {
+    r = s44(v["type"]);
+    if (r === FAIL) return FAIL;
+    o["type"] = r;
+  }
+  if ("rollingUpdate" in v) {
+    r = s79(v["rollingUpdate"]);
+    if (r === FAIL) return FAIL;
+    o["rollingUpdate"] = r;
+  }
+  return o;
+}
+
+function s81(v: any): any {
+  return v === undefined ? undefined : s80(v);
+}
+
+function s82(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
   if ("name" in v) {
-    r = s41(v["name"]);
+    r = s43(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   if ("image" in v) {
-    r = s41(v["image"]);
+    r = s43(v["image"]);
     if (r === FAIL) return FAIL;
     o["image"] = r;
   } else return FAIL;
   return o;
 }
 
-function s81(v: any): any {
+function s83(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s80(v[i]);
+    const r = s82(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s82(v: any): any {
-  return v === undefined ? undefined : s81(v);
-}
-
-function s83(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("containers" in v) {
-    r = s81(v["containers"]);
-    if (r === FAIL) return FAIL;
-    o["containers"] = r;
-  } else return FAIL;
-  if ("initContainers" in v) {
-    r = s82(v["initContainers"]);
-    if (r === FAIL) return FAIL;
-    o["initContainers"] = r;
-  }
-  return o;
-}
-
 function s84(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("spec" in v) {
-    r = s83(v["spec"]);
-    if (r === FAIL) return FAIL;
-    o["spec"] = r;
-  } else return FAIL;
-  return o;
+  return v === undefined ? undefined : s83(v);
 }
 
 function s85(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
+  if ("containers" in v) {
+    r = s83(v["containers"]);
+    if (r === FAIL) return FAIL;
+    o["containers"] = r;
+  } else return FAIL;
+  if ("initContainers" in v) {
+    r = s84(v["initContainers"]);
+    if (r === FAIL) return FAIL;
+    o["initContainers"] = r;
+  }
+  return o;
+}
+
+function s86(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("spec" in v) {
+    r = s85(v["spec"]);
+    if (r === FAIL) return FAIL;
+    o["spec"] = r;
+  } else return FAIL;
+  return o;
+}
+
+function s87(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
   if ("replicas" in v) {
-    r = s74(v["replicas"]);
+    r = s76(v["replicas"]);
     if (r === FAIL) return FAIL;
     o["replicas"] = r;
   }
   if ("paused" in v) {
-    r = s43(v["paused"]);
+    r = s45(v["paused"]);
     if (r === FAIL) return FAIL;
     o["paused"] = r;
   }
   if ("updateStrategy" in v) {
-    r = s79(v["updateStrategy"]);
+    r = s81(v["updateStrategy"]);
     if (r === FAIL) return FAIL;
     o["updateStrategy"] = r;
   }
   if ("template" in v) {
-    r = s84(v["template"]);
+    r = s86(v["template"]);
     if (r === FAIL) return FAIL;
     o["template"] = r;
   } else return FAIL;
   return o;
 }
 
-function s86(v: any): any {
-  return v === null ? null : s41(v);
-}
-
-function s87(v: any): any {
-  return v === undefined ? undefined : s86(v);
-}
-
 function s88(v: any): any {
+  return v === null ? null : s43(v);
+}
+
+function s89(v: any): any {
+  return v === undefined ? undefined : s88(v);
+}
+
+function s90(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("type" in v) {
-    r = s41(v["type"]);
+    r = s43(v["type"]);
     if (r === FAIL) return FAIL;
     o["type"] = r;
   } else return FAIL;
   if ("status" in v) {
-    r = s41(v["status"]);
+    r = s43(v["status"]);
     if (r === FAIL) return FAIL;
     o["status"] = r;
   } else return FAIL;
   if ("reason" in v) {
-    r = s42(v["reason"]);
+    r = s44(v["reason"]);
     if (r === FAIL) return FAIL;
     o["reason"] = r;
   }
   if ("message" in v) {
-    r = s42(v["message"]);
+    r = s44(v["message"]);
     if (r === FAIL) return FAIL;
     o["message"] = r;
   }
   if ("lastUpdateTime" in v) {
-    r = s87(v["lastUpdateTime"]);
+    r = s89(v["lastUpdateTime"]);
     if (r === FAIL) return FAIL;
     o["lastUpdateTime"] = r;
   }
   if ("lastTransitionTime" in v) {
-    r = s87(v["lastTransitionTime"]);
+    r = s89(v["lastTransitionTime"]);
     if (r === FAIL) return FAIL;
     o["lastTransitionTime"] = r;
   }
   return o;
 }
 
-function s89(v: any): any {
+function s91(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s88(v[i]);
+    const r = s90(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s90(v: any): any {
-  return v === undefined ? undefined : s89(v);
-}
-
-function s91(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("observedGeneration" in v) {
-    r = s74(v["observedGeneration"]);
-    if (r === FAIL) return FAIL;
-    o["observedGeneration"] = r;
-  }
-  if ("replicas" in v) {
-    r = s74(v["replicas"]);
-    if (r === FAIL) return FAIL;
-    o["replicas"] = r;
-  }
-  if ("updatedReplicas" in v) {
-    r = s74(v["updatedReplicas"]);
-    if (r === FAIL) return FAIL;
-    o["updatedReplicas"] = r;
-  }
-  if ("readyReplicas" in v) {
-    r = s74(v["readyReplicas"]);
-    if (r === FAIL) return FAIL;
-    o["readyReplicas"] = r;
-  }
-  if ("availableReplicas" in v) {
-    r = s74(v["availableReplicas"]);
-    if (r === FAIL) return FAIL;
-    o["availableReplicas"] = r;
-  }
-  if ("currentReplicas" in v) {
-    r = s74(v["currentReplicas"]);
-    if (r === FAIL) return FAIL;
-    o["currentReplicas"] = r;
-  }
-  if ("updateRevision" in v) {
-    r = s42(v["updateRevision"]);
-    if (r === FAIL) return FAIL;
-    o["updateRevision"] = r;
-  }
-  if ("currentRevision" in v) {
-    r = s42(v["currentRevision"]);
-    if (r === FAIL) return FAIL;
-    o["currentRevision"] = r;
-  }
-  if ("desiredNumberScheduled" in v) {
-    r = s74(v["desiredNumberScheduled"]);
-    if (r === FAIL) return FAIL;
-    o["desiredNumberScheduled"] = r;
-  }
-  if ("updatedNumberScheduled" in v) {
-    r = s74(v["updatedNumberScheduled"]);
-    if (r === FAIL) return FAIL;
-    o["updatedNumberScheduled"] = r;
-  }
-  if ("numberAvailable" in v) {
-    r = s74(v["numberAvailable"]);
-    if (r === FAIL) return FAIL;
-    o["numberAvailable"] = r;
-  }
-  if ("conditions" in v) {
-    r = s90(v["conditions"]);
-    if (r === FAIL) return FAIL;
-    o["conditions"] = r;
-  }
-  return o;
-}
-
 function s92(v: any): any {
-  return v === undefined ? {} : s91(v);
+  return v === undefined ? undefined : s91(v);
 }
 
 function s93(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
+  if ("observedGeneration" in v) {
+    r = s76(v["observedGeneration"]);
+    if (r === FAIL) return FAIL;
+    o["observedGeneration"] = r;
+  }
+  if ("replicas" in v) {
+    r = s76(v["replicas"]);
+    if (r === FAIL) return FAIL;
+    o["replicas"] = r;
+  }
+  if ("updatedReplicas" in v) {
+    r = s76(v["updatedReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["updatedReplicas"] = r;
+  }
+  if ("readyReplicas" in v) {
+    r = s76(v["readyReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["readyReplicas"] = r;
+  }
+  if ("availableReplicas" in v) {
+    r = s76(v["availableReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["availableReplicas"] = r;
+  }
+  if ("currentReplicas" in v) {
+    r = s76(v["currentReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["currentReplicas"] = r;
+  }
+  if ("updateRevision" in v) {
+    r = s44(v["updateRevision"]);
+    if (r === FAIL) return FAIL;
+    o["updateRevision"] = r;
+  }
+  if ("currentRevision" in v) {
+    r = s44(v["currentRevision"]);
+    if (r === FAIL) return FAIL;
+    o["currentRevision"] = r;
+  }
+  if ("desiredNumberScheduled" in v) {
+    r = s76(v["desiredNumberScheduled"]);
+    if (r === FAIL) return FAIL;
+    o["desiredNumberScheduled"] = r;
+  }
+  if ("updatedNumberScheduled" in v) {
+    r = s76(v["updatedNumberScheduled"]);
+    if (r === FAIL) return FAIL;
+    o["updatedNumberScheduled"] = r;
+  }
+  if ("numberAvailable" in v) {
+    r = s76(v["numberAvailable"]);
+    if (r === FAIL) return FAIL;
+    o["numberAvailable"] = r;
+  }
+  if ("conditions" in v) {
+    r = s92(v["conditions"]);
+    if (r === FAIL) return FAIL;
+    o["conditions"] = r;
+  }
+  return o;
+}
+
+function s94(v: any): any {
+  return v === undefined ? {} : s93(v);
+}
+
+function s95(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
   if ("metadata" in v) {
-    r = s73(v["metadata"]);
+    r = s75(v["metadata"]);
     if (r === FAIL) return FAIL;
     o["metadata"] = r;
   } else return FAIL;
   if ("spec" in v) {
-    r = s85(v["spec"]);
+    r = s87(v["spec"]);
     if (r === FAIL) return FAIL;
     o["spec"] = r;
   } else return FAIL;
   if ("status" in v) {
-    r = s92(v["status"]);
+    r = s94(v["status"]);
     if (r === FAIL) return FAIL;
     o["status"] = r;
   } else {
-    r = s92(undefined);
+    r = s94(undefined);
     if (r === FAIL) return FAIL;
     o["status"] = r;
   }
   return o;
 }
 
-function s94(v: any): any {
+function s96(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const p = Object.getPrototypeOf(v);
   if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
   const o: any = {};
   for (const k of Object.keys(v)) {
     if (k === "__proto__") continue;
-    const r = s49(v[k]);
+    const r = s51(v[k]);
     if (r === FAIL) return FAIL;
     o[k] = r;
   }
   return o;
 }
 
-function s95(v: any): any {
-  return v === undefined ? undefined : s94(v);
-}
-
-function s96(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("manager" in v) {
-    r = s42(v["manager"]);
-    if (r === FAIL) return FAIL;
-    o["manager"] = r;
-  }
-  if ("operation" in v) {
-    r = s42(v["operation"]);
-    if (r === FAIL) return FAIL;
-    o["operation"] = r;
-  }
-  if ("time" in v) {
-    r = s42(v["time"]);
-    if (r === FAIL) return FAIL;
-    o["time"] = r;
-  }
-  if ("subresource" in v) {
-    r = s42(v["subresource"]);
-    if (r === FAIL) return FAIL;
-    o["subresource"] = r;
-  }
-  if ("fieldsV1" in v) {
-    r = s95(v["fieldsV1"]);
-    if (r === FAIL) return FAIL;
-    o["fieldsV1"] = r;
-  }
-  return o;
-}
-
 function s97(v: any): any {
-  if (!Array.isArray(v)) return FAIL;
-  const o = new Array(v.length);
-  for (let i = 0; i < v.length; i++) {
-    const r = s96(v[i]);
-    if (r === FAIL) return FAIL;
-    o[i] = r;
-  }
-  return o;
+  return v === undefined ? undefined : s96(v);
 }
 
 function s98(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
-  if ("username" in v) {
-    r = s42(v["username"]);
+  if ("manager" in v) {
+    r = s44(v["manager"]);
     if (r === FAIL) return FAIL;
-    o["username"] = r;
+    o["manager"] = r;
   }
-  if ("password" in v) {
-    r = s42(v["password"]);
+  if ("operation" in v) {
+    r = s44(v["operation"]);
     if (r === FAIL) return FAIL;
-    o["password"] = r;
+    o["operation"] = r;
   }
-  if ("auth" in v) {
-    r = s42(v["auth"]);
+  if ("time" in v) {
+    r = s44(v["time"]);
     if (r === FAIL) return FAIL;
-    o["auth"] = r;
+    o["time"] = r;
+  }
+  if ("subresource" in v) {
+    r = s44(v["subresource"]);
+    if (r === FAIL) return FAIL;
+    o["subresource"] = r;
+  }
+  if ("fieldsV1" in v) {
+    r = s97(v["fieldsV1"]);
+    if (r === FAIL) return FAIL;
+    o["fieldsV1"] = r;
   }
   return o;
 }
 
 function s99(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const p = Object.getPrototypeOf(v);
-  if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
-  const o: any = {};
-  for (const k of Object.keys(v)) {
-    if (k === "__proto__") continue;
-    const r = s98(v[k]);
+  if (!Array.isArray(v)) return FAIL;
+  const o = new Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const r = s98(v[i]);
     if (r === FAIL) return FAIL;
-    o[k] = r;
+    o[i] = r;
   }
   return o;
 }
@@ -1294,25 +1276,61 @@ function s100(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
+  if ("username" in v) {
+    r = s44(v["username"]);
+    if (r === FAIL) return FAIL;
+    o["username"] = r;
+  }
+  if ("password" in v) {
+    r = s44(v["password"]);
+    if (r === FAIL) return FAIL;
+    o["password"] = r;
+  }
+  if ("auth" in v) {
+    r = s44(v["auth"]);
+    if (r === FAIL) return FAIL;
+    o["auth"] = r;
+  }
+  return o;
+}
+
+function s101(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const p = Object.getPrototypeOf(v);
+  if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
+  const o: any = {};
+  for (const k of Object.keys(v)) {
+    if (k === "__proto__") continue;
+    const r = s100(v[k]);
+    if (r === FAIL) return FAIL;
+    o[k] = r;
+  }
+  return o;
+}
+
+function s102(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
   if ("auths" in v) {
-    r = s99(v["auths"]);
+    r = s101(v["auths"]);
     if (r === FAIL) return FAIL;
     o["auths"] = r;
   } else return FAIL;
   return o;
 }
 
-function s101(v: any): any {
+function s103(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("token" in v) {
-    r = s42(v["token"]);
+    r = s44(v["token"]);
     if (r === FAIL) return FAIL;
     o["token"] = r;
   }
   if ("access_token" in v) {
-    r = s42(v["access_token"]);
+    r = s44(v["access_token"]);
     if (r === FAIL) return FAIL;
     o["access_token"] = r;
   }

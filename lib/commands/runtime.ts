@@ -9,7 +9,6 @@ import type { ConfigMapRef } from "../kube/configmaps.ts";
 import { resolveConnection } from "../kube/kubeconfig.ts";
 import { createKubeClient, type KubeClient } from "../kube/workloads.ts";
 import { createLogger, type Logger } from "../log.ts";
-import { resolveDigests } from "../registry/client.ts";
 import {
   type BasicCredentials,
   credentialsFor,
@@ -17,6 +16,7 @@ import {
   loadDockerConfig,
 } from "../registry/credentials.ts";
 import { preconnectRegistry } from "../registry/preconnect.ts";
+import { registryGroups, resolveRegistries } from "../registry/registries.ts";
 import { mark } from "../startup-timing.ts";
 import { telemetryConfigured } from "../telemetry/env.ts";
 import { noopTelemetry, type Telemetry } from "../telemetry.ts";
@@ -70,8 +70,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     readFile,
   });
   mark("kubeconfig");
-  const pull = pullSecret(args, config, readFile);
-  const credentials = pull.credentials;
+  const pull = pullSecrets(args, config, readFile);
   // The exporter may warn while it starts, before the logger that carries its span ids exists:
   // those lines go out in the same format, without ids.
   let log: Logger | undefined;
@@ -89,7 +88,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     telemetry,
     log,
   });
-  if (pull.warning) log.warn(pull.warning);
+  for (const warning of pull.warnings) log.warn(warning);
   const tickContext = (dryRun: boolean): TickContext => ({
     config,
     store,
@@ -101,21 +100,21 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     instance: env.HOSTNAME ?? "image-refresh",
     now: Date.now,
     sleep: (ms) => Bun.sleep(ms),
-    resolve: (repos, more) =>
-      resolveDigests(repos, config.tag, {
-        notBefore: more?.notBefore,
-        storedAnswer: more?.storedAnswer,
-        ...config.registry,
-        credentials,
+    resolve: (images, memory = {}) =>
+      resolveRegistries(images, memory, (group, remembered) => ({
+        ...remembered,
+        ...group.registry,
+        credentials: pull.credentials.get(group.hostKey),
         requestTimeoutMs: config.requestTimeoutMs,
         signal: controller.signal,
         telemetry,
         log,
         ca: opts.registryCa,
-      }),
+      })),
   });
   mark("runtime");
-  return { config, store, log, telemetry, kube, controller, tickContext, anonymousBecause: pull.warning };
+  const anonymousBecause = pull.warnings.length ? pull.warnings.join("; ") : undefined;
+  return { config, store, log, telemetry, kube, controller, tickContext, anonymousBecause };
 }
 
 /**
@@ -130,41 +129,63 @@ export function startConnecting(rt: Runtime, env: Env): void {
   preconnectRegistry(rt.config, env);
 }
 
-interface PullSecret {
-  credentials?: BasicCredentials;
-  /** Set when a configured pull secret gives no credentials for the host: the registry is asked anonymously. */
-  warning?: string;
+interface PullSecrets {
+  /** By registry host key: the credentials its pull secret holds for it. */
+  credentials: Map<string, BasicCredentials>;
+  /** A configured pull secret that gives no credentials for its host: that registry is asked anonymously. */
+  warnings: string[];
 }
 
 /**
- * The tick's pull secret must be readable: one that cannot be read is a configuration error
- * (exit 2, before any request). A human runs status and reject from a laptop with a copy of the
- * CronJob's config, where the mounted path does not exist: that is a warning, and the registry
- * is asked anonymously. rearm never asks the registry, nor does reject given a DIGEST, so
- * neither reads the file.
+ * Each registry's pull secret (its own dockerConfigJson, else the top-level one) must be
+ * readable: one that cannot be read is a configuration error (exit 2, before any request). A
+ * human runs status and reject from a laptop with a copy of the CronJob's config, where the
+ * mounted path does not exist: that is a warning, and the registry is asked anonymously. rearm
+ * never asks a registry, nor does reject given a DIGEST, so neither reads a file.
  */
-function pullSecret(args: CliArgs, config: Config, readFile: (p: string) => string): PullSecret {
-  const path = config.registry.dockerConfigJson;
-  if (!path || args.command === "rearm" || (args.command === "reject" && args.digest)) return {};
-  let creds: DockerCredentials;
+function pullSecrets(args: CliArgs, config: Config, readFile: (p: string) => string): PullSecrets {
+  const out: PullSecrets = { credentials: new Map(), warnings: [] };
+  if (args.command === "rearm" || (args.command === "reject" && args.digest)) return out;
+  const files = new Map<string, DockerCredentials | undefined>();
+  for (const group of registryGroups(config.images.filter((i) => !i.pinned))) {
+    const path = group.registry.dockerConfigJson;
+    if (!path) continue;
+    const host = group.registry.host;
+    if (!files.has(path)) files.set(path, pullSecretFile(args, path, readFile));
+    const creds = files.get(path);
+    if (!creds) {
+      out.warnings.push(
+        `registry.dockerConfigJson ${path} does not exist here: the registry ${host} is asked anonymously`,
+      );
+      continue;
+    }
+    const credentials = credentialsFor(creds, host);
+    if (credentials) out.credentials.set(group.hostKey, credentials);
+    else out.warnings.push(noEntry(path, host, creds));
+  }
+  return out;
+}
+
+/** The file's credentials; undefined for a file that is not there when a human runs a command. */
+function pullSecretFile(
+  args: CliArgs,
+  path: string,
+  readFile: (p: string) => string,
+): DockerCredentials | undefined {
   try {
-    creds = loadDockerConfig(path, readFile);
+    return loadDockerConfig(path, readFile);
   } catch (err) {
-    if (args.command !== "tick" && (err as { code?: string }).code === "ENOENT")
-      return {
-        warning: `registry.dockerConfigJson ${path} does not exist here: the registry ${config.registry.host} is asked anonymously`,
-      };
+    if (args.command !== "tick" && (err as { code?: string }).code === "ENOENT") return undefined;
     throw new ConfigError(`registry.dockerConfigJson: ${(err as Error).message}`);
   }
-  const credentials = credentialsFor(creds, config.registry.host);
-  if (credentials) return { credentials };
+}
+
+function noEntry(path: string, host: string, creds: DockerCredentials): string {
   const keys = creds.keys();
   const there = keys.length
     ? `its keys are ${keys.map((k) => `"${k}"`).join(", ")}`
     : "it has no usable entry";
-  return {
-    warning: `registry.dockerConfigJson ${path} has no entry for the registry host ${config.registry.host} (${there}): the registry is asked anonymously`,
-  };
+  return `registry.dockerConfigJson ${path} has no entry for the registry host ${host} (${there}): the registry is asked anonymously`;
 }
 
 async function loadTelemetry(

@@ -7,6 +7,15 @@ import type { BasicCredentials } from "./credentials.ts";
 import type { RegistryFailure } from "./errors.ts";
 import type { RetryAfter } from "./retry-after.ts";
 
+/** One tag of one repository. */
+export interface Lookup {
+  repository: string;
+  tag: string;
+}
+
+/** A lookup's name in results: `<repository>:<tag>`. */
+export const lookupId = (l: Lookup): string => `${l.repository}:${l.tag}`;
+
 export type DigestResult =
   | { ok: true; digest: string }
   | { ok: false; reason: RegistryFailure; message: string };

@@ -113,7 +113,7 @@ function judgeResolved(
   if (pause) return paused(j, img, pause, c, announced);
   const k = announced !== undefined ? amend(j, { writes: { [IMAGE_KEYS.paused.name(img.key)]: null } }) : j;
   if (trusted(b.rejected) === L) {
-    const msg = `${img.key}: the registry's ${L} was rejected by a human; waiting for the next build of ${img.repository}:${c.tag}`;
+    const msg = `${img.key}: the registry's ${L} was rejected by a human; waiting for the next build of ${img.repository}:${img.tag}`;
     return say(amend(k, { blocks: true, verdict: { paused: true } }), "paused", "build_rejected", msg);
   }
   const input: DueInput = { img, b, c, o, digest: L, live };
@@ -160,7 +160,7 @@ function unresolved(
     countsStreak: true,
     verdict: { unresolvedStreak: n, short },
   });
-  const what = `cannot resolve ${img.repository}:${c.tag} (${why})`;
+  const what = `cannot resolve ${img.repository}:${img.tag} (${why})`;
   if (n < c.maxUnresolvedTicks) {
     const message = `${what}; unresolved ${n}/${c.maxUnresolvedTicks} ticks in a row`;
     return [counted, { outcome: "unresolved", reason: "unresolved", message }];
