@@ -9,14 +9,9 @@ import type { ConfigMapRef } from "../kube/configmaps.ts";
 import { resolveConnection } from "../kube/kubeconfig.ts";
 import { createKubeClient, type KubeClient } from "../kube/workloads.ts";
 import { createLogger, type Logger } from "../log.ts";
-import {
-  type BasicCredentials,
-  credentialsFor,
-  type DockerCredentials,
-  loadDockerConfig,
-} from "../registry/credentials.ts";
 import { preconnectRegistry } from "../registry/preconnect.ts";
-import { registryGroups, resolveRegistries } from "../registry/registries.ts";
+import { type PullSecrets, pullSecrets } from "../registry/pull-secrets.ts";
+import { resolveRegistries } from "../registry/registries.ts";
 import { mark } from "../startup-timing.ts";
 import { telemetryConfigured } from "../telemetry/env.ts";
 import { noopTelemetry, type Telemetry } from "../telemetry.ts";
@@ -70,7 +65,11 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     readFile,
   });
   mark("kubeconfig");
-  const pull = pullSecrets(args, config, readFile);
+  // rearm never asks a registry, nor does reject given a DIGEST, so neither reads a pull secret.
+  const asks = args.command !== "rearm" && !(args.command === "reject" && args.digest);
+  const pull = asks
+    ? pullSecrets(config, args.command !== "tick", readFile)
+    : ({ credentials: new Map(), missing: new Map(), warnings: [] } satisfies PullSecrets);
   // The exporter may warn while it starts, before the logger that carries its span ids exists:
   // those lines go out in the same format, without ids.
   let log: Logger | undefined;
@@ -105,6 +104,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
         ...remembered,
         ...group.registry,
         credentials: pull.credentials.get(group.hostKey),
+        noCredential: pull.missing.get(group.hostKey),
         requestTimeoutMs: config.requestTimeoutMs,
         signal: controller.signal,
         telemetry,
@@ -127,65 +127,6 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
 export function startConnecting(rt: Runtime, env: Env): void {
   if (!telemetryConfigured(env)) rt.kube.configMaps.prefetch(rt.store);
   preconnectRegistry(rt.config, env);
-}
-
-interface PullSecrets {
-  /** By registry host key: the credentials its pull secret holds for it. */
-  credentials: Map<string, BasicCredentials>;
-  /** A configured pull secret that gives no credentials for its host: that registry is asked anonymously. */
-  warnings: string[];
-}
-
-/**
- * Each registry's pull secret (its own dockerConfigJson, else the top-level one) must be
- * readable: one that cannot be read is a configuration error (exit 2, before any request). A
- * human runs status and reject from a laptop with a copy of the CronJob's config, where the
- * mounted path does not exist: that is a warning, and the registry is asked anonymously. rearm
- * never asks a registry, nor does reject given a DIGEST, so neither reads a file.
- */
-function pullSecrets(args: CliArgs, config: Config, readFile: (p: string) => string): PullSecrets {
-  const out: PullSecrets = { credentials: new Map(), warnings: [] };
-  if (args.command === "rearm" || (args.command === "reject" && args.digest)) return out;
-  const files = new Map<string, DockerCredentials | undefined>();
-  for (const group of registryGroups(config.images.filter((i) => !i.pinned))) {
-    const path = group.registry.dockerConfigJson;
-    if (!path) continue;
-    const host = group.registry.host;
-    if (!files.has(path)) files.set(path, pullSecretFile(args, path, readFile));
-    const creds = files.get(path);
-    if (!creds) {
-      out.warnings.push(
-        `registry.dockerConfigJson ${path} does not exist here: the registry ${host} is asked anonymously`,
-      );
-      continue;
-    }
-    const credentials = credentialsFor(creds, host);
-    if (credentials) out.credentials.set(group.hostKey, credentials);
-    else out.warnings.push(noEntry(path, host, creds));
-  }
-  return out;
-}
-
-/** The file's credentials; undefined for a file that is not there when a human runs a command. */
-function pullSecretFile(
-  args: CliArgs,
-  path: string,
-  readFile: (p: string) => string,
-): DockerCredentials | undefined {
-  try {
-    return loadDockerConfig(path, readFile);
-  } catch (err) {
-    if (args.command !== "tick" && (err as { code?: string }).code === "ENOENT") return undefined;
-    throw new ConfigError(`registry.dockerConfigJson: ${(err as Error).message}`);
-  }
-}
-
-function noEntry(path: string, host: string, creds: DockerCredentials): string {
-  const keys = creds.keys();
-  const there = keys.length
-    ? `its keys are ${keys.map((k) => `"${k}"`).join(", ")}`
-    : "it has no usable entry";
-  return `registry.dockerConfigJson ${path} has no entry for the registry host ${host} (${there}): the registry is asked anonymously`;
 }
 
 async function loadTelemetry(

@@ -7,7 +7,14 @@ import { basicSecrets } from "../scrub.ts";
 import { mark } from "../startup-timing.ts";
 import { type Authorized, authorize } from "./auth.ts";
 import type { RegistryError } from "./errors.ts";
-import { asRegistryError, blameConfiguredToken, DEFAULT_CONCURRENCY, fail, headAll } from "./heads.ts";
+import {
+  asRegistryError,
+  blameConfiguredToken,
+  blameMissingCredential,
+  DEFAULT_CONCURRENCY,
+  fail,
+  headAll,
+} from "./heads.ts";
 import type { HttpContext } from "./http.ts";
 import { registryEndpoint, repositoryPath, TAG_RE } from "./reference.ts";
 import { rememberedAnswer, toRemember } from "./remembered.ts";
@@ -111,7 +118,10 @@ export async function resolveLookups(
     });
   } catch (err) {
     // A token endpoint that is not there (404) is the configuration's fault too.
-    const failure = blameConfiguredToken(opts, asRegistryError(err), ["not_found"]);
+    const failure = blameMissingCredential(
+      opts,
+      blameConfiguredToken(opts, asRegistryError(err), ["not_found"]),
+    );
     results.retryAfter = noteRateLimit(opts, failure);
     for (const l of repos) results.set(lookupId(l), fail(opts, l, failure));
     return results;

@@ -57,7 +57,7 @@ async function followChallenge(run: HeadRun, challenged: RegistryError): Promise
     run.opts = { ...opts, authorization };
     return true;
   } catch (err) {
-    const failure = asRegistryError(err);
+    const failure = blameMissingCredential(opts, asRegistryError(err));
     if (failure.reason === "rate_limited") run.limited = failure;
     for (const [id, l] of opts.lookups) run.results.set(id, fail(opts, l, failure));
     return false;
@@ -113,7 +113,8 @@ async function headOne(run: HeadRun, id: string, followable = false): Promise<Re
     // Aborted because another HEAD was answered 429, not because the tick ran out of time.
     if (run.limited && !run.tickSignal.aborted)
       return void results.set(id, stoppedBy429(opts, lookup, "aborted"));
-    const failure = blameCredential(opts, blameConfiguredToken(opts, asRegistryError(err)));
+    const blamed = blameCredential(opts, blameConfiguredToken(opts, asRegistryError(err)));
+    const failure = blameMissingCredential(opts, blamed);
     if (followable && failure.status === 401 && failure.challenge) return failure;
     if (failure.reason === "rate_limited" && !run.limited) {
       run.limited = failure;
@@ -125,12 +126,35 @@ async function headOne(run: HeadRun, id: string, followable = false): Promise<Re
   return undefined;
 }
 
-/** A 401 to a HEAD that carried our Basic credential: say that the credential was refused. */
+/**
+ * A 401 to a HEAD that carried our credential (as Basic, or as the token it got): say that the
+ * credential was refused, for this host.
+ */
 function blameCredential(opts: HeadOptions, err: RegistryError): RegistryError {
-  if (err.status !== 401 || !opts.authorization?.startsWith("Basic ")) return err;
-  return new RegistryError("unauthorized", `${err.message}: it refused the dockerconfigjson credential`, {
+  if (err.status !== 401 || !opts.credentials || !opts.authorization) return err;
+  const basic = opts.authorization.startsWith("Basic ");
+  const what = basic
+    ? "it refused the dockerconfigjson credential"
+    : `it refused the token the dockerconfigjson credential for ${opts.host} got: that credential may not pull this repository`;
+  return new RegistryError("unauthorized", `${err.message}: ${what}`, {
     status: 401,
     code: err.code,
+    challenge: err.challenge,
+    cause: err,
+  });
+}
+
+/**
+ * A 401 from a registry that was sent no credential: say that none is configured for its host,
+ * and where to configure one (the runtime knows the field), not only "needs credentials".
+ */
+export function blameMissingCredential(opts: ResolveOptions, err: RegistryError): RegistryError {
+  if (err.status !== 401 || opts.credentials) return err;
+  const why = opts.noCredential ?? `no credential is configured for ${opts.host}`;
+  return new RegistryError("unauthorized", `${err.message}: ${why}`, {
+    status: 401,
+    code: err.code,
+    challenge: err.challenge,
     cause: err,
   });
 }

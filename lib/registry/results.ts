@@ -36,6 +36,11 @@ export interface ResolveOptions {
   endpoint?: string;
   insecure?: boolean;
   credentials?: BasicCredentials;
+  /**
+   * Without credentials: that none is configured for this host and where to configure it, said
+   * with a 401 (default: only that none is configured).
+   */
+  noCredential?: string;
   /** Configured token endpoint: no challenge probe. */
   token?: TokenEndpoint;
   /**
