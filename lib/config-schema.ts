@@ -92,6 +92,9 @@ export const configSchemas = lazy((z) => {
     endpoint: z.optional(url),
     insecure: flag,
     dockerConfigJson: z.optional(nonEmpty),
+    // A cloud's workload identity instead of a pull secret: aws asks ECR for a token with the
+    // pod's IRSA or EKS Pod Identity credentials (none, the default: the pull secret, if any).
+    auth: z.optional(z.enum(["none", "aws"])),
     // The Bearer token endpoint, when known in advance: saves the challenge probe on every tick.
     token: z.optional(
       z.strictObject({

@@ -133,3 +133,24 @@ describe("an image's own tag and registry", () => {
     ]);
   });
 });
+
+describe("auth: a cloud's workload identity", () => {
+  test("auth: aws on an image's registry: accepted, kept", () => {
+    const c = parse(
+      (d) => (d.images[0].registry = { host: "123456789012.dkr.ecr.eu-west-1.amazonaws.com", auth: "aws" }),
+    );
+    expect(c.images[0]?.registry.auth).toBe("aws");
+    expect(c.images[1]?.registry.auth).toBeUndefined();
+  });
+  test("auth: aws beside a pull secret: refused, one source of credentials per registry", () => {
+    expect(
+      problems((d) => (d.images[0].registry = { host: "r.example", auth: "aws", dockerConfigJson: "/s" })),
+    ).toEqual([
+      "images[0].registry.auth: aws takes this registry's credentials from ECR; remove images[0].registry.dockerConfigJson",
+    ]);
+  });
+  test("a cloud not supported yet (gcp, azure): refused by the schema", () => {
+    const got = problems((d) => (d.registry.auth = "gcp"));
+    expect(got.some((p) => p.startsWith("registry.auth: "))).toBe(true);
+  });
+});

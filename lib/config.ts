@@ -45,6 +45,8 @@ export interface RegistryConfig {
   endpoint?: string;
   insecure: boolean;
   dockerConfigJson?: string;
+  /** A cloud's workload identity instead of a pull secret (aws: ECR through IRSA or EKS Pod Identity). */
+  auth?: "none" | "aws";
   /** Where to ask for a Bearer token without probing the registry first. */
   token?: { realm: string; service?: string };
 }
@@ -264,6 +266,11 @@ function registryChecks(r: RegistryConfig, at: string): string[] {
   if (r.endpoint?.startsWith("http:") && !r.insecure) problems.push(`${at}.endpoint: ${plain}`);
   // Credentials go to the token endpoint: plain http needs the same opt-in as the registry's.
   if (r.token?.realm.startsWith("http:") && !r.insecure) problems.push(`${at}.token.realm: ${plain}`);
+  // One source of credentials per registry: which one was refused must never be a guess.
+  if (r.auth === "aws" && r.dockerConfigJson)
+    problems.push(
+      `${at}.auth: aws takes this registry's credentials from ECR; remove ${at}.dockerConfigJson`,
+    );
   return problems;
 }
 

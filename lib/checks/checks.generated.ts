@@ -4,62 +4,63 @@ import { FAIL } from "./fail.ts";
 
 const C0 = new Set(["tag","registry","namespace","store","state","annotationPrefix","maxRefreshAttempts","maxSkipTicks","maxUnresolvedTicks","rolloutTimeout","requestTimeout","onFailure","reconcile","minimumAge","images"]);
 const C1 = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
-const C2 = new Set(["host","endpoint","insecure","dockerConfigJson","token"]);
+const C2 = new Set(["host","endpoint","insecure","dockerConfigJson","auth","token"]);
 const C3 = /^[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?$/;
 const C4 = /^https?:\/\/[^\s/?#@]+([/?#]\S*)?$/;
-const C5 = new Set(["realm","service"]);
-const C6 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const C7 = new Set(["namespace","name"]);
-const C8 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const C9 = new Set(["kind","namespace","name"]);
-const C10 = new Set(["Deployment","DaemonSet","StatefulSet"]);
-const C11 = /^(?=.)(?![0dhms]+$)(?:([0-9]{1,9})d)?(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m(?!s))?(?:([0-9]{1,9})s)?(?:([0-9]{1,9})ms)?$/;
-const C12 = new Set(["revert","keep"]);
-const C13 = new Set(["repin","report"]);
-const C14 = /^(?=.)(?:([0-9]{1,9})d)?(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m(?!s))?(?:([0-9]{1,9})s)?(?:([0-9]{1,9})ms)?$/;
-const C15 = new Set(["repository","key","tag","registry","pinned","targets"]);
-const C16 = /^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(\/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$/;
-const C17 = /^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$/;
-const C18 = new Set(["kind","namespace","name","container"]);
+const C5 = new Set(["none","aws"]);
+const C6 = new Set(["realm","service"]);
+const C7 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const C8 = new Set(["namespace","name"]);
+const C9 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const C10 = new Set(["kind","namespace","name"]);
+const C11 = new Set(["Deployment","DaemonSet","StatefulSet"]);
+const C12 = /^(?=.)(?![0dhms]+$)(?:([0-9]{1,9})d)?(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m(?!s))?(?:([0-9]{1,9})s)?(?:([0-9]{1,9})ms)?$/;
+const C13 = new Set(["revert","keep"]);
+const C14 = new Set(["repin","report"]);
+const C15 = /^(?=.)(?:([0-9]{1,9})d)?(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m(?!s))?(?:([0-9]{1,9})s)?(?:([0-9]{1,9})ms)?$/;
+const C16 = new Set(["repository","key","tag","registry","pinned","targets"]);
+const C17 = /^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(\/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$/;
+const C18 = /^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$/;
+const C19 = new Set(["kind","namespace","name","container"]);
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkConfig(v: unknown): unknown {
-  return s42(v);
+  return s44(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkKubeconfig(v: unknown): unknown {
-  return s65(v);
+  return s67(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkConfigMap(v: unknown): unknown {
-  return s70(v);
+  return s72(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkWorkload(v: unknown): unknown {
-  return s95(v);
+  return s97(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkManagedFields(v: unknown): unknown {
-  return s99(v);
-}
-
-/** zod's output for a valid input; FAIL for any other (zod then says why). */
-export function checkDockerConfig(v: unknown): unknown {
-  return s102(v);
-}
-
-/** zod's output for a valid input; FAIL for any other (zod then says why). */
-export function checkDockerCfg(v: unknown): unknown {
   return s101(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
-export function checkTokenResponse(v: unknown): unknown {
+export function checkDockerConfig(v: unknown): unknown {
+  return s104(v);
+}
+
+/** zod's output for a valid input; FAIL for any other (zod then says why). */
+export function checkDockerCfg(v: unknown): unknown {
   return s103(v);
+}
+
+/** zod's output for a valid input; FAIL for any other (zod then says why). */
+export function checkTokenResponse(v: unknown): unknown {
+  return s105(v);
 }
 
 function s0(v: any): any {
@@ -105,8 +106,16 @@ function s7(v: any): any {
 }
 
 function s8(v: any): any {
+  return C5.has(v) ? v : FAIL;
+}
+
+function s9(v: any): any {
+  return v === undefined ? undefined : s8(v);
+}
+
+function s10(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  for (const k in v) if (!C5.has(k)) return FAIL;
+  for (const k in v) if (!C6.has(k)) return FAIL;
   const o: any = {};
   let r: any;
   if ("realm" in v) {
@@ -122,11 +131,11 @@ function s8(v: any): any {
   return o;
 }
 
-function s9(v: any): any {
-  return v === undefined ? undefined : s8(v);
+function s11(v: any): any {
+  return v === undefined ? undefined : s10(v);
 }
 
-function s10(v: any): any {
+function s12(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C2.has(k)) return FAIL;
   const o: any = {};
@@ -155,132 +164,129 @@ function s10(v: any): any {
     if (r === FAIL) return FAIL;
     o["dockerConfigJson"] = r;
   }
+  if ("auth" in v) {
+    r = s9(v["auth"]);
+    if (r === FAIL) return FAIL;
+    o["auth"] = r;
+  }
   if ("token" in v) {
-    r = s9(v["token"]);
+    r = s11(v["token"]);
     if (r === FAIL) return FAIL;
     o["token"] = r;
   }
   return o;
 }
 
-function s11(v: any): any {
-  if (typeof v !== "string") return FAIL;
-  if (!(v.length <= 63)) return FAIL;
-  if (!(C6.test(v))) return FAIL;
-  return v;
-}
-
-function s12(v: any): any {
-  return v === undefined ? undefined : s11(v);
-}
-
 function s13(v: any): any {
   if (typeof v !== "string") return FAIL;
-  if (!(v.length <= 253)) return FAIL;
-  if (!(C8.test(v))) return FAIL;
+  if (!(v.length <= 63)) return FAIL;
+  if (!(C7.test(v))) return FAIL;
   return v;
 }
 
 function s14(v: any): any {
-  return v === undefined ? "image-refresh-state" : s13(v);
+  return v === undefined ? undefined : s13(v);
 }
 
 function s15(v: any): any {
+  if (typeof v !== "string") return FAIL;
+  if (!(v.length <= 253)) return FAIL;
+  if (!(C9.test(v))) return FAIL;
+  return v;
+}
+
+function s16(v: any): any {
+  return v === undefined ? "image-refresh-state" : s15(v);
+}
+
+function s17(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  for (const k in v) if (!C7.has(k)) return FAIL;
+  for (const k in v) if (!C8.has(k)) return FAIL;
   const o: any = {};
   let r: any;
   if ("namespace" in v) {
-    r = s12(v["namespace"]);
+    r = s14(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   }
   if ("name" in v) {
-    r = s14(v["name"]);
+    r = s16(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else {
-    r = s14(undefined);
+    r = s16(undefined);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   }
   return o;
 }
 
-function s16(v: any): any {
-  return v === undefined ? {"name":"image-refresh-state"} : s15(v);
-}
-
-function s17(v: any): any {
-  return C10.has(v) ? v : FAIL;
-}
-
 function s18(v: any): any {
+  return v === undefined ? {"name":"image-refresh-state"} : s17(v);
+}
+
+function s19(v: any): any {
+  return C11.has(v) ? v : FAIL;
+}
+
+function s20(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  for (const k in v) if (!C9.has(k)) return FAIL;
+  for (const k in v) if (!C10.has(k)) return FAIL;
   const o: any = {};
   let r: any;
   if ("kind" in v) {
-    r = s17(v["kind"]);
+    r = s19(v["kind"]);
     if (r === FAIL) return FAIL;
     o["kind"] = r;
   } else return FAIL;
   if ("namespace" in v) {
-    r = s11(v["namespace"]);
+    r = s13(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   } else return FAIL;
   if ("name" in v) {
-    r = s13(v["name"]);
+    r = s15(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   return o;
 }
 
-function s19(v: any): any {
-  return v === undefined ? undefined : s18(v);
-}
-
-function s20(v: any): any {
-  return v === undefined ? "image-refresh.io" : s13(v);
-}
-
 function s21(v: any): any {
+  return v === undefined ? undefined : s20(v);
+}
+
+function s22(v: any): any {
+  return v === undefined ? "image-refresh.io" : s15(v);
+}
+
+function s23(v: any): any {
   if (typeof v !== "number" || !Number.isSafeInteger(v)) return FAIL;
   if (!(v >= 1)) return FAIL;
   if (!(v <= 1000000)) return FAIL;
   return v;
 }
 
-function s22(v: any): any {
-  return v === undefined ? 3 : s21(v);
-}
-
-function s23(v: any): any {
-  return v === undefined ? 8 : s21(v);
-}
-
 function s24(v: any): any {
-  if (typeof v !== "string") return FAIL;
-  if (!(C11.test(v))) return FAIL;
-  return v;
+  return v === undefined ? 3 : s23(v);
 }
 
 function s25(v: any): any {
-  return v === undefined ? "10m" : s24(v);
+  return v === undefined ? 8 : s23(v);
 }
 
 function s26(v: any): any {
-  return v === undefined ? "15s" : s24(v);
+  if (typeof v !== "string") return FAIL;
+  if (!(C12.test(v))) return FAIL;
+  return v;
 }
 
 function s27(v: any): any {
-  return C12.has(v) ? v : FAIL;
+  return v === undefined ? "10m" : s26(v);
 }
 
 function s28(v: any): any {
-  return v === undefined ? "revert" : s27(v);
+  return v === undefined ? "15s" : s26(v);
 }
 
 function s29(v: any): any {
@@ -288,121 +294,75 @@ function s29(v: any): any {
 }
 
 function s30(v: any): any {
-  return v === undefined ? "repin" : s29(v);
+  return v === undefined ? "revert" : s29(v);
 }
 
 function s31(v: any): any {
-  if (typeof v !== "string") return FAIL;
-  if (!(C14.test(v))) return FAIL;
-  return v;
+  return C14.has(v) ? v : FAIL;
 }
 
 function s32(v: any): any {
-  return v === undefined ? "0s" : s31(v);
+  return v === undefined ? "repin" : s31(v);
 }
 
 function s33(v: any): any {
   if (typeof v !== "string") return FAIL;
-  if (!(C16.test(v))) return FAIL;
+  if (!(C15.test(v))) return FAIL;
   return v;
 }
 
 function s34(v: any): any {
+  return v === undefined ? "0s" : s33(v);
+}
+
+function s35(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(C17.test(v))) return FAIL;
   return v;
 }
 
-function s35(v: any): any {
-  return v === undefined ? undefined : s34(v);
-}
-
 function s36(v: any): any {
-  return v === undefined ? undefined : s0(v);
+  if (typeof v !== "string") return FAIL;
+  if (!(C18.test(v))) return FAIL;
+  return v;
 }
 
 function s37(v: any): any {
-  return v === undefined ? undefined : s10(v);
+  return v === undefined ? undefined : s36(v);
 }
 
 function s38(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  for (const k in v) if (!C18.has(k)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("kind" in v) {
-    r = s17(v["kind"]);
-    if (r === FAIL) return FAIL;
-    o["kind"] = r;
-  } else return FAIL;
-  if ("namespace" in v) {
-    r = s12(v["namespace"]);
-    if (r === FAIL) return FAIL;
-    o["namespace"] = r;
-  }
-  if ("name" in v) {
-    r = s13(v["name"]);
-    if (r === FAIL) return FAIL;
-    o["name"] = r;
-  } else return FAIL;
-  if ("container" in v) {
-    r = s11(v["container"]);
-    if (r === FAIL) return FAIL;
-    o["container"] = r;
-  } else return FAIL;
-  return o;
+  return v === undefined ? undefined : s0(v);
 }
 
 function s39(v: any): any {
-  if (!Array.isArray(v)) return FAIL;
-  if (!(v.length >= 1)) return FAIL;
-  const o = new Array(v.length);
-  for (let i = 0; i < v.length; i++) {
-    const r = s38(v[i]);
-    if (r === FAIL) return FAIL;
-    o[i] = r;
-  }
-  return o;
+  return v === undefined ? undefined : s12(v);
 }
 
 function s40(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  for (const k in v) if (!C15.has(k)) return FAIL;
+  for (const k in v) if (!C19.has(k)) return FAIL;
   const o: any = {};
   let r: any;
-  if ("repository" in v) {
-    r = s33(v["repository"]);
+  if ("kind" in v) {
+    r = s19(v["kind"]);
     if (r === FAIL) return FAIL;
-    o["repository"] = r;
+    o["kind"] = r;
   } else return FAIL;
-  if ("key" in v) {
-    r = s35(v["key"]);
+  if ("namespace" in v) {
+    r = s14(v["namespace"]);
     if (r === FAIL) return FAIL;
-    o["key"] = r;
+    o["namespace"] = r;
   }
-  if ("tag" in v) {
-    r = s36(v["tag"]);
+  if ("name" in v) {
+    r = s15(v["name"]);
     if (r === FAIL) return FAIL;
-    o["tag"] = r;
-  }
-  if ("registry" in v) {
-    r = s37(v["registry"]);
+    o["name"] = r;
+  } else return FAIL;
+  if ("container" in v) {
+    r = s13(v["container"]);
     if (r === FAIL) return FAIL;
-    o["registry"] = r;
-  }
-  if ("pinned" in v) {
-    r = s5(v["pinned"]);
-    if (r === FAIL) return FAIL;
-    o["pinned"] = r;
-  } else {
-    r = s5(undefined);
-    if (r === FAIL) return FAIL;
-    o["pinned"] = r;
-  }
-  if ("targets" in v) {
-    r = s39(v["targets"]);
-    if (r === FAIL) return FAIL;
-    o["targets"] = r;
+    o["container"] = r;
   } else return FAIL;
   return o;
 }
@@ -421,6 +381,60 @@ function s41(v: any): any {
 
 function s42(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  for (const k in v) if (!C16.has(k)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("repository" in v) {
+    r = s35(v["repository"]);
+    if (r === FAIL) return FAIL;
+    o["repository"] = r;
+  } else return FAIL;
+  if ("key" in v) {
+    r = s37(v["key"]);
+    if (r === FAIL) return FAIL;
+    o["key"] = r;
+  }
+  if ("tag" in v) {
+    r = s38(v["tag"]);
+    if (r === FAIL) return FAIL;
+    o["tag"] = r;
+  }
+  if ("registry" in v) {
+    r = s39(v["registry"]);
+    if (r === FAIL) return FAIL;
+    o["registry"] = r;
+  }
+  if ("pinned" in v) {
+    r = s5(v["pinned"]);
+    if (r === FAIL) return FAIL;
+    o["pinned"] = r;
+  } else {
+    r = s5(undefined);
+    if (r === FAIL) return FAIL;
+    o["pinned"] = r;
+  }
+  if ("targets" in v) {
+    r = s41(v["targets"]);
+    if (r === FAIL) return FAIL;
+    o["targets"] = r;
+  } else return FAIL;
+  return o;
+}
+
+function s43(v: any): any {
+  if (!Array.isArray(v)) return FAIL;
+  if (!(v.length >= 1)) return FAIL;
+  const o = new Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const r = s42(v[i]);
+    if (r === FAIL) return FAIL;
+    o[i] = r;
+  }
+  return o;
+}
+
+function s44(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C0.has(k)) return FAIL;
   const o: any = {};
   let r: any;
@@ -430,132 +444,132 @@ function s42(v: any): any {
     o["tag"] = r;
   } else return FAIL;
   if ("registry" in v) {
-    r = s10(v["registry"]);
+    r = s12(v["registry"]);
     if (r === FAIL) return FAIL;
     o["registry"] = r;
   } else return FAIL;
   if ("namespace" in v) {
-    r = s12(v["namespace"]);
+    r = s14(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   }
   if ("store" in v) {
-    r = s16(v["store"]);
+    r = s18(v["store"]);
     if (r === FAIL) return FAIL;
     o["store"] = r;
   } else {
-    r = s16(undefined);
+    r = s18(undefined);
     if (r === FAIL) return FAIL;
     o["store"] = r;
   }
   if ("state" in v) {
-    r = s19(v["state"]);
+    r = s21(v["state"]);
     if (r === FAIL) return FAIL;
     o["state"] = r;
   }
   if ("annotationPrefix" in v) {
-    r = s20(v["annotationPrefix"]);
+    r = s22(v["annotationPrefix"]);
     if (r === FAIL) return FAIL;
     o["annotationPrefix"] = r;
   } else {
-    r = s20(undefined);
+    r = s22(undefined);
     if (r === FAIL) return FAIL;
     o["annotationPrefix"] = r;
   }
   if ("maxRefreshAttempts" in v) {
-    r = s22(v["maxRefreshAttempts"]);
+    r = s24(v["maxRefreshAttempts"]);
     if (r === FAIL) return FAIL;
     o["maxRefreshAttempts"] = r;
   } else {
-    r = s22(undefined);
+    r = s24(undefined);
     if (r === FAIL) return FAIL;
     o["maxRefreshAttempts"] = r;
   }
   if ("maxSkipTicks" in v) {
-    r = s23(v["maxSkipTicks"]);
+    r = s25(v["maxSkipTicks"]);
     if (r === FAIL) return FAIL;
     o["maxSkipTicks"] = r;
   } else {
-    r = s23(undefined);
+    r = s25(undefined);
     if (r === FAIL) return FAIL;
     o["maxSkipTicks"] = r;
   }
   if ("maxUnresolvedTicks" in v) {
-    r = s23(v["maxUnresolvedTicks"]);
+    r = s25(v["maxUnresolvedTicks"]);
     if (r === FAIL) return FAIL;
     o["maxUnresolvedTicks"] = r;
   } else {
-    r = s23(undefined);
+    r = s25(undefined);
     if (r === FAIL) return FAIL;
     o["maxUnresolvedTicks"] = r;
   }
   if ("rolloutTimeout" in v) {
-    r = s25(v["rolloutTimeout"]);
+    r = s27(v["rolloutTimeout"]);
     if (r === FAIL) return FAIL;
     o["rolloutTimeout"] = r;
   } else {
-    r = s25(undefined);
+    r = s27(undefined);
     if (r === FAIL) return FAIL;
     o["rolloutTimeout"] = r;
   }
   if ("requestTimeout" in v) {
-    r = s26(v["requestTimeout"]);
+    r = s28(v["requestTimeout"]);
     if (r === FAIL) return FAIL;
     o["requestTimeout"] = r;
   } else {
-    r = s26(undefined);
+    r = s28(undefined);
     if (r === FAIL) return FAIL;
     o["requestTimeout"] = r;
   }
   if ("onFailure" in v) {
-    r = s28(v["onFailure"]);
+    r = s30(v["onFailure"]);
     if (r === FAIL) return FAIL;
     o["onFailure"] = r;
   } else {
-    r = s28(undefined);
+    r = s30(undefined);
     if (r === FAIL) return FAIL;
     o["onFailure"] = r;
   }
   if ("reconcile" in v) {
-    r = s30(v["reconcile"]);
+    r = s32(v["reconcile"]);
     if (r === FAIL) return FAIL;
     o["reconcile"] = r;
   } else {
-    r = s30(undefined);
+    r = s32(undefined);
     if (r === FAIL) return FAIL;
     o["reconcile"] = r;
   }
   if ("minimumAge" in v) {
-    r = s32(v["minimumAge"]);
+    r = s34(v["minimumAge"]);
     if (r === FAIL) return FAIL;
     o["minimumAge"] = r;
   } else {
-    r = s32(undefined);
+    r = s34(undefined);
     if (r === FAIL) return FAIL;
     o["minimumAge"] = r;
   }
   if ("images" in v) {
-    r = s41(v["images"]);
+    r = s43(v["images"]);
     if (r === FAIL) return FAIL;
     o["images"] = r;
   } else return FAIL;
   return o;
 }
 
-function s43(v: any): any {
+function s45(v: any): any {
   if (typeof v !== "string") return FAIL;
   return v;
 }
 
-function s44(v: any): any {
-  return v === undefined ? undefined : s43(v);
+function s46(v: any): any {
+  return v === undefined ? undefined : s45(v);
 }
 
-function s45(v: any): any {
+function s47(v: any): any {
   return v === undefined ? undefined : s4(v);
 }
 
-function s46(v: any): any {
+function s48(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -575,14 +589,14 @@ function s46(v: any): any {
     o["certificate-authority-data"] = r;
   }
   if ("insecure-skip-tls-verify" in v) {
-    r = s45(v["insecure-skip-tls-verify"]);
+    r = s47(v["insecure-skip-tls-verify"]);
     if (r === FAIL) return FAIL;
     o["insecure-skip-tls-verify"] = r;
   }
   return o;
 }
 
-function s47(v: any): any {
+function s49(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -592,34 +606,26 @@ function s47(v: any): any {
     o["name"] = r;
   } else return FAIL;
   if ("cluster" in v) {
-    r = s46(v["cluster"]);
+    r = s48(v["cluster"]);
     if (r === FAIL) return FAIL;
     o["cluster"] = r;
   } else return FAIL;
   return o;
 }
 
-function s48(v: any): any {
+function s50(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s47(v[i]);
+    const r = s49(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s49(v: any): any {
-  return v === null ? null : s48(v);
-}
-
-function s50(v: any): any {
-  return v === undefined ? undefined : s49(v);
-}
-
 function s51(v: any): any {
-  return v;
+  return v === null ? null : s50(v);
 }
 
 function s52(v: any): any {
@@ -627,6 +633,14 @@ function s52(v: any): any {
 }
 
 function s53(v: any): any {
+  return v;
+}
+
+function s54(v: any): any {
+  return v === undefined ? undefined : s53(v);
+}
+
+function s55(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -661,27 +675,27 @@ function s53(v: any): any {
     o["client-key-data"] = r;
   }
   if ("exec" in v) {
-    r = s52(v["exec"]);
+    r = s54(v["exec"]);
     if (r === FAIL) return FAIL;
     o["exec"] = r;
   }
   if ("auth-provider" in v) {
-    r = s52(v["auth-provider"]);
+    r = s54(v["auth-provider"]);
     if (r === FAIL) return FAIL;
     o["auth-provider"] = r;
   }
   return o;
 }
 
-function s54(v: any): any {
-  return v === null ? null : s53(v);
-}
-
-function s55(v: any): any {
-  return v === undefined ? undefined : s54(v);
-}
-
 function s56(v: any): any {
+  return v === null ? null : s55(v);
+}
+
+function s57(v: any): any {
+  return v === undefined ? undefined : s56(v);
+}
+
+function s58(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -691,33 +705,33 @@ function s56(v: any): any {
     o["name"] = r;
   } else return FAIL;
   if ("user" in v) {
-    r = s55(v["user"]);
+    r = s57(v["user"]);
     if (r === FAIL) return FAIL;
     o["user"] = r;
   }
   return o;
 }
 
-function s57(v: any): any {
+function s59(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s56(v[i]);
+    const r = s58(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s58(v: any): any {
-  return v === null ? null : s57(v);
-}
-
-function s59(v: any): any {
-  return v === undefined ? undefined : s58(v);
-}
-
 function s60(v: any): any {
+  return v === null ? null : s59(v);
+}
+
+function s61(v: any): any {
+  return v === undefined ? undefined : s60(v);
+}
+
+function s62(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -727,19 +741,19 @@ function s60(v: any): any {
     o["cluster"] = r;
   } else return FAIL;
   if ("user" in v) {
-    r = s44(v["user"]);
+    r = s46(v["user"]);
     if (r === FAIL) return FAIL;
     o["user"] = r;
   }
   if ("namespace" in v) {
-    r = s44(v["namespace"]);
+    r = s46(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   }
   return o;
 }
 
-function s61(v: any): any {
+function s63(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -749,60 +763,60 @@ function s61(v: any): any {
     o["name"] = r;
   } else return FAIL;
   if ("context" in v) {
-    r = s60(v["context"]);
+    r = s62(v["context"]);
     if (r === FAIL) return FAIL;
     o["context"] = r;
   } else return FAIL;
   return o;
 }
 
-function s62(v: any): any {
+function s64(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s61(v[i]);
+    const r = s63(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s63(v: any): any {
-  return v === null ? null : s62(v);
-}
-
-function s64(v: any): any {
-  return v === undefined ? undefined : s63(v);
-}
-
 function s65(v: any): any {
+  return v === null ? null : s64(v);
+}
+
+function s66(v: any): any {
+  return v === undefined ? undefined : s65(v);
+}
+
+function s67(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("current-context" in v) {
-    r = s44(v["current-context"]);
+    r = s46(v["current-context"]);
     if (r === FAIL) return FAIL;
     o["current-context"] = r;
   }
   if ("clusters" in v) {
-    r = s50(v["clusters"]);
+    r = s52(v["clusters"]);
     if (r === FAIL) return FAIL;
     o["clusters"] = r;
   }
   if ("users" in v) {
-    r = s59(v["users"]);
+    r = s61(v["users"]);
     if (r === FAIL) return FAIL;
     o["users"] = r;
   }
   if ("contexts" in v) {
-    r = s64(v["contexts"]);
+    r = s66(v["contexts"]);
     if (r === FAIL) return FAIL;
     o["contexts"] = r;
   }
   return o;
 }
 
-function s66(v: any): any {
+function s68(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -814,83 +828,83 @@ function s66(v: any): any {
   return o;
 }
 
-function s67(v: any): any {
+function s69(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const p = Object.getPrototypeOf(v);
   if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
   const o: any = {};
   for (const k of Object.keys(v)) {
     if (k === "__proto__") continue;
-    const r = s43(v[k]);
+    const r = s45(v[k]);
     if (r === FAIL) return FAIL;
     o[k] = r;
   }
   return o;
 }
 
-function s68(v: any): any {
-  return v === null ? null : s67(v);
-}
-
-function s69(v: any): any {
-  return v === undefined ? undefined : s68(v);
-}
-
 function s70(v: any): any {
+  return v === null ? null : s69(v);
+}
+
+function s71(v: any): any {
+  return v === undefined ? undefined : s70(v);
+}
+
+function s72(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("metadata" in v) {
-    r = s66(v["metadata"]);
+    r = s68(v["metadata"]);
     if (r === FAIL) return FAIL;
     o["metadata"] = r;
   } else return FAIL;
   if ("data" in v) {
-    r = s69(v["data"]);
+    r = s71(v["data"]);
     if (r === FAIL) return FAIL;
     o["data"] = r;
   }
   return o;
 }
 
-function s71(v: any): any {
+function s73(v: any): any {
   if (typeof v !== "number" || !Number.isSafeInteger(v)) return FAIL;
   return v;
 }
 
-function s72(v: any): any {
-  return v === undefined ? 0 : s71(v);
-}
-
-function s73(v: any): any {
-  return R.emptyIfAbsent(v);
-}
-
 function s74(v: any): any {
-  const r = s69(v);
-  return r === FAIL ? FAIL : s73(r);
+  return v === undefined ? 0 : s73(v);
 }
 
 function s75(v: any): any {
+  return R.emptyIfAbsent(v);
+}
+
+function s76(v: any): any {
+  const r = s71(v);
+  return r === FAIL ? FAIL : s75(r);
+}
+
+function s77(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("name" in v) {
-    r = s43(v["name"]);
+    r = s45(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   if ("namespace" in v) {
-    r = s43(v["namespace"]);
+    r = s45(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   } else return FAIL;
   if ("generation" in v) {
-    r = s72(v["generation"]);
+    r = s74(v["generation"]);
     if (r === FAIL) return FAIL;
     o["generation"] = r;
   } else {
-    r = s72(undefined);
+    r = s74(undefined);
     if (r === FAIL) return FAIL;
     o["generation"] = r;
   }
@@ -900,66 +914,45 @@ function s75(v: any): any {
     o["resourceVersion"] = r;
   } else return FAIL;
   if ("annotations" in v) {
-    r = s74(v["annotations"]);
+    r = s76(v["annotations"]);
     if (r === FAIL) return FAIL;
     o["annotations"] = r;
   } else {
-    r = s74(undefined);
+    r = s76(undefined);
     if (r === FAIL) return FAIL;
     if (r !== undefined) o["annotations"] = r;
   }
   if ("uid" in v) {
-    r = s44(v["uid"]);
+    r = s46(v["uid"]);
     if (r === FAIL) return FAIL;
     o["uid"] = r;
   }
   if ("managedFields" in v) {
-    r = s52(v["managedFields"]);
+    r = s54(v["managedFields"]);
     if (r === FAIL) return FAIL;
     o["managedFields"] = r;
   }
   return o;
 }
 
-function s76(v: any): any {
-  return v === undefined ? undefined : s71(v);
+function s78(v: any): any {
+  return v === undefined ? undefined : s73(v);
 }
 
-function s77(v: any): any {
+function s79(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("partition" in v) {
-    r = s76(v["partition"]);
+    r = s78(v["partition"]);
     if (r === FAIL) return FAIL;
     o["partition"] = r;
   }
   return o;
 }
 
-function s78(v: any): any {
-  return v === null ? null : s77(v);
-}
-
-function s79(v: any): any {
-  return v === undefined ? undefined : s78(v);
-}
-
 function s80(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("type" in v) {
-    r = s44(v["type"]);
-    if (r === FAIL) return FAIL;
-    o["type"] = r;
-  }
-  if ("rollingUpdate" in v) {
-    r = s79(v["rollingUpdate"]);
-    if (r === FAIL) return FAIL;
-    o["rollingUpdate"] = r;
-  }
-  return o;
+  return v === null ? null : s79(v);
 }
 
 function s81(v: any): any {
@@ -970,340 +963,325 @@ function s82(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
+  if ("type" in v) {
+    r = s46(v["type"]);
+    if (r === FAIL) return FAIL;
+    o["type"] = r;
+  }
+  if ("rollingUpdate" in v) {
+    r = s81(v["rollingUpdate"]);
+    if (r === FAIL) return FAIL;
+    o["rollingUpdate"] = r;
+  }
+  return o;
+}
+
+function s83(v: any): any {
+  return v === undefined ? undefined : s82(v);
+}
+
+function s84(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
   if ("name" in v) {
-    r = s43(v["name"]);
+    r = s45(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   if ("image" in v) {
-    r = s43(v["image"]);
+    r = s45(v["image"]);
     if (r === FAIL) return FAIL;
     o["image"] = r;
   } else return FAIL;
   return o;
 }
 
-function s83(v: any): any {
+function s85(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s82(v[i]);
+    const r = s84(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s84(v: any): any {
-  return v === undefined ? undefined : s83(v);
-}
-
-function s85(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("containers" in v) {
-    r = s83(v["containers"]);
-    if (r === FAIL) return FAIL;
-    o["containers"] = r;
-  } else return FAIL;
-  if ("initContainers" in v) {
-    r = s84(v["initContainers"]);
-    if (r === FAIL) return FAIL;
-    o["initContainers"] = r;
-  }
-  return o;
-}
-
 function s86(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("spec" in v) {
-    r = s85(v["spec"]);
-    if (r === FAIL) return FAIL;
-    o["spec"] = r;
-  } else return FAIL;
-  return o;
+  return v === undefined ? undefined : s85(v);
 }
 
 function s87(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
+  if ("containers" in v) {
+    r = s85(v["containers"]);
+    if (r === FAIL) return FAIL;
+    o["containers"] = r;
+  } else return FAIL;
+  if ("initContainers" in v) {
+    r = s86(v["initContainers"]);
+    if (r === FAIL) return FAIL;
+    o["initContainers"] = r;
+  }
+  return o;
+}
+
+function s88(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("spec" in v) {
+    r = s87(v["spec"]);
+    if (r === FAIL) return FAIL;
+    o["spec"] = r;
+  } else return FAIL;
+  return o;
+}
+
+function s89(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
   if ("replicas" in v) {
-    r = s76(v["replicas"]);
+    r = s78(v["replicas"]);
     if (r === FAIL) return FAIL;
     o["replicas"] = r;
   }
   if ("paused" in v) {
-    r = s45(v["paused"]);
+    r = s47(v["paused"]);
     if (r === FAIL) return FAIL;
     o["paused"] = r;
   }
   if ("updateStrategy" in v) {
-    r = s81(v["updateStrategy"]);
+    r = s83(v["updateStrategy"]);
     if (r === FAIL) return FAIL;
     o["updateStrategy"] = r;
   }
   if ("template" in v) {
-    r = s86(v["template"]);
+    r = s88(v["template"]);
     if (r === FAIL) return FAIL;
     o["template"] = r;
   } else return FAIL;
   return o;
 }
 
-function s88(v: any): any {
-  return v === null ? null : s43(v);
-}
-
-function s89(v: any): any {
-  return v === undefined ? undefined : s88(v);
-}
-
 function s90(v: any): any {
+  return v === null ? null : s45(v);
+}
+
+function s91(v: any): any {
+  return v === undefined ? undefined : s90(v);
+}
+
+function s92(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("type" in v) {
-    r = s43(v["type"]);
+    r = s45(v["type"]);
     if (r === FAIL) return FAIL;
     o["type"] = r;
   } else return FAIL;
   if ("status" in v) {
-    r = s43(v["status"]);
+    r = s45(v["status"]);
     if (r === FAIL) return FAIL;
     o["status"] = r;
   } else return FAIL;
   if ("reason" in v) {
-    r = s44(v["reason"]);
+    r = s46(v["reason"]);
     if (r === FAIL) return FAIL;
     o["reason"] = r;
   }
   if ("message" in v) {
-    r = s44(v["message"]);
+    r = s46(v["message"]);
     if (r === FAIL) return FAIL;
     o["message"] = r;
   }
   if ("lastUpdateTime" in v) {
-    r = s89(v["lastUpdateTime"]);
+    r = s91(v["lastUpdateTime"]);
     if (r === FAIL) return FAIL;
     o["lastUpdateTime"] = r;
   }
   if ("lastTransitionTime" in v) {
-    r = s89(v["lastTransitionTime"]);
+    r = s91(v["lastTransitionTime"]);
     if (r === FAIL) return FAIL;
     o["lastTransitionTime"] = r;
   }
   return o;
 }
 
-function s91(v: any): any {
+function s93(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s90(v[i]);
+    const r = s92(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s92(v: any): any {
-  return v === undefined ? undefined : s91(v);
-}
-
-function s93(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("observedGeneration" in v) {
-    r = s76(v["observedGeneration"]);
-    if (r === FAIL) return FAIL;
-    o["observedGeneration"] = r;
-  }
-  if ("replicas" in v) {
-    r = s76(v["replicas"]);
-    if (r === FAIL) return FAIL;
-    o["replicas"] = r;
-  }
-  if ("updatedReplicas" in v) {
-    r = s76(v["updatedReplicas"]);
-    if (r === FAIL) return FAIL;
-    o["updatedReplicas"] = r;
-  }
-  if ("readyReplicas" in v) {
-    r = s76(v["readyReplicas"]);
-    if (r === FAIL) return FAIL;
-    o["readyReplicas"] = r;
-  }
-  if ("availableReplicas" in v) {
-    r = s76(v["availableReplicas"]);
-    if (r === FAIL) return FAIL;
-    o["availableReplicas"] = r;
-  }
-  if ("currentReplicas" in v) {
-    r = s76(v["currentReplicas"]);
-    if (r === FAIL) return FAIL;
-    o["currentReplicas"] = r;
-  }
-  if ("updateRevision" in v) {
-    r = s44(v["updateRevision"]);
-    if (r === FAIL) return FAIL;
-    o["updateRevision"] = r;
-  }
-  if ("currentRevision" in v) {
-    r = s44(v["currentRevision"]);
-    if (r === FAIL) return FAIL;
-    o["currentRevision"] = r;
-  }
-  if ("desiredNumberScheduled" in v) {
-    r = s76(v["desiredNumberScheduled"]);
-    if (r === FAIL) return FAIL;
-    o["desiredNumberScheduled"] = r;
-  }
-  if ("updatedNumberScheduled" in v) {
-    r = s76(v["updatedNumberScheduled"]);
-    if (r === FAIL) return FAIL;
-    o["updatedNumberScheduled"] = r;
-  }
-  if ("numberAvailable" in v) {
-    r = s76(v["numberAvailable"]);
-    if (r === FAIL) return FAIL;
-    o["numberAvailable"] = r;
-  }
-  if ("conditions" in v) {
-    r = s92(v["conditions"]);
-    if (r === FAIL) return FAIL;
-    o["conditions"] = r;
-  }
-  return o;
-}
-
 function s94(v: any): any {
-  return v === undefined ? {} : s93(v);
+  return v === undefined ? undefined : s93(v);
 }
 
 function s95(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
+  if ("observedGeneration" in v) {
+    r = s78(v["observedGeneration"]);
+    if (r === FAIL) return FAIL;
+    o["observedGeneration"] = r;
+  }
+  if ("replicas" in v) {
+    r = s78(v["replicas"]);
+    if (r === FAIL) return FAIL;
+    o["replicas"] = r;
+  }
+  if ("updatedReplicas" in v) {
+    r = s78(v["updatedReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["updatedReplicas"] = r;
+  }
+  if ("readyReplicas" in v) {
+    r = s78(v["readyReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["readyReplicas"] = r;
+  }
+  if ("availableReplicas" in v) {
+    r = s78(v["availableReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["availableReplicas"] = r;
+  }
+  if ("currentReplicas" in v) {
+    r = s78(v["currentReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["currentReplicas"] = r;
+  }
+  if ("updateRevision" in v) {
+    r = s46(v["updateRevision"]);
+    if (r === FAIL) return FAIL;
+    o["updateRevision"] = r;
+  }
+  if ("currentRevision" in v) {
+    r = s46(v["currentRevision"]);
+    if (r === FAIL) return FAIL;
+    o["currentRevision"] = r;
+  }
+  if ("desiredNumberScheduled" in v) {
+    r = s78(v["desiredNumberScheduled"]);
+    if (r === FAIL) return FAIL;
+    o["desiredNumberScheduled"] = r;
+  }
+  if ("updatedNumberScheduled" in v) {
+    r = s78(v["updatedNumberScheduled"]);
+    if (r === FAIL) return FAIL;
+    o["updatedNumberScheduled"] = r;
+  }
+  if ("numberAvailable" in v) {
+    r = s78(v["numberAvailable"]);
+    if (r === FAIL) return FAIL;
+    o["numberAvailable"] = r;
+  }
+  if ("conditions" in v) {
+    r = s94(v["conditions"]);
+    if (r === FAIL) return FAIL;
+    o["conditions"] = r;
+  }
+  return o;
+}
+
+function s96(v: any): any {
+  return v === undefined ? {} : s95(v);
+}
+
+function s97(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
   if ("metadata" in v) {
-    r = s75(v["metadata"]);
+    r = s77(v["metadata"]);
     if (r === FAIL) return FAIL;
     o["metadata"] = r;
   } else return FAIL;
   if ("spec" in v) {
-    r = s87(v["spec"]);
+    r = s89(v["spec"]);
     if (r === FAIL) return FAIL;
     o["spec"] = r;
   } else return FAIL;
   if ("status" in v) {
-    r = s94(v["status"]);
+    r = s96(v["status"]);
     if (r === FAIL) return FAIL;
     o["status"] = r;
   } else {
-    r = s94(undefined);
+    r = s96(undefined);
     if (r === FAIL) return FAIL;
     o["status"] = r;
   }
   return o;
 }
 
-function s96(v: any): any {
+function s98(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const p = Object.getPrototypeOf(v);
   if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
   const o: any = {};
   for (const k of Object.keys(v)) {
     if (k === "__proto__") continue;
-    const r = s51(v[k]);
+    const r = s53(v[k]);
     if (r === FAIL) return FAIL;
     o[k] = r;
   }
   return o;
 }
 
-function s97(v: any): any {
-  return v === undefined ? undefined : s96(v);
-}
-
-function s98(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("manager" in v) {
-    r = s44(v["manager"]);
-    if (r === FAIL) return FAIL;
-    o["manager"] = r;
-  }
-  if ("operation" in v) {
-    r = s44(v["operation"]);
-    if (r === FAIL) return FAIL;
-    o["operation"] = r;
-  }
-  if ("time" in v) {
-    r = s44(v["time"]);
-    if (r === FAIL) return FAIL;
-    o["time"] = r;
-  }
-  if ("subresource" in v) {
-    r = s44(v["subresource"]);
-    if (r === FAIL) return FAIL;
-    o["subresource"] = r;
-  }
-  if ("fieldsV1" in v) {
-    r = s97(v["fieldsV1"]);
-    if (r === FAIL) return FAIL;
-    o["fieldsV1"] = r;
-  }
-  return o;
-}
-
 function s99(v: any): any {
-  if (!Array.isArray(v)) return FAIL;
-  const o = new Array(v.length);
-  for (let i = 0; i < v.length; i++) {
-    const r = s98(v[i]);
-    if (r === FAIL) return FAIL;
-    o[i] = r;
-  }
-  return o;
+  return v === undefined ? undefined : s98(v);
 }
 
 function s100(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
-  if ("username" in v) {
-    r = s44(v["username"]);
+  if ("manager" in v) {
+    r = s46(v["manager"]);
     if (r === FAIL) return FAIL;
-    o["username"] = r;
+    o["manager"] = r;
   }
-  if ("password" in v) {
-    r = s44(v["password"]);
+  if ("operation" in v) {
+    r = s46(v["operation"]);
     if (r === FAIL) return FAIL;
-    o["password"] = r;
+    o["operation"] = r;
   }
-  if ("auth" in v) {
-    r = s44(v["auth"]);
+  if ("time" in v) {
+    r = s46(v["time"]);
     if (r === FAIL) return FAIL;
-    o["auth"] = r;
+    o["time"] = r;
+  }
+  if ("subresource" in v) {
+    r = s46(v["subresource"]);
+    if (r === FAIL) return FAIL;
+    o["subresource"] = r;
+  }
+  if ("fieldsV1" in v) {
+    r = s99(v["fieldsV1"]);
+    if (r === FAIL) return FAIL;
+    o["fieldsV1"] = r;
   }
   return o;
 }
 
 function s101(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const p = Object.getPrototypeOf(v);
-  if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
-  const o: any = {};
-  for (const k of Object.keys(v)) {
-    if (k === "__proto__") continue;
-    const r = s100(v[k]);
+  if (!Array.isArray(v)) return FAIL;
+  const o = new Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const r = s100(v[i]);
     if (r === FAIL) return FAIL;
-    o[k] = r;
+    o[i] = r;
   }
   return o;
 }
@@ -1312,25 +1290,61 @@ function s102(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
+  if ("username" in v) {
+    r = s46(v["username"]);
+    if (r === FAIL) return FAIL;
+    o["username"] = r;
+  }
+  if ("password" in v) {
+    r = s46(v["password"]);
+    if (r === FAIL) return FAIL;
+    o["password"] = r;
+  }
+  if ("auth" in v) {
+    r = s46(v["auth"]);
+    if (r === FAIL) return FAIL;
+    o["auth"] = r;
+  }
+  return o;
+}
+
+function s103(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const p = Object.getPrototypeOf(v);
+  if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
+  const o: any = {};
+  for (const k of Object.keys(v)) {
+    if (k === "__proto__") continue;
+    const r = s102(v[k]);
+    if (r === FAIL) return FAIL;
+    o[k] = r;
+  }
+  return o;
+}
+
+function s104(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
   if ("auths" in v) {
-    r = s101(v["auths"]);
+    r = s103(v["auths"]);
     if (r === FAIL) return FAIL;
     o["auths"] = r;
   } else return FAIL;
   return o;
 }
 
-function s103(v: any): any {
+function s105(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("token" in v) {
-    r = s44(v["token"]);
+    r = s46(v["token"]);
     if (r === FAIL) return FAIL;
     o["token"] = r;
   }
   if ("access_token" in v) {
-    r = s44(v["access_token"]);
+    r = s46(v["access_token"]);
     if (r === FAIL) return FAIL;
     o["access_token"] = r;
   }

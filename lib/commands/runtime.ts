@@ -9,6 +9,7 @@ import type { ConfigMapRef } from "../kube/configmaps.ts";
 import { resolveConnection } from "../kube/kubeconfig.ts";
 import { createKubeClient, type KubeClient } from "../kube/workloads.ts";
 import { createLogger, type Logger } from "../log.ts";
+import { awsLogin } from "../registry/aws/login.ts";
 import { preconnectRegistry } from "../registry/preconnect.ts";
 import { type PullSecrets, pullSecrets } from "../registry/pull-secrets.ts";
 import { resolveRegistries } from "../registry/registries.ts";
@@ -105,6 +106,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
         ...group.registry,
         credentials: pull.credentials.get(group.hostKey),
         noCredential: pull.missing.get(group.hostKey),
+        ...(group.registry.auth === "aws" ? { identity: awsLogin(group.registry, env, readFile) } : {}),
         requestTimeoutMs: config.requestTimeoutMs,
         signal: controller.signal,
         telemetry,

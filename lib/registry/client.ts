@@ -84,8 +84,9 @@ export async function resolveDigests(
  */
 export async function resolveLookups(
   lookups: readonly Lookup[],
-  opts: ResolveOptions,
+  given: ResolveOptions,
 ): Promise<DigestResults> {
+  let opts = given;
   const endpoint = checkedEndpoint(
     lookups.map((l) => l.tag),
     opts,
@@ -106,6 +107,11 @@ export async function resolveLookups(
     ca: opts.ca,
     secrets: opts.credentials ? basicSecrets(opts.credentials.username, opts.credentials.password) : [],
   };
+  if (opts.identity) {
+    const login = await loginFirst(ctx, opts, repos, results);
+    if (!login) return results;
+    opts = login;
+  }
   let authorized: Authorized;
   mark("registry-start");
   try {
@@ -140,6 +146,29 @@ export async function resolveLookups(
   if (answer !== undefined) ordered.remember = toRemember(answer, endpoint);
   else if (fromMemory && followed) ordered.remember = null;
   return ordered;
+}
+
+/**
+ * `auth: aws`: the registry's credentials from the cloud's identity, once, with their secrets
+ * added to what is scrubbed. Refused: every image of this registry unresolved, saying what the
+ * identity lacks; undefined.
+ */
+async function loginFirst(
+  ctx: HttpContext,
+  opts: ResolveOptions,
+  repos: readonly Lookup[],
+  results: DigestResults,
+): Promise<ResolveOptions | undefined> {
+  try {
+    const login = await (opts.identity as NonNullable<ResolveOptions["identity"]>)(ctx);
+    const basic = basicSecrets(login.credentials.username, login.credentials.password);
+    ctx.secrets = [...basic, ...login.secrets];
+    return { ...opts, credentials: login.credentials };
+  } catch (err) {
+    const failure = asRegistryError(err);
+    for (const l of repos) results.set(lookupId(l), fail(opts, l, failure));
+    return undefined;
+  }
 }
 
 function waiting(opts: ResolveOptions): boolean {

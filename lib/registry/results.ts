@@ -5,6 +5,7 @@ import type { Telemetry } from "../telemetry.ts";
 import type { TokenEndpoint } from "./auth.ts";
 import type { BasicCredentials } from "./credentials.ts";
 import type { RegistryFailure } from "./errors.ts";
+import type { HttpContext } from "./http.ts";
 import type { RetryAfter } from "./retry-after.ts";
 
 /** One tag of one repository. */
@@ -41,6 +42,11 @@ export interface ResolveOptions {
    * with a 401 (default: only that none is configured).
    */
   noCredential?: string;
+  /**
+   * Credentials got from a cloud's identity (`auth: aws`), asked once this tick only when the
+   * registry is to be called at all; a failure is every image's (a refused identity).
+   */
+  identity?: (ctx: HttpContext) => Promise<{ credentials: BasicCredentials; secrets: string[] }>;
   /** Configured token endpoint: no challenge probe. */
   token?: TokenEndpoint;
   /**
