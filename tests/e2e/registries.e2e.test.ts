@@ -68,6 +68,26 @@ describe("two registries, each image on its own", () => {
     expect(book[`registry-challenge-${segment(b.host)}`]).toStartWith(`${b.url} `);
   });
 
+  test("a new build on each registry, each on its own tag: both refreshed in one tick", async () => {
+    const api = w.registry.push("myorg/api", "stable");
+    const agent = b.push("myorg/agent", "v2");
+    const r = await w.run([], env);
+    expect(r.code).toBe(0);
+    expect(w.image("Deployment", "apps", "api", "api")).toBe(`${w.registry.host}/myorg/api@${api}`);
+    expect(w.image("DaemonSet", "agents", "agent-b", "agent")).toBe(`${b.host}/myorg/agent@${agent}`);
+    expect(r.stderr).toContain("api: refreshed");
+    expect(r.stderr).toContain("agent-b: refreshed");
+  });
+
+  test("a no-op tick: per registry one token request (its kept answer, no probe) and one HEAD per repository; nothing written", async () => {
+    const r = await w.run([], env);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("outcome=noop");
+    expect(w.registry.counts()).toEqual({ challenge: 0, token: 1, head: 2, get: 0 });
+    expect(b.counts()).toEqual({ challenge: 0, token: 1, head: 1, get: 0 });
+    expect(w.api.log.filter((e) => e.method !== "GET")).toEqual([]);
+  });
+
   test("a 429 from one registry leaves the other's image refreshed in the same tick", async () => {
     w.registry.push("myorg/api", "stable");
     const next = b.push("myorg/agent", "v2");
