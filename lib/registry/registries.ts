@@ -6,7 +6,7 @@
 import type { ImageConfig, RegistryConfig } from "../config.ts";
 import { resolveLookups } from "./client.ts";
 import { registryHostKey } from "./reference.ts";
-import { type DigestResult, DigestResults, lookupId, type ResolveOptions } from "./results.ts";
+import { type DigestResult, type DigestResults, lookupId, type ResolveOptions } from "./results.ts";
 import type { RetryAfter } from "./retry-after.ts";
 
 /** The images of one registry host, with that registry's settings (one per host: config.ts). */
@@ -90,5 +90,3 @@ export async function resolveRegistries(
 
 /** No image asked: nothing resolved, no host met. */
 export const nothingResolved = (): Resolution => ({ digests: new Map(), hosts: new Map() });
-
-export { DigestResults };
