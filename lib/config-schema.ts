@@ -58,7 +58,7 @@ function repositoryProblem(input: unknown): string {
   const at = text.search(/[:@][^/]*$/);
   if (at <= 0 || !REPOSITORY.test(text.slice(0, at))) return rule;
   const what = text[at] === "@" ? "a digest" : "a tag";
-  return `${rule}, without ${what}: drop "${text.slice(at)}" (the tag followed is the top-level tag)`;
+  return `${rule}, without ${what}: drop "${text.slice(at)}" (the tag followed is the image's own tag, else the top-level tag)`;
 }
 
 /**
@@ -84,13 +84,6 @@ export const configSchemas = lazy((z) => {
     name,
     container: label,
   });
-  const image = z.strictObject({
-    repository: z.string().check(z.regex(REPOSITORY, { error: (iss) => repositoryProblem(iss.input) })),
-    key: z.optional(matching(IMAGE_KEY, KEY_RULE)),
-    pinned: flag,
-    targets: z.array(target).check(z.minLength(1)),
-  });
-
   const CREDENTIALS_HINT = "put them in dockerConfigJson";
   const url = urlWithoutCredentials(CREDENTIALS_HINT);
   const registry = z.strictObject({
@@ -99,6 +92,9 @@ export const configSchemas = lazy((z) => {
     endpoint: z.optional(url),
     insecure: flag,
     dockerConfigJson: z.optional(nonEmpty),
+    // A cloud's workload identity instead of a pull secret: aws asks ECR for a token with the
+    // pod's IRSA or EKS Pod Identity credentials (none, the default: the pull secret, if any).
+    auth: z.optional(z.enum(["none", "aws"])),
     // The Bearer token endpoint, when known in advance: saves the challenge probe on every tick.
     token: z.optional(
       z.strictObject({
@@ -106,6 +102,16 @@ export const configSchemas = lazy((z) => {
         service: z.optional(nonEmpty),
       }),
     ),
+  });
+  const tag = matching(TAG, "must be a valid image tag");
+  // An image's own tag and registry, when it has them; else the top-level ones.
+  const image = z.strictObject({
+    repository: z.string().check(z.regex(REPOSITORY, { error: (iss) => repositoryProblem(iss.input) })),
+    key: z.optional(matching(IMAGE_KEY, KEY_RULE)),
+    tag: z.optional(tag),
+    registry: z.optional(registry),
+    pinned: flag,
+    targets: z.array(target).check(z.minLength(1)),
   });
   const annotationPrefix = z._default(
     matching(DNS_SUBDOMAIN, "must be a DNS subdomain", z.maxLength(253)),
@@ -120,7 +126,7 @@ export const configSchemas = lazy((z) => {
   );
 
   const config = z.strictObject({
-    tag: matching(TAG, "must be a valid image tag"),
+    tag,
     registry,
     namespace: z.optional(namespace),
     store,

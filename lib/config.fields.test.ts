@@ -82,7 +82,7 @@ const ROWS: Row[] = [
   [
     "repository with a tag",
     set("images.0.repository", "myorg/web:stable"),
-    'images[0].repository: must be a repository path such as myorg/api, without a tag: drop ":stable" (the tag followed is the top-level tag)',
+    `images[0].repository: must be a repository path such as myorg/api, without a tag: drop ":stable" (the tag followed is the image's own tag, else the top-level tag)`,
   ],
   [
     "repository with a digest",

@@ -12,7 +12,7 @@ import {
 } from "./config-schema.ts";
 import { parseDuration } from "./duration.ts";
 import { formatPath, type Parsed, parse, parseChecked } from "./issues.ts";
-import { repeatsHost } from "./registry/reference.ts";
+import { registryHostKey, repeatsHost } from "./registry/reference.ts";
 import { mark } from "./startup-timing.ts";
 import type { WorkloadKind } from "./workload.ts";
 import { parseYaml, YamlError } from "./yaml.ts";
@@ -39,22 +39,32 @@ export interface Target {
   name: string;
   container: string;
 }
+/** A registry as configured, at the top level or for one image. */
+export interface RegistryConfig {
+  host: string;
+  endpoint?: string;
+  insecure: boolean;
+  dockerConfigJson?: string;
+  /** A cloud's workload identity instead of a pull secret (aws: ECR through IRSA or EKS Pod Identity). */
+  auth?: "none" | "aws";
+  /** Where to ask for a Bearer token without probing the registry first. */
+  token?: { realm: string; service?: string };
+}
 export interface ImageConfig {
   repository: string;
   key: string;
+  /** The floating tag followed: the image's own, else the top-level one. */
+  tag: string;
+  /** The registry resolved against and written into pins: the image's own, else the top-level one. */
+  registry: RegistryConfig;
   pinned: boolean;
   targets: Target[];
 }
 export interface Config {
+  /** The top-level tag: every image's that names none. */
   tag: string;
-  registry: {
-    host: string;
-    endpoint?: string;
-    insecure: boolean;
-    dockerConfigJson?: string;
-    /** Where to ask for a Bearer token without probing the registry first. */
-    token?: { realm: string; service?: string };
-  };
+  /** The top-level registry: every image's that names none. */
+  registry: RegistryConfig;
   /** The targets' default namespace, when the file sets one. */
   namespace?: string;
   /** image-refresh's own ConfigMap; `namespace` undefined means the pod's (see storeRef). */
@@ -122,7 +132,7 @@ export function parseConfig(
   mark("config-checked");
   if (result.ok) {
     const config = finish(result.value);
-    const problems = checksAcross(config.images, config.registry);
+    const problems = checksAcross(config.images, config.registry, result.value.images);
     if (problems.length) throw new ConfigError(`Invalid configuration in ${source}`, problems);
     return config;
   }
@@ -143,11 +153,17 @@ type Checked = z.output<ConfigSchema>;
 const checked = (doc: Record<string, unknown>): Parsed<Checked> =>
   parseChecked(checkConfig, configSchema, doc);
 
-/** Keys and target namespaces filled in from their defaults. */
-function normalise(list: Checked["images"], stateNamespace: string | undefined): ImageConfig[] {
+/** Keys, tags, registries and target namespaces filled in from their defaults. */
+function normalise(
+  list: Checked["images"],
+  stateNamespace: string | undefined,
+  top: { tag: string; registry: RegistryConfig },
+): ImageConfig[] {
   return list.map((img) => ({
     repository: img.repository,
     key: img.key ?? (img.repository.split("/").pop() as string),
+    tag: img.tag ?? top.tag,
+    registry: img.registry ?? top.registry,
     pinned: img.pinned,
     targets: img.targets.map((t) => ({ ...t, namespace: t.namespace ?? stateNamespace ?? "" })),
   }));
@@ -172,13 +188,24 @@ function finish(c: Checked): Config {
     onFailure: c.onFailure,
     reconcile: c.reconcile,
     minimumAgeMs: ms(c.minimumAge),
-    images: normalise(c.images, c.namespace ?? c.state?.namespace ?? c.store.namespace),
+    images: normalise(c.images, c.namespace ?? c.state?.namespace ?? c.store.namespace, c),
   };
 }
 
-/** The checks across fields; a part that is not valid on its own (undefined) is skipped. */
-function checksAcross(list: ImageConfig[], reg: Config["registry"] | undefined): string[] {
-  return [...crossChecks(list), ...(reg !== undefined ? registryChecks(reg, list) : [])];
+/**
+ * The checks across fields; a part that is not valid on its own (undefined) is skipped. `given`
+ * is the images as written, to tell an image's own registry from the top-level one it inherits.
+ */
+function checksAcross(
+  list: ImageConfig[],
+  reg: Config["registry"] | undefined,
+  given: ReadonlyArray<{ registry?: RegistryConfig }>,
+): string[] {
+  return [
+    ...crossChecks(list),
+    ...(reg !== undefined ? registryChecks(reg, "registry") : []),
+    ...imageRegistryChecks(list, reg, given),
+  ];
 }
 
 /**
@@ -194,8 +221,11 @@ function crossFieldProblems(doc: Record<string, unknown>): string[] {
   const ns = parse(namespace, given);
   // A default that is given but invalid was named already; the targets are not said to lack one.
   const fallback = ns.ok ? ns.value : given === undefined ? undefined : "-";
-  const list = imgs.ok ? normalise(imgs.value, fallback) : [];
-  return checksAcross(list, reg.ok ? reg.value : undefined);
+  const top = reg.ok ? reg.value : undefined;
+  const tag = typeof doc.tag === "string" ? doc.tag : "";
+  // Without a valid top-level registry, an image that names none is checked against none.
+  const list = imgs.ok ? normalise(imgs.value, fallback, { tag, registry: top ?? NO_REGISTRY }) : [];
+  return checksAcross(list, top, imgs.ok ? imgs.value : []);
 }
 
 // Checks that span fields: duplicate keys would share one digest annotation, and one container
@@ -229,17 +259,53 @@ function crossChecks(images: ImageConfig[]): string[] {
 }
 
 // Registry settings that are each valid alone but not together; the registry client would
-// otherwise find them only mid-tick, after the state object was read.
-function registryChecks(r: Config["registry"], images: ImageConfig[]): string[] {
+// otherwise find them only mid-tick, after the state object was read. `at` is the field's path.
+function registryChecks(r: RegistryConfig, at: string): string[] {
   const problems: string[] = [];
-  const plain = "is plain http; set registry.insecure: true to allow it";
-  if (r.endpoint?.startsWith("http:") && !r.insecure) problems.push(`registry.endpoint: ${plain}`);
+  const plain = `is plain http; set ${at}.insecure: true to allow it`;
+  if (r.endpoint?.startsWith("http:") && !r.insecure) problems.push(`${at}.endpoint: ${plain}`);
   // Credentials go to the token endpoint: plain http needs the same opt-in as the registry's.
-  if (r.token?.realm.startsWith("http:") && !r.insecure) problems.push(`registry.token.realm: ${plain}`);
+  if (r.token?.realm.startsWith("http:") && !r.insecure) problems.push(`${at}.token.realm: ${plain}`);
+  // One source of credentials per registry: which one was refused must never be a guess.
+  if (r.auth === "aws" && r.dockerConfigJson)
+    problems.push(
+      `${at}.auth: aws takes this registry's credentials from ECR; remove ${at}.dockerConfigJson`,
+    );
+  return problems;
+}
+
+/** Stands in for a top-level registry that is itself invalid (already named), so nothing repeats it. */
+const NO_REGISTRY: RegistryConfig = { host: "", insecure: false };
+
+/**
+ * Each image's own registry on its own, its repository against its registry's host, and one
+ * registry per host: the per-registry rules (the first HEAD alone, a 429, its Retry-After, the
+ * remembered challenge, one token request) are kept per host, so two ways to reach one host would
+ * split one quota in two.
+ */
+function imageRegistryChecks(
+  images: ImageConfig[],
+  top: RegistryConfig | undefined,
+  given: ReadonlyArray<{ registry?: RegistryConfig }>,
+): string[] {
+  const problems: string[] = [];
+  const byHost = new Map<string, { at: string; registry: RegistryConfig }>();
+  if (top) byHost.set(registryHostKey(top.host), { at: "registry", registry: top });
   images.forEach((img, i) => {
-    if (repeatsHost(r.host, img.repository))
+    const own = given[i]?.registry !== undefined;
+    const at = own ? `images[${i}].registry` : "registry";
+    if (own) problems.push(...registryChecks(img.registry, at));
+    if (img.registry.host && repeatsHost(img.registry.host, img.repository))
       problems.push(
-        `images[${i}].repository: "${img.repository}" repeats the registry host; write the host in registry.host only`,
+        `images[${i}].repository: "${img.repository}" repeats the registry host; write the host in ${at}.host only`,
+      );
+    if (!own || !img.registry.host) return;
+    const host = registryHostKey(img.registry.host);
+    const first = byHost.get(host);
+    if (!first) byHost.set(host, { at, registry: img.registry });
+    else if (!Bun.deepEquals(first.registry, img.registry))
+      problems.push(
+        `${at}: host ${img.registry.host} is configured differently in ${first.at}; give one host the same settings everywhere (or leave them out to use the top-level registry)`,
       );
   });
   return problems;

@@ -48,6 +48,7 @@ const chartValues = z.strictObject({
   resources: z.optional(z.record(z.string(), z.unknown())),
   podLabels: z.optional(z.record(z.string(), z.string())),
   podAnnotations: z.optional(z.record(z.string(), z.string())),
+  serviceAccount: z.optional(z.strictObject({ annotations: z.optional(z.record(z.string(), z.string())) })),
   nodeSelector: z.optional(z.record(z.string(), z.string())),
   tolerations: z.optional(z.array(z.record(z.string(), z.unknown()))),
   affinity: z.optional(z.record(z.string(), z.unknown())),

@@ -21,7 +21,7 @@ export interface Playground {
   api: SimApiServer;
   registry: SimRegistry;
   workloads: Workload[];
-  /** Each repository's first build: the digest its tag points at when the playground starts. */
+  /** Each repository's first build: the digest its image's tag points at when the playground starts. */
   firstBuilds: Map<string, string>;
   /** Workloads whose next build never becomes available, keyed like `id()`. */
   flapping: Set<string>;
@@ -54,10 +54,15 @@ export function workloadsOf(config: Config): Workload[] {
 /** Pushes every repository's first build and creates the workloads (and the legacy state object). */
 export function seedPlayground(config: Config, api: SimApiServer, registry: SimRegistry): Playground {
   const firstBuilds = new Map<string, string>();
-  for (const repo of new Set(config.images.map((i) => i.repository)))
-    firstBuilds.set(repo, registry.push(repo, config.tag));
+  for (const img of config.images)
+    if (!firstBuilds.has(img.repository))
+      firstBuilds.set(img.repository, registry.push(img.repository, img.tag));
   const workloads = workloadsOf(config);
-  const tagRef = (repo: string) => `${config.registry.host}/${repo}:${config.tag}`;
+  // Each image on its own registry's host and its own tag (one simulator serves them all).
+  const tagRef = (repo: string) => {
+    const img = config.images.find((i) => i.repository === repo) as Config["images"][number];
+    return `${img.registry.host}/${repo}:${img.tag}`;
+  };
   for (const w of workloads)
     api.addWorkload({
       kind: w.kind,
@@ -118,8 +123,8 @@ const KIND_NAMES: Record<string, WorkloadKind> = {
 /** A new build of an image's repository under the tag; workloads armed with `flap` fail on it. */
 export function publish(p: Playground, key: string | undefined): string {
   const img = imageOf(p, key);
-  const digest = p.registry.push(img.repository, p.config.tag);
-  const bad = pinnedReference(p.config.registry.host, img.repository, digest);
+  const digest = p.registry.push(img.repository, img.tag);
+  const bad = pinnedReference(img.registry.host, img.repository, digest);
   const failing: string[] = [];
   for (const w of p.workloads) {
     if (!p.flapping.has(id(w)) || ![...w.containers.values()].includes(img.repository)) continue;
@@ -128,7 +133,7 @@ export function publish(p: Playground, key: string | undefined): string {
     failing.push(id(w));
   }
   const note = failing.length ? `; its pods never become available on ${failing.join(", ")}` : "";
-  return `published ${img.repository}:${p.config.tag} -> ${digest}${note}`;
+  return `published ${img.repository}:${img.tag} -> ${digest}${note}`;
 }
 
 /** The workload's next build (the next one published for it) never becomes available. */
@@ -170,7 +175,7 @@ export function setImage(p: Playground, ref: string | undefined, assignment: str
 /** A Helm upgrade renders the floating tag again over every target of the image. */
 export function rerender(p: Playground, key: string | undefined): string {
   const img = imageOf(p, key);
-  const ref = `${p.config.registry.host}/${img.repository}:${p.config.tag}`;
+  const ref = `${img.registry.host}/${img.repository}:${img.tag}`;
   for (const t of img.targets)
     p.api.setImage(t.kind, t.namespace, t.name, t.container, ref, { manager: HELM_MANAGER });
   return `${img.key}: helm rendered ${ref} over ${img.targets.length} container(s)`;

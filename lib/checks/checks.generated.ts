@@ -4,62 +4,63 @@ import { FAIL } from "./fail.ts";
 
 const C0 = new Set(["tag","registry","namespace","store","state","annotationPrefix","maxRefreshAttempts","maxSkipTicks","maxUnresolvedTicks","rolloutTimeout","requestTimeout","onFailure","reconcile","minimumAge","images"]);
 const C1 = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
-const C2 = new Set(["host","endpoint","insecure","dockerConfigJson","token"]);
+const C2 = new Set(["host","endpoint","insecure","dockerConfigJson","auth","token"]);
 const C3 = /^[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?$/;
 const C4 = /^https?:\/\/[^\s/?#@]+([/?#]\S*)?$/;
-const C5 = new Set(["realm","service"]);
-const C6 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const C7 = new Set(["namespace","name"]);
-const C8 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const C9 = new Set(["kind","namespace","name"]);
-const C10 = new Set(["Deployment","DaemonSet","StatefulSet"]);
-const C11 = /^(?=.)(?![0dhms]+$)(?:([0-9]{1,9})d)?(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m(?!s))?(?:([0-9]{1,9})s)?(?:([0-9]{1,9})ms)?$/;
-const C12 = new Set(["revert","keep"]);
-const C13 = new Set(["repin","report"]);
-const C14 = /^(?=.)(?:([0-9]{1,9})d)?(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m(?!s))?(?:([0-9]{1,9})s)?(?:([0-9]{1,9})ms)?$/;
-const C15 = new Set(["repository","key","pinned","targets"]);
-const C16 = /^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(\/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$/;
-const C17 = /^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$/;
-const C18 = new Set(["kind","namespace","name","container"]);
+const C5 = new Set(["none","aws"]);
+const C6 = new Set(["realm","service"]);
+const C7 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const C8 = new Set(["namespace","name"]);
+const C9 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const C10 = new Set(["kind","namespace","name"]);
+const C11 = new Set(["Deployment","DaemonSet","StatefulSet"]);
+const C12 = /^(?=.)(?![0dhms]+$)(?:([0-9]{1,9})d)?(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m(?!s))?(?:([0-9]{1,9})s)?(?:([0-9]{1,9})ms)?$/;
+const C13 = new Set(["revert","keep"]);
+const C14 = new Set(["repin","report"]);
+const C15 = /^(?=.)(?:([0-9]{1,9})d)?(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m(?!s))?(?:([0-9]{1,9})s)?(?:([0-9]{1,9})ms)?$/;
+const C16 = new Set(["repository","key","tag","registry","pinned","targets"]);
+const C17 = /^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(\/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$/;
+const C18 = /^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$/;
+const C19 = new Set(["kind","namespace","name","container"]);
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkConfig(v: unknown): unknown {
-  return s40(v);
+  return s44(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkKubeconfig(v: unknown): unknown {
-  return s63(v);
+  return s67(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkConfigMap(v: unknown): unknown {
-  return s68(v);
+  return s72(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkWorkload(v: unknown): unknown {
-  return s93(v);
-}
-
-/** zod's output for a valid input; FAIL for any other (zod then says why). */
-export function checkManagedFields(v: unknown): unknown {
   return s97(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
+export function checkManagedFields(v: unknown): unknown {
+  return s101(v);
+}
+
+/** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkDockerConfig(v: unknown): unknown {
-  return s100(v);
+  return s104(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkDockerCfg(v: unknown): unknown {
-  return s99(v);
+  return s103(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkTokenResponse(v: unknown): unknown {
-  return s101(v);
+  return s105(v);
 }
 
 function s0(v: any): any {
@@ -105,8 +106,16 @@ function s7(v: any): any {
 }
 
 function s8(v: any): any {
+  return C5.has(v) ? v : FAIL;
+}
+
+function s9(v: any): any {
+  return v === undefined ? undefined : s8(v);
+}
+
+function s10(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  for (const k in v) if (!C5.has(k)) return FAIL;
+  for (const k in v) if (!C6.has(k)) return FAIL;
   const o: any = {};
   let r: any;
   if ("realm" in v) {
@@ -122,11 +131,11 @@ function s8(v: any): any {
   return o;
 }
 
-function s9(v: any): any {
-  return v === undefined ? undefined : s8(v);
+function s11(v: any): any {
+  return v === undefined ? undefined : s10(v);
 }
 
-function s10(v: any): any {
+function s12(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C2.has(k)) return FAIL;
   const o: any = {};
@@ -155,132 +164,129 @@ function s10(v: any): any {
     if (r === FAIL) return FAIL;
     o["dockerConfigJson"] = r;
   }
+  if ("auth" in v) {
+    r = s9(v["auth"]);
+    if (r === FAIL) return FAIL;
+    o["auth"] = r;
+  }
   if ("token" in v) {
-    r = s9(v["token"]);
+    r = s11(v["token"]);
     if (r === FAIL) return FAIL;
     o["token"] = r;
   }
   return o;
 }
 
-function s11(v: any): any {
-  if (typeof v !== "string") return FAIL;
-  if (!(v.length <= 63)) return FAIL;
-  if (!(C6.test(v))) return FAIL;
-  return v;
-}
-
-function s12(v: any): any {
-  return v === undefined ? undefined : s11(v);
-}
-
 function s13(v: any): any {
   if (typeof v !== "string") return FAIL;
-  if (!(v.length <= 253)) return FAIL;
-  if (!(C8.test(v))) return FAIL;
+  if (!(v.length <= 63)) return FAIL;
+  if (!(C7.test(v))) return FAIL;
   return v;
 }
 
 function s14(v: any): any {
-  return v === undefined ? "image-refresh-state" : s13(v);
+  return v === undefined ? undefined : s13(v);
 }
 
 function s15(v: any): any {
+  if (typeof v !== "string") return FAIL;
+  if (!(v.length <= 253)) return FAIL;
+  if (!(C9.test(v))) return FAIL;
+  return v;
+}
+
+function s16(v: any): any {
+  return v === undefined ? "image-refresh-state" : s15(v);
+}
+
+function s17(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  for (const k in v) if (!C7.has(k)) return FAIL;
+  for (const k in v) if (!C8.has(k)) return FAIL;
   const o: any = {};
   let r: any;
   if ("namespace" in v) {
-    r = s12(v["namespace"]);
+    r = s14(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   }
   if ("name" in v) {
-    r = s14(v["name"]);
+    r = s16(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else {
-    r = s14(undefined);
+    r = s16(undefined);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   }
   return o;
 }
 
-function s16(v: any): any {
-  return v === undefined ? {"name":"image-refresh-state"} : s15(v);
-}
-
-function s17(v: any): any {
-  return C10.has(v) ? v : FAIL;
-}
-
 function s18(v: any): any {
+  return v === undefined ? {"name":"image-refresh-state"} : s17(v);
+}
+
+function s19(v: any): any {
+  return C11.has(v) ? v : FAIL;
+}
+
+function s20(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  for (const k in v) if (!C9.has(k)) return FAIL;
+  for (const k in v) if (!C10.has(k)) return FAIL;
   const o: any = {};
   let r: any;
   if ("kind" in v) {
-    r = s17(v["kind"]);
+    r = s19(v["kind"]);
     if (r === FAIL) return FAIL;
     o["kind"] = r;
   } else return FAIL;
   if ("namespace" in v) {
-    r = s11(v["namespace"]);
+    r = s13(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   } else return FAIL;
   if ("name" in v) {
-    r = s13(v["name"]);
+    r = s15(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   return o;
 }
 
-function s19(v: any): any {
-  return v === undefined ? undefined : s18(v);
-}
-
-function s20(v: any): any {
-  return v === undefined ? "image-refresh.io" : s13(v);
-}
-
 function s21(v: any): any {
+  return v === undefined ? undefined : s20(v);
+}
+
+function s22(v: any): any {
+  return v === undefined ? "image-refresh.io" : s15(v);
+}
+
+function s23(v: any): any {
   if (typeof v !== "number" || !Number.isSafeInteger(v)) return FAIL;
   if (!(v >= 1)) return FAIL;
   if (!(v <= 1000000)) return FAIL;
   return v;
 }
 
-function s22(v: any): any {
-  return v === undefined ? 3 : s21(v);
-}
-
-function s23(v: any): any {
-  return v === undefined ? 8 : s21(v);
-}
-
 function s24(v: any): any {
-  if (typeof v !== "string") return FAIL;
-  if (!(C11.test(v))) return FAIL;
-  return v;
+  return v === undefined ? 3 : s23(v);
 }
 
 function s25(v: any): any {
-  return v === undefined ? "10m" : s24(v);
+  return v === undefined ? 8 : s23(v);
 }
 
 function s26(v: any): any {
-  return v === undefined ? "15s" : s24(v);
+  if (typeof v !== "string") return FAIL;
+  if (!(C12.test(v))) return FAIL;
+  return v;
 }
 
 function s27(v: any): any {
-  return C12.has(v) ? v : FAIL;
+  return v === undefined ? "10m" : s26(v);
 }
 
 function s28(v: any): any {
-  return v === undefined ? "revert" : s27(v);
+  return v === undefined ? "15s" : s26(v);
 }
 
 function s29(v: any): any {
@@ -288,89 +294,115 @@ function s29(v: any): any {
 }
 
 function s30(v: any): any {
-  return v === undefined ? "repin" : s29(v);
+  return v === undefined ? "revert" : s29(v);
 }
 
 function s31(v: any): any {
-  if (typeof v !== "string") return FAIL;
-  if (!(C14.test(v))) return FAIL;
-  return v;
+  return C14.has(v) ? v : FAIL;
 }
 
 function s32(v: any): any {
-  return v === undefined ? "0s" : s31(v);
+  return v === undefined ? "repin" : s31(v);
 }
 
 function s33(v: any): any {
   if (typeof v !== "string") return FAIL;
-  if (!(C16.test(v))) return FAIL;
+  if (!(C15.test(v))) return FAIL;
   return v;
 }
 
 function s34(v: any): any {
+  return v === undefined ? "0s" : s33(v);
+}
+
+function s35(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(C17.test(v))) return FAIL;
   return v;
 }
 
-function s35(v: any): any {
-  return v === undefined ? undefined : s34(v);
+function s36(v: any): any {
+  if (typeof v !== "string") return FAIL;
+  if (!(C18.test(v))) return FAIL;
+  return v;
 }
 
-function s36(v: any): any {
+function s37(v: any): any {
+  return v === undefined ? undefined : s36(v);
+}
+
+function s38(v: any): any {
+  return v === undefined ? undefined : s0(v);
+}
+
+function s39(v: any): any {
+  return v === undefined ? undefined : s12(v);
+}
+
+function s40(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  for (const k in v) if (!C18.has(k)) return FAIL;
+  for (const k in v) if (!C19.has(k)) return FAIL;
   const o: any = {};
   let r: any;
   if ("kind" in v) {
-    r = s17(v["kind"]);
+    r = s19(v["kind"]);
     if (r === FAIL) return FAIL;
     o["kind"] = r;
   } else return FAIL;
   if ("namespace" in v) {
-    r = s12(v["namespace"]);
+    r = s14(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   }
   if ("name" in v) {
-    r = s13(v["name"]);
+    r = s15(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   if ("container" in v) {
-    r = s11(v["container"]);
+    r = s13(v["container"]);
     if (r === FAIL) return FAIL;
     o["container"] = r;
   } else return FAIL;
   return o;
 }
 
-function s37(v: any): any {
+function s41(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   if (!(v.length >= 1)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s36(v[i]);
+    const r = s40(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s38(v: any): any {
+function s42(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  for (const k in v) if (!C15.has(k)) return FAIL;
+  for (const k in v) if (!C16.has(k)) return FAIL;
   const o: any = {};
   let r: any;
   if ("repository" in v) {
-    r = s33(v["repository"]);
+    r = s35(v["repository"]);
     if (r === FAIL) return FAIL;
     o["repository"] = r;
   } else return FAIL;
   if ("key" in v) {
-    r = s35(v["key"]);
+    r = s37(v["key"]);
     if (r === FAIL) return FAIL;
     o["key"] = r;
+  }
+  if ("tag" in v) {
+    r = s38(v["tag"]);
+    if (r === FAIL) return FAIL;
+    o["tag"] = r;
+  }
+  if ("registry" in v) {
+    r = s39(v["registry"]);
+    if (r === FAIL) return FAIL;
+    o["registry"] = r;
   }
   if ("pinned" in v) {
     r = s5(v["pinned"]);
@@ -382,26 +414,26 @@ function s38(v: any): any {
     o["pinned"] = r;
   }
   if ("targets" in v) {
-    r = s37(v["targets"]);
+    r = s41(v["targets"]);
     if (r === FAIL) return FAIL;
     o["targets"] = r;
   } else return FAIL;
   return o;
 }
 
-function s39(v: any): any {
+function s43(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   if (!(v.length >= 1)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s38(v[i]);
+    const r = s42(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s40(v: any): any {
+function s44(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C0.has(k)) return FAIL;
   const o: any = {};
@@ -412,132 +444,132 @@ function s40(v: any): any {
     o["tag"] = r;
   } else return FAIL;
   if ("registry" in v) {
-    r = s10(v["registry"]);
+    r = s12(v["registry"]);
     if (r === FAIL) return FAIL;
     o["registry"] = r;
   } else return FAIL;
   if ("namespace" in v) {
-    r = s12(v["namespace"]);
+    r = s14(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   }
   if ("store" in v) {
-    r = s16(v["store"]);
+    r = s18(v["store"]);
     if (r === FAIL) return FAIL;
     o["store"] = r;
   } else {
-    r = s16(undefined);
+    r = s18(undefined);
     if (r === FAIL) return FAIL;
     o["store"] = r;
   }
   if ("state" in v) {
-    r = s19(v["state"]);
+    r = s21(v["state"]);
     if (r === FAIL) return FAIL;
     o["state"] = r;
   }
   if ("annotationPrefix" in v) {
-    r = s20(v["annotationPrefix"]);
+    r = s22(v["annotationPrefix"]);
     if (r === FAIL) return FAIL;
     o["annotationPrefix"] = r;
   } else {
-    r = s20(undefined);
+    r = s22(undefined);
     if (r === FAIL) return FAIL;
     o["annotationPrefix"] = r;
   }
   if ("maxRefreshAttempts" in v) {
-    r = s22(v["maxRefreshAttempts"]);
+    r = s24(v["maxRefreshAttempts"]);
     if (r === FAIL) return FAIL;
     o["maxRefreshAttempts"] = r;
   } else {
-    r = s22(undefined);
+    r = s24(undefined);
     if (r === FAIL) return FAIL;
     o["maxRefreshAttempts"] = r;
   }
   if ("maxSkipTicks" in v) {
-    r = s23(v["maxSkipTicks"]);
+    r = s25(v["maxSkipTicks"]);
     if (r === FAIL) return FAIL;
     o["maxSkipTicks"] = r;
   } else {
-    r = s23(undefined);
+    r = s25(undefined);
     if (r === FAIL) return FAIL;
     o["maxSkipTicks"] = r;
   }
   if ("maxUnresolvedTicks" in v) {
-    r = s23(v["maxUnresolvedTicks"]);
+    r = s25(v["maxUnresolvedTicks"]);
     if (r === FAIL) return FAIL;
     o["maxUnresolvedTicks"] = r;
   } else {
-    r = s23(undefined);
+    r = s25(undefined);
     if (r === FAIL) return FAIL;
     o["maxUnresolvedTicks"] = r;
   }
   if ("rolloutTimeout" in v) {
-    r = s25(v["rolloutTimeout"]);
+    r = s27(v["rolloutTimeout"]);
     if (r === FAIL) return FAIL;
     o["rolloutTimeout"] = r;
   } else {
-    r = s25(undefined);
+    r = s27(undefined);
     if (r === FAIL) return FAIL;
     o["rolloutTimeout"] = r;
   }
   if ("requestTimeout" in v) {
-    r = s26(v["requestTimeout"]);
+    r = s28(v["requestTimeout"]);
     if (r === FAIL) return FAIL;
     o["requestTimeout"] = r;
   } else {
-    r = s26(undefined);
+    r = s28(undefined);
     if (r === FAIL) return FAIL;
     o["requestTimeout"] = r;
   }
   if ("onFailure" in v) {
-    r = s28(v["onFailure"]);
+    r = s30(v["onFailure"]);
     if (r === FAIL) return FAIL;
     o["onFailure"] = r;
   } else {
-    r = s28(undefined);
+    r = s30(undefined);
     if (r === FAIL) return FAIL;
     o["onFailure"] = r;
   }
   if ("reconcile" in v) {
-    r = s30(v["reconcile"]);
+    r = s32(v["reconcile"]);
     if (r === FAIL) return FAIL;
     o["reconcile"] = r;
   } else {
-    r = s30(undefined);
+    r = s32(undefined);
     if (r === FAIL) return FAIL;
     o["reconcile"] = r;
   }
   if ("minimumAge" in v) {
-    r = s32(v["minimumAge"]);
+    r = s34(v["minimumAge"]);
     if (r === FAIL) return FAIL;
     o["minimumAge"] = r;
   } else {
-    r = s32(undefined);
+    r = s34(undefined);
     if (r === FAIL) return FAIL;
     o["minimumAge"] = r;
   }
   if ("images" in v) {
-    r = s39(v["images"]);
+    r = s43(v["images"]);
     if (r === FAIL) return FAIL;
     o["images"] = r;
   } else return FAIL;
   return o;
 }
 
-function s41(v: any): any {
+function s45(v: any): any {
   if (typeof v !== "string") return FAIL;
   return v;
 }
 
-function s42(v: any): any {
-  return v === undefined ? undefined : s41(v);
+function s46(v: any): any {
+  return v === undefined ? undefined : s45(v);
 }
 
-function s43(v: any): any {
+function s47(v: any): any {
   return v === undefined ? undefined : s4(v);
 }
 
-function s44(v: any): any {
+function s48(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -557,14 +589,14 @@ function s44(v: any): any {
     o["certificate-authority-data"] = r;
   }
   if ("insecure-skip-tls-verify" in v) {
-    r = s43(v["insecure-skip-tls-verify"]);
+    r = s47(v["insecure-skip-tls-verify"]);
     if (r === FAIL) return FAIL;
     o["insecure-skip-tls-verify"] = r;
   }
   return o;
 }
 
-function s45(v: any): any {
+function s49(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -574,41 +606,41 @@ function s45(v: any): any {
     o["name"] = r;
   } else return FAIL;
   if ("cluster" in v) {
-    r = s44(v["cluster"]);
+    r = s48(v["cluster"]);
     if (r === FAIL) return FAIL;
     o["cluster"] = r;
   } else return FAIL;
   return o;
 }
 
-function s46(v: any): any {
+function s50(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s45(v[i]);
+    const r = s49(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s47(v: any): any {
-  return v === null ? null : s46(v);
+function s51(v: any): any {
+  return v === null ? null : s50(v);
 }
 
-function s48(v: any): any {
-  return v === undefined ? undefined : s47(v);
+function s52(v: any): any {
+  return v === undefined ? undefined : s51(v);
 }
 
-function s49(v: any): any {
+function s53(v: any): any {
   return v;
 }
 
-function s50(v: any): any {
-  return v === undefined ? undefined : s49(v);
+function s54(v: any): any {
+  return v === undefined ? undefined : s53(v);
 }
 
-function s51(v: any): any {
+function s55(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -643,50 +675,14 @@ function s51(v: any): any {
     o["client-key-data"] = r;
   }
   if ("exec" in v) {
-    r = s50(v["exec"]);
+    r = s54(v["exec"]);
     if (r === FAIL) return FAIL;
     o["exec"] = r;
   }
   if ("auth-provider" in v) {
-    r = s50(v["auth-provider"]);
+    r = s54(v["auth-provider"]);
     if (r === FAIL) return FAIL;
     o["auth-provider"] = r;
-  }
-  return o;
-}
-
-function s52(v: any): any {
-  return v === null ? null : s51(v);
-}
-
-function s53(v: any): any {
-  return v === undefined ? undefined : s52(v);
-}
-
-function s54(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("name" in v) {
-    r = s6(v["name"]);
-    if (r === FAIL) return FAIL;
-    o["name"] = r;
-  } else return FAIL;
-  if ("user" in v) {
-    r = s53(v["user"]);
-    if (r === FAIL) return FAIL;
-    o["user"] = r;
-  }
-  return o;
-}
-
-function s55(v: any): any {
-  if (!Array.isArray(v)) return FAIL;
-  const o = new Array(v.length);
-  for (let i = 0; i < v.length; i++) {
-    const r = s54(v[i]);
-    if (r === FAIL) return FAIL;
-    o[i] = r;
   }
   return o;
 }
@@ -703,25 +699,61 @@ function s58(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
+  if ("name" in v) {
+    r = s6(v["name"]);
+    if (r === FAIL) return FAIL;
+    o["name"] = r;
+  } else return FAIL;
+  if ("user" in v) {
+    r = s57(v["user"]);
+    if (r === FAIL) return FAIL;
+    o["user"] = r;
+  }
+  return o;
+}
+
+function s59(v: any): any {
+  if (!Array.isArray(v)) return FAIL;
+  const o = new Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const r = s58(v[i]);
+    if (r === FAIL) return FAIL;
+    o[i] = r;
+  }
+  return o;
+}
+
+function s60(v: any): any {
+  return v === null ? null : s59(v);
+}
+
+function s61(v: any): any {
+  return v === undefined ? undefined : s60(v);
+}
+
+function s62(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
   if ("cluster" in v) {
     r = s6(v["cluster"]);
     if (r === FAIL) return FAIL;
     o["cluster"] = r;
   } else return FAIL;
   if ("user" in v) {
-    r = s42(v["user"]);
+    r = s46(v["user"]);
     if (r === FAIL) return FAIL;
     o["user"] = r;
   }
   if ("namespace" in v) {
-    r = s42(v["namespace"]);
+    r = s46(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   }
   return o;
 }
 
-function s59(v: any): any {
+function s63(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -731,60 +763,60 @@ function s59(v: any): any {
     o["name"] = r;
   } else return FAIL;
   if ("context" in v) {
-    r = s58(v["context"]);
+    r = s62(v["context"]);
     if (r === FAIL) return FAIL;
     o["context"] = r;
   } else return FAIL;
   return o;
 }
 
-function s60(v: any): any {
+function s64(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s59(v[i]);
+    const r = s63(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s61(v: any): any {
-  return v === null ? null : s60(v);
+function s65(v: any): any {
+  return v === null ? null : s64(v);
 }
 
-function s62(v: any): any {
-  return v === undefined ? undefined : s61(v);
+function s66(v: any): any {
+  return v === undefined ? undefined : s65(v);
 }
 
-function s63(v: any): any {
+function s67(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("current-context" in v) {
-    r = s42(v["current-context"]);
+    r = s46(v["current-context"]);
     if (r === FAIL) return FAIL;
     o["current-context"] = r;
   }
   if ("clusters" in v) {
-    r = s48(v["clusters"]);
+    r = s52(v["clusters"]);
     if (r === FAIL) return FAIL;
     o["clusters"] = r;
   }
   if ("users" in v) {
-    r = s57(v["users"]);
+    r = s61(v["users"]);
     if (r === FAIL) return FAIL;
     o["users"] = r;
   }
   if ("contexts" in v) {
-    r = s62(v["contexts"]);
+    r = s66(v["contexts"]);
     if (r === FAIL) return FAIL;
     o["contexts"] = r;
   }
   return o;
 }
 
-function s64(v: any): any {
+function s68(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -796,83 +828,83 @@ function s64(v: any): any {
   return o;
 }
 
-function s65(v: any): any {
+function s69(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const p = Object.getPrototypeOf(v);
   if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
   const o: any = {};
   for (const k of Object.keys(v)) {
     if (k === "__proto__") continue;
-    const r = s41(v[k]);
+    const r = s45(v[k]);
     if (r === FAIL) return FAIL;
     o[k] = r;
   }
   return o;
 }
 
-function s66(v: any): any {
-  return v === null ? null : s65(v);
+function s70(v: any): any {
+  return v === null ? null : s69(v);
 }
 
-function s67(v: any): any {
-  return v === undefined ? undefined : s66(v);
+function s71(v: any): any {
+  return v === undefined ? undefined : s70(v);
 }
 
-function s68(v: any): any {
+function s72(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("metadata" in v) {
-    r = s64(v["metadata"]);
+    r = s68(v["metadata"]);
     if (r === FAIL) return FAIL;
     o["metadata"] = r;
   } else return FAIL;
   if ("data" in v) {
-    r = s67(v["data"]);
+    r = s71(v["data"]);
     if (r === FAIL) return FAIL;
     o["data"] = r;
   }
   return o;
 }
 
-function s69(v: any): any {
+function s73(v: any): any {
   if (typeof v !== "number" || !Number.isSafeInteger(v)) return FAIL;
   return v;
 }
 
-function s70(v: any): any {
-  return v === undefined ? 0 : s69(v);
+function s74(v: any): any {
+  return v === undefined ? 0 : s73(v);
 }
 
-function s71(v: any): any {
+function s75(v: any): any {
   return R.emptyIfAbsent(v);
 }
 
-function s72(v: any): any {
-  const r = s67(v);
-  return r === FAIL ? FAIL : s71(r);
+function s76(v: any): any {
+  const r = s71(v);
+  return r === FAIL ? FAIL : s75(r);
 }
 
-function s73(v: any): any {
+function s77(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("name" in v) {
-    r = s41(v["name"]);
+    r = s45(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   if ("namespace" in v) {
-    r = s41(v["namespace"]);
+    r = s45(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   } else return FAIL;
   if ("generation" in v) {
-    r = s70(v["generation"]);
+    r = s74(v["generation"]);
     if (r === FAIL) return FAIL;
     o["generation"] = r;
   } else {
-    r = s70(undefined);
+    r = s74(undefined);
     if (r === FAIL) return FAIL;
     o["generation"] = r;
   }
@@ -882,437 +914,437 @@ function s73(v: any): any {
     o["resourceVersion"] = r;
   } else return FAIL;
   if ("annotations" in v) {
-    r = s72(v["annotations"]);
+    r = s76(v["annotations"]);
     if (r === FAIL) return FAIL;
     o["annotations"] = r;
   } else {
-    r = s72(undefined);
+    r = s76(undefined);
     if (r === FAIL) return FAIL;
     if (r !== undefined) o["annotations"] = r;
   }
   if ("uid" in v) {
-    r = s42(v["uid"]);
+    r = s46(v["uid"]);
     if (r === FAIL) return FAIL;
     o["uid"] = r;
   }
   if ("managedFields" in v) {
-    r = s50(v["managedFields"]);
+    r = s54(v["managedFields"]);
     if (r === FAIL) return FAIL;
     o["managedFields"] = r;
   }
   return o;
 }
 
-function s74(v: any): any {
-  return v === undefined ? undefined : s69(v);
+function s78(v: any): any {
+  return v === undefined ? undefined : s73(v);
 }
 
-function s75(v: any): any {
+function s79(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("partition" in v) {
-    r = s74(v["partition"]);
+    r = s78(v["partition"]);
     if (r === FAIL) return FAIL;
     o["partition"] = r;
   }
   return o;
 }
 
-function s76(v: any): any {
-  return v === null ? null : s75(v);
+function s80(v: any): any {
+  return v === null ? null : s79(v);
 }
 
-function s77(v: any): any {
-  return v === undefined ? undefined : s76(v);
+function s81(v: any): any {
+  return v === undefined ? undefined : s80(v);
 }
 
-function s78(v: any): any {
+function s82(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("type" in v) {
-    r = s42(v["type"]);
+    r = s46(v["type"]);
     if (r === FAIL) return FAIL;
     o["type"] = r;
   }
   if ("rollingUpdate" in v) {
-    r = s77(v["rollingUpdate"]);
+    r = s81(v["rollingUpdate"]);
     if (r === FAIL) return FAIL;
     o["rollingUpdate"] = r;
   }
   return o;
 }
 
-function s79(v: any): any {
-  return v === undefined ? undefined : s78(v);
-}
-
-function s80(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("name" in v) {
-    r = s41(v["name"]);
-    if (r === FAIL) return FAIL;
-    o["name"] = r;
-  } else return FAIL;
-  if ("image" in v) {
-    r = s41(v["image"]);
-    if (r === FAIL) return FAIL;
-    o["image"] = r;
-  } else return FAIL;
-  return o;
-}
-
-function s81(v: any): any {
-  if (!Array.isArray(v)) return FAIL;
-  const o = new Array(v.length);
-  for (let i = 0; i < v.length; i++) {
-    const r = s80(v[i]);
-    if (r === FAIL) return FAIL;
-    o[i] = r;
-  }
-  return o;
-}
-
-function s82(v: any): any {
-  return v === undefined ? undefined : s81(v);
-}
-
 function s83(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("containers" in v) {
-    r = s81(v["containers"]);
-    if (r === FAIL) return FAIL;
-    o["containers"] = r;
-  } else return FAIL;
-  if ("initContainers" in v) {
-    r = s82(v["initContainers"]);
-    if (r === FAIL) return FAIL;
-    o["initContainers"] = r;
-  }
-  return o;
+  return v === undefined ? undefined : s82(v);
 }
 
 function s84(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
-  if ("spec" in v) {
-    r = s83(v["spec"]);
+  if ("name" in v) {
+    r = s45(v["name"]);
     if (r === FAIL) return FAIL;
-    o["spec"] = r;
+    o["name"] = r;
+  } else return FAIL;
+  if ("image" in v) {
+    r = s45(v["image"]);
+    if (r === FAIL) return FAIL;
+    o["image"] = r;
   } else return FAIL;
   return o;
 }
 
 function s85(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("replicas" in v) {
-    r = s74(v["replicas"]);
+  if (!Array.isArray(v)) return FAIL;
+  const o = new Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const r = s84(v[i]);
     if (r === FAIL) return FAIL;
-    o["replicas"] = r;
+    o[i] = r;
   }
-  if ("paused" in v) {
-    r = s43(v["paused"]);
-    if (r === FAIL) return FAIL;
-    o["paused"] = r;
-  }
-  if ("updateStrategy" in v) {
-    r = s79(v["updateStrategy"]);
-    if (r === FAIL) return FAIL;
-    o["updateStrategy"] = r;
-  }
-  if ("template" in v) {
-    r = s84(v["template"]);
-    if (r === FAIL) return FAIL;
-    o["template"] = r;
-  } else return FAIL;
   return o;
 }
 
 function s86(v: any): any {
-  return v === null ? null : s41(v);
+  return v === undefined ? undefined : s85(v);
 }
 
 function s87(v: any): any {
-  return v === undefined ? undefined : s86(v);
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("containers" in v) {
+    r = s85(v["containers"]);
+    if (r === FAIL) return FAIL;
+    o["containers"] = r;
+  } else return FAIL;
+  if ("initContainers" in v) {
+    r = s86(v["initContainers"]);
+    if (r === FAIL) return FAIL;
+    o["initContainers"] = r;
+  }
+  return o;
 }
 
 function s88(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
+  if ("spec" in v) {
+    r = s87(v["spec"]);
+    if (r === FAIL) return FAIL;
+    o["spec"] = r;
+  } else return FAIL;
+  return o;
+}
+
+function s89(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("replicas" in v) {
+    r = s78(v["replicas"]);
+    if (r === FAIL) return FAIL;
+    o["replicas"] = r;
+  }
+  if ("paused" in v) {
+    r = s47(v["paused"]);
+    if (r === FAIL) return FAIL;
+    o["paused"] = r;
+  }
+  if ("updateStrategy" in v) {
+    r = s83(v["updateStrategy"]);
+    if (r === FAIL) return FAIL;
+    o["updateStrategy"] = r;
+  }
+  if ("template" in v) {
+    r = s88(v["template"]);
+    if (r === FAIL) return FAIL;
+    o["template"] = r;
+  } else return FAIL;
+  return o;
+}
+
+function s90(v: any): any {
+  return v === null ? null : s45(v);
+}
+
+function s91(v: any): any {
+  return v === undefined ? undefined : s90(v);
+}
+
+function s92(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
   if ("type" in v) {
-    r = s41(v["type"]);
+    r = s45(v["type"]);
     if (r === FAIL) return FAIL;
     o["type"] = r;
   } else return FAIL;
   if ("status" in v) {
-    r = s41(v["status"]);
+    r = s45(v["status"]);
     if (r === FAIL) return FAIL;
     o["status"] = r;
   } else return FAIL;
   if ("reason" in v) {
-    r = s42(v["reason"]);
+    r = s46(v["reason"]);
     if (r === FAIL) return FAIL;
     o["reason"] = r;
   }
   if ("message" in v) {
-    r = s42(v["message"]);
+    r = s46(v["message"]);
     if (r === FAIL) return FAIL;
     o["message"] = r;
   }
   if ("lastUpdateTime" in v) {
-    r = s87(v["lastUpdateTime"]);
+    r = s91(v["lastUpdateTime"]);
     if (r === FAIL) return FAIL;
     o["lastUpdateTime"] = r;
   }
   if ("lastTransitionTime" in v) {
-    r = s87(v["lastTransitionTime"]);
+    r = s91(v["lastTransitionTime"]);
     if (r === FAIL) return FAIL;
     o["lastTransitionTime"] = r;
   }
   return o;
 }
 
-function s89(v: any): any {
+function s93(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s88(v[i]);
+    const r = s92(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s90(v: any): any {
-  return v === undefined ? undefined : s89(v);
+function s94(v: any): any {
+  return v === undefined ? undefined : s93(v);
 }
 
-function s91(v: any): any {
+function s95(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("observedGeneration" in v) {
-    r = s74(v["observedGeneration"]);
+    r = s78(v["observedGeneration"]);
     if (r === FAIL) return FAIL;
     o["observedGeneration"] = r;
   }
   if ("replicas" in v) {
-    r = s74(v["replicas"]);
+    r = s78(v["replicas"]);
     if (r === FAIL) return FAIL;
     o["replicas"] = r;
   }
   if ("updatedReplicas" in v) {
-    r = s74(v["updatedReplicas"]);
+    r = s78(v["updatedReplicas"]);
     if (r === FAIL) return FAIL;
     o["updatedReplicas"] = r;
   }
   if ("readyReplicas" in v) {
-    r = s74(v["readyReplicas"]);
+    r = s78(v["readyReplicas"]);
     if (r === FAIL) return FAIL;
     o["readyReplicas"] = r;
   }
   if ("availableReplicas" in v) {
-    r = s74(v["availableReplicas"]);
+    r = s78(v["availableReplicas"]);
     if (r === FAIL) return FAIL;
     o["availableReplicas"] = r;
   }
   if ("currentReplicas" in v) {
-    r = s74(v["currentReplicas"]);
+    r = s78(v["currentReplicas"]);
     if (r === FAIL) return FAIL;
     o["currentReplicas"] = r;
   }
   if ("updateRevision" in v) {
-    r = s42(v["updateRevision"]);
+    r = s46(v["updateRevision"]);
     if (r === FAIL) return FAIL;
     o["updateRevision"] = r;
   }
   if ("currentRevision" in v) {
-    r = s42(v["currentRevision"]);
+    r = s46(v["currentRevision"]);
     if (r === FAIL) return FAIL;
     o["currentRevision"] = r;
   }
   if ("desiredNumberScheduled" in v) {
-    r = s74(v["desiredNumberScheduled"]);
+    r = s78(v["desiredNumberScheduled"]);
     if (r === FAIL) return FAIL;
     o["desiredNumberScheduled"] = r;
   }
   if ("updatedNumberScheduled" in v) {
-    r = s74(v["updatedNumberScheduled"]);
+    r = s78(v["updatedNumberScheduled"]);
     if (r === FAIL) return FAIL;
     o["updatedNumberScheduled"] = r;
   }
   if ("numberAvailable" in v) {
-    r = s74(v["numberAvailable"]);
+    r = s78(v["numberAvailable"]);
     if (r === FAIL) return FAIL;
     o["numberAvailable"] = r;
   }
   if ("conditions" in v) {
-    r = s90(v["conditions"]);
+    r = s94(v["conditions"]);
     if (r === FAIL) return FAIL;
     o["conditions"] = r;
   }
   return o;
 }
 
-function s92(v: any): any {
-  return v === undefined ? {} : s91(v);
+function s96(v: any): any {
+  return v === undefined ? {} : s95(v);
 }
 
-function s93(v: any): any {
+function s97(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("metadata" in v) {
-    r = s73(v["metadata"]);
+    r = s77(v["metadata"]);
     if (r === FAIL) return FAIL;
     o["metadata"] = r;
   } else return FAIL;
   if ("spec" in v) {
-    r = s85(v["spec"]);
+    r = s89(v["spec"]);
     if (r === FAIL) return FAIL;
     o["spec"] = r;
   } else return FAIL;
   if ("status" in v) {
-    r = s92(v["status"]);
+    r = s96(v["status"]);
     if (r === FAIL) return FAIL;
     o["status"] = r;
   } else {
-    r = s92(undefined);
+    r = s96(undefined);
     if (r === FAIL) return FAIL;
     o["status"] = r;
-  }
-  return o;
-}
-
-function s94(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const p = Object.getPrototypeOf(v);
-  if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
-  const o: any = {};
-  for (const k of Object.keys(v)) {
-    if (k === "__proto__") continue;
-    const r = s49(v[k]);
-    if (r === FAIL) return FAIL;
-    o[k] = r;
-  }
-  return o;
-}
-
-function s95(v: any): any {
-  return v === undefined ? undefined : s94(v);
-}
-
-function s96(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("manager" in v) {
-    r = s42(v["manager"]);
-    if (r === FAIL) return FAIL;
-    o["manager"] = r;
-  }
-  if ("operation" in v) {
-    r = s42(v["operation"]);
-    if (r === FAIL) return FAIL;
-    o["operation"] = r;
-  }
-  if ("time" in v) {
-    r = s42(v["time"]);
-    if (r === FAIL) return FAIL;
-    o["time"] = r;
-  }
-  if ("subresource" in v) {
-    r = s42(v["subresource"]);
-    if (r === FAIL) return FAIL;
-    o["subresource"] = r;
-  }
-  if ("fieldsV1" in v) {
-    r = s95(v["fieldsV1"]);
-    if (r === FAIL) return FAIL;
-    o["fieldsV1"] = r;
-  }
-  return o;
-}
-
-function s97(v: any): any {
-  if (!Array.isArray(v)) return FAIL;
-  const o = new Array(v.length);
-  for (let i = 0; i < v.length; i++) {
-    const r = s96(v[i]);
-    if (r === FAIL) return FAIL;
-    o[i] = r;
   }
   return o;
 }
 
 function s98(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("username" in v) {
-    r = s42(v["username"]);
-    if (r === FAIL) return FAIL;
-    o["username"] = r;
-  }
-  if ("password" in v) {
-    r = s42(v["password"]);
-    if (r === FAIL) return FAIL;
-    o["password"] = r;
-  }
-  if ("auth" in v) {
-    r = s42(v["auth"]);
-    if (r === FAIL) return FAIL;
-    o["auth"] = r;
-  }
-  return o;
-}
-
-function s99(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const p = Object.getPrototypeOf(v);
   if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
   const o: any = {};
   for (const k of Object.keys(v)) {
     if (k === "__proto__") continue;
-    const r = s98(v[k]);
+    const r = s53(v[k]);
     if (r === FAIL) return FAIL;
     o[k] = r;
   }
   return o;
 }
 
+function s99(v: any): any {
+  return v === undefined ? undefined : s98(v);
+}
+
 function s100(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
+  if ("manager" in v) {
+    r = s46(v["manager"]);
+    if (r === FAIL) return FAIL;
+    o["manager"] = r;
+  }
+  if ("operation" in v) {
+    r = s46(v["operation"]);
+    if (r === FAIL) return FAIL;
+    o["operation"] = r;
+  }
+  if ("time" in v) {
+    r = s46(v["time"]);
+    if (r === FAIL) return FAIL;
+    o["time"] = r;
+  }
+  if ("subresource" in v) {
+    r = s46(v["subresource"]);
+    if (r === FAIL) return FAIL;
+    o["subresource"] = r;
+  }
+  if ("fieldsV1" in v) {
+    r = s99(v["fieldsV1"]);
+    if (r === FAIL) return FAIL;
+    o["fieldsV1"] = r;
+  }
+  return o;
+}
+
+function s101(v: any): any {
+  if (!Array.isArray(v)) return FAIL;
+  const o = new Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const r = s100(v[i]);
+    if (r === FAIL) return FAIL;
+    o[i] = r;
+  }
+  return o;
+}
+
+function s102(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("username" in v) {
+    r = s46(v["username"]);
+    if (r === FAIL) return FAIL;
+    o["username"] = r;
+  }
+  if ("password" in v) {
+    r = s46(v["password"]);
+    if (r === FAIL) return FAIL;
+    o["password"] = r;
+  }
+  if ("auth" in v) {
+    r = s46(v["auth"]);
+    if (r === FAIL) return FAIL;
+    o["auth"] = r;
+  }
+  return o;
+}
+
+function s103(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const p = Object.getPrototypeOf(v);
+  if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
+  const o: any = {};
+  for (const k of Object.keys(v)) {
+    if (k === "__proto__") continue;
+    const r = s102(v[k]);
+    if (r === FAIL) return FAIL;
+    o[k] = r;
+  }
+  return o;
+}
+
+function s104(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
   if ("auths" in v) {
-    r = s99(v["auths"]);
+    r = s103(v["auths"]);
     if (r === FAIL) return FAIL;
     o["auths"] = r;
   } else return FAIL;
   return o;
 }
 
-function s101(v: any): any {
+function s105(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("token" in v) {
-    r = s42(v["token"]);
+    r = s46(v["token"]);
     if (r === FAIL) return FAIL;
     o["token"] = r;
   }
   if ("access_token" in v) {
-    r = s42(v["access_token"]);
+    r = s46(v["access_token"]);
     if (r === FAIL) return FAIL;
     o["access_token"] = r;
   }

@@ -31,7 +31,7 @@ const NEXT_STEP: Record<Reason, (a: Ask) => string> = {
   unresolved_streak_untrusted: ({ key }) =>
     `remove unresolved-streak-${key} from the store (kubectl edit configmap)`,
   build_rejected: ({ key, c }) =>
-    `nothing: the next build of :${c.tag} rolls out (to allow this one again: \`image-refresh rearm ${key}\`)`,
+    `nothing: the next build of :${c.images.find((i) => i.key === key)?.tag ?? c.tag} rolls out (to allow this one again: \`image-refresh rearm ${key}\`)`,
   pinned_by_human: ({ v }) =>
     `when the pin is no longer needed, set the container back to the tag: ${v.resume ?? "kubectl set image"}`,
   tag_rerendered: () =>

@@ -75,16 +75,27 @@ function movesHelp(): string {
   ].join("\n");
 }
 
-/** The user's config pointed at the simulated registry (pinned references keep registry.host). */
+/**
+ * The user's config pointed at the simulated registry: the top-level registry and each image's
+ * own (pinned references keep each registry's host; no credentials, no token endpoint).
+ */
 export function playgroundConfigText(text: string, config: Config, registryUrl: string): string {
   const doc = { ...(parseYaml(text) as Record<string, unknown>) };
-  const {
-    dockerConfigJson: _c,
-    token: _t,
-    insecure: _i,
-    ...registry
-  } = doc.registry as Record<string, unknown>;
-  doc.registry = { ...registry, endpoint: registryUrl };
+  const onSimulator = (given: unknown) => {
+    const {
+      dockerConfigJson: _c,
+      token: _t,
+      insecure: _i,
+      auth: _a,
+      ...registry
+    } = given as Record<string, unknown>;
+    return { ...registry, endpoint: registryUrl };
+  };
+  doc.registry = onSimulator(doc.registry);
+  if (Array.isArray(doc.images))
+    doc.images = doc.images.map((img: Record<string, unknown>) =>
+      img?.registry ? { ...img, registry: onSimulator(img.registry) } : img,
+    );
   doc.tag = config.tag;
   if (config.rolloutTimeoutMs > PLAYGROUND_ROLLOUT_TIMEOUT_MS)
     doc.rolloutTimeout = formatDuration(PLAYGROUND_ROLLOUT_TIMEOUT_MS);
@@ -126,7 +137,8 @@ export async function playgroundCommand(args: CliArgs, argv: readonly string[]):
 
 function banner(p: Playground, o: { path: string; dir: string; apiUrl: string }): string {
   const c = p.config;
-  const builds = [...p.firstBuilds].map(([repo, digest]) => `  ${repo}:${c.tag} -> ${digest}`);
+  const tagOf = (repo: string) => c.images.find((i) => i.repository === repo)?.tag ?? c.tag;
+  const builds = [...p.firstBuilds].map(([repo, digest]) => `  ${repo}:${tagOf(repo)} -> ${digest}`);
   const capped = c.rolloutTimeoutMs > PLAYGROUND_ROLLOUT_TIMEOUT_MS;
   const first = p.workloads[0];
   const container = first ? [...first.containers.keys()][0] : "app";

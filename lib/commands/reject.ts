@@ -40,11 +40,11 @@ export async function rejectCommand(
     });
     if (r.result === "nothing") {
       // No DIGEST and no failed build: the tag's current one, from the registry.
-      const current = (await tick.resolve([img.repository])).get(img.repository);
+      const current = (await tick.resolve([img])).digests.get(img.key);
       if (!current?.ok) {
         const why = current ? `${current.reason}: ${current.message}` : "not resolved";
         rt.log.error(
-          `cannot reject the current build of ${img.repository}:${rt.config.tag}: the registry did not say which it is (${why})`,
+          `cannot reject the current build of ${img.repository}:${img.tag}: the registry did not say which it is (${why})`,
         );
         root.setError("unresolved");
         return 1;
@@ -59,10 +59,10 @@ export async function rejectCommand(
       root.setError("reject_failed");
       return 1;
     }
-    const note = `${img.repository}@${chosen} ${dryRun ? "would be rejected" : "rejected"} by a human: ${key} ${dryRun ? "would" : "will"} not roll out this build; the next build of :${rt.config.tag} rolls out as usual`;
+    const note = `${img.repository}@${chosen} ${dryRun ? "would be rejected" : "rejected"} by a human: ${key} ${dryRun ? "would" : "will"} not roll out this build; the next build of :${img.tag} rolls out as usual`;
     rt.log.info(
       dryRun
-        ? `would reject ${img.repository}@${chosen}: ${key} would not roll out this build; the next build of :${rt.config.tag} rolls out as usual`
+        ? `would reject ${img.repository}@${chosen}: ${key} would not roll out this build; the next build of :${img.tag} rolls out as usual`
         : note,
       { image: key, digest: chosen },
     );

@@ -9,14 +9,10 @@ import type { ConfigMapRef } from "../kube/configmaps.ts";
 import { resolveConnection } from "../kube/kubeconfig.ts";
 import { createKubeClient, type KubeClient } from "../kube/workloads.ts";
 import { createLogger, type Logger } from "../log.ts";
-import { resolveDigests } from "../registry/client.ts";
-import {
-  type BasicCredentials,
-  credentialsFor,
-  type DockerCredentials,
-  loadDockerConfig,
-} from "../registry/credentials.ts";
+import { awsLogin } from "../registry/aws/login.ts";
 import { preconnectRegistry } from "../registry/preconnect.ts";
+import { type PullSecrets, pullSecrets } from "../registry/pull-secrets.ts";
+import { resolveRegistries } from "../registry/registries.ts";
 import { mark } from "../startup-timing.ts";
 import { telemetryConfigured } from "../telemetry/env.ts";
 import { noopTelemetry, type Telemetry } from "../telemetry.ts";
@@ -70,8 +66,11 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     readFile,
   });
   mark("kubeconfig");
-  const pull = pullSecret(args, config, readFile);
-  const credentials = pull.credentials;
+  // rearm never asks a registry, nor does reject given a DIGEST, so neither reads a pull secret.
+  const asks = args.command !== "rearm" && !(args.command === "reject" && args.digest);
+  const pull = asks
+    ? pullSecrets(config, args.command !== "tick", readFile)
+    : ({ credentials: new Map(), missing: new Map(), warnings: [] } satisfies PullSecrets);
   // The exporter may warn while it starts, before the logger that carries its span ids exists:
   // those lines go out in the same format, without ids.
   let log: Logger | undefined;
@@ -89,7 +88,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     telemetry,
     log,
   });
-  if (pull.warning) log.warn(pull.warning);
+  for (const warning of pull.warnings) log.warn(warning);
   const tickContext = (dryRun: boolean): TickContext => ({
     config,
     store,
@@ -101,21 +100,23 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     instance: env.HOSTNAME ?? "image-refresh",
     now: Date.now,
     sleep: (ms) => Bun.sleep(ms),
-    resolve: (repos, more) =>
-      resolveDigests(repos, config.tag, {
-        notBefore: more?.notBefore,
-        storedAnswer: more?.storedAnswer,
-        ...config.registry,
-        credentials,
+    resolve: (images, memory = {}) =>
+      resolveRegistries(images, memory, (group, remembered) => ({
+        ...remembered,
+        ...group.registry,
+        credentials: pull.credentials.get(group.hostKey),
+        noCredential: pull.missing.get(group.hostKey),
+        ...(group.registry.auth === "aws" ? { identity: awsLogin(group.registry, env, readFile) } : {}),
         requestTimeoutMs: config.requestTimeoutMs,
         signal: controller.signal,
         telemetry,
         log,
         ca: opts.registryCa,
-      }),
+      })),
   });
   mark("runtime");
-  return { config, store, log, telemetry, kube, controller, tickContext, anonymousBecause: pull.warning };
+  const anonymousBecause = pull.warnings.length ? pull.warnings.join("; ") : undefined;
+  return { config, store, log, telemetry, kube, controller, tickContext, anonymousBecause };
 }
 
 /**
@@ -128,43 +129,6 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
 export function startConnecting(rt: Runtime, env: Env): void {
   if (!telemetryConfigured(env)) rt.kube.configMaps.prefetch(rt.store);
   preconnectRegistry(rt.config, env);
-}
-
-interface PullSecret {
-  credentials?: BasicCredentials;
-  /** Set when a configured pull secret gives no credentials for the host: the registry is asked anonymously. */
-  warning?: string;
-}
-
-/**
- * The tick's pull secret must be readable: one that cannot be read is a configuration error
- * (exit 2, before any request). A human runs status and reject from a laptop with a copy of the
- * CronJob's config, where the mounted path does not exist: that is a warning, and the registry
- * is asked anonymously. rearm never asks the registry, nor does reject given a DIGEST, so
- * neither reads the file.
- */
-function pullSecret(args: CliArgs, config: Config, readFile: (p: string) => string): PullSecret {
-  const path = config.registry.dockerConfigJson;
-  if (!path || args.command === "rearm" || (args.command === "reject" && args.digest)) return {};
-  let creds: DockerCredentials;
-  try {
-    creds = loadDockerConfig(path, readFile);
-  } catch (err) {
-    if (args.command !== "tick" && (err as { code?: string }).code === "ENOENT")
-      return {
-        warning: `registry.dockerConfigJson ${path} does not exist here: the registry ${config.registry.host} is asked anonymously`,
-      };
-    throw new ConfigError(`registry.dockerConfigJson: ${(err as Error).message}`);
-  }
-  const credentials = credentialsFor(creds, config.registry.host);
-  if (credentials) return { credentials };
-  const keys = creds.keys();
-  const there = keys.length
-    ? `its keys are ${keys.map((k) => `"${k}"`).join(", ")}`
-    : "it has no usable entry";
-  return {
-    warning: `registry.dockerConfigJson ${path} has no entry for the registry host ${config.registry.host} (${there}): the registry is asked anonymously`,
-  };
 }
 
 async function loadTelemetry(

@@ -92,9 +92,7 @@ export async function answerChallenge(
   const { bearer, basic } = challengeOf({ headers: new Headers({ "www-authenticate": header }) });
   if (bearer) return `Bearer ${await fetchToken(ctx, { ...opts, params: bearer })}`;
   if (basic && opts.credentials) return basicHeader(opts.credentials);
-  const why = basic
-    ? "it asks for Basic credentials and none are configured"
-    : "its challenge is not Bearer or Basic";
+  const why = basic ? "it asks for Basic credentials" : "its challenge is not Bearer or Basic";
   throw new RegistryError("unauthorized", `Cannot authenticate to the registry: ${why}`, { status: 401 });
 }
 

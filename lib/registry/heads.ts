@@ -6,7 +6,7 @@ import { answerChallenge } from "./auth.ts";
 import { RegistryError, type RegistryFailure } from "./errors.ts";
 import type { HttpContext } from "./http.ts";
 import { headDigest } from "./manifest.ts";
-import type { DigestResult, ResolveOptions } from "./results.ts";
+import type { DigestResult, Lookup, ResolveOptions } from "./results.ts";
 
 export const DEFAULT_CONCURRENCY = 8;
 
@@ -29,7 +29,7 @@ export async function headAll(
     opts,
     results,
   };
-  const [first, ...rest] = [...opts.paths.keys()];
+  const [first, ...rest] = [...opts.lookups.keys()];
   if (first === undefined) return { followed: false };
   // An open API root gave no challenge; a HEAD's 401 may, and is followed once. So is one
   // refusing a token got the way an earlier tick's answer said: the registry's word now wins.
@@ -49,7 +49,7 @@ export async function headAll(
 async function followChallenge(run: HeadRun, challenged: RegistryError): Promise<boolean> {
   const { opts } = run;
   try {
-    const paths = [...opts.paths.values()];
+    const paths = [...new Set([...opts.lookups.values()].map((l) => l.path))];
     const authorization = await answerChallenge(run.ctx, challenged.challenge ?? "", {
       paths,
       credentials: opts.credentials,
@@ -57,17 +57,24 @@ async function followChallenge(run: HeadRun, challenged: RegistryError): Promise
     run.opts = { ...opts, authorization };
     return true;
   } catch (err) {
-    const failure = asRegistryError(err);
+    const failure = blameMissingCredential(opts, asRegistryError(err));
     if (failure.reason === "rate_limited") run.limited = failure;
-    for (const repo of opts.paths.keys()) run.results.set(repo, fail(opts, repo, opts.tag, failure));
+    for (const [id, l] of opts.lookups) run.results.set(id, fail(opts, l, failure));
     return false;
   }
 }
 
+/** One tag of one repository to resolve, and its path on the wire. */
+export interface PathLookup {
+  repository: string;
+  tag: string;
+  path: string;
+}
+
 export type HeadOptions = ResolveOptions & {
   endpoint: string;
-  tag: string;
-  paths: Map<string, string>;
+  /** By lookup id (`<repository>:<tag>`), in the order asked. */
+  lookups: Map<string, PathLookup>;
   authorization?: string;
   /** The authorization came from an answer remembered from an earlier tick. */
   fromMemory?: boolean;
@@ -89,51 +96,75 @@ interface HeadRun {
  * One HEAD, its result recorded. With `followable`, a 401 that carries a challenge is returned
  * instead of recorded, so that the caller can answer it and ask again.
  */
-async function headOne(run: HeadRun, repo: string, followable = false): Promise<RegistryError | undefined> {
+async function headOne(run: HeadRun, id: string, followable = false): Promise<RegistryError | undefined> {
   const { opts, results } = run;
-  if (run.limited) return void results.set(repo, stoppedBy429(opts, repo, "not requested"));
+  const lookup = opts.lookups.get(id) as PathLookup;
+  if (run.limited) return void results.set(id, stoppedBy429(opts, lookup, "not requested"));
   if (run.tickSignal.aborted) {
     // The tick is over: say so per image instead of sending requests that abort at once.
     const why = (run.tickSignal.reason as Error | undefined)?.message ?? "the tick was stopped";
     const late = new RegistryError("timeout", `not requested: ${why}`);
-    return void results.set(repo, fail(opts, repo, opts.tag, late));
+    return void results.set(id, fail(opts, lookup, late));
   }
   try {
-    const path = opts.paths.get(repo) as string;
-    const digest = await headDigest(run.ctx, { ...opts, path });
-    results.set(repo, { ok: true, digest });
+    const digest = await headDigest(run.ctx, { ...opts, path: lookup.path, tag: lookup.tag });
+    results.set(id, { ok: true, digest });
   } catch (err) {
     // Aborted because another HEAD was answered 429, not because the tick ran out of time.
     if (run.limited && !run.tickSignal.aborted)
-      return void results.set(repo, stoppedBy429(opts, repo, "aborted"));
-    const failure = blameCredential(opts, blameConfiguredToken(opts, asRegistryError(err)));
+      return void results.set(id, stoppedBy429(opts, lookup, "aborted"));
+    const blamed = blameCredential(opts, blameConfiguredToken(opts, asRegistryError(err)));
+    const failure = blameMissingCredential(opts, blamed);
     if (followable && failure.status === 401 && failure.challenge) return failure;
     if (failure.reason === "rate_limited" && !run.limited) {
       run.limited = failure;
       run.quota.abort(new Error(`${opts.host} answered 429`));
       // Logged once, with its parsed Retry-After, by resolveDigests.
     }
-    results.set(repo, fail(opts, repo, opts.tag, failure));
+    results.set(id, fail(opts, lookup, failure));
   }
   return undefined;
 }
 
-/** A 401 to a HEAD that carried our Basic credential: say that the credential was refused. */
+/**
+ * A 401 to a HEAD that carried our credential (as Basic, or as the token it got): say that the
+ * credential was refused, for this host.
+ */
 function blameCredential(opts: HeadOptions, err: RegistryError): RegistryError {
-  if (err.status !== 401 || !opts.authorization?.startsWith("Basic ")) return err;
-  return new RegistryError("unauthorized", `${err.message}: it refused the dockerconfigjson credential`, {
+  if (err.status !== 401 || !opts.credentials || !opts.authorization) return err;
+  const basic = opts.authorization.startsWith("Basic ");
+  const what = basic
+    ? "it refused the dockerconfigjson credential"
+    : `it refused the token the dockerconfigjson credential for ${opts.host} got: that credential may not pull this repository`;
+  return new RegistryError("unauthorized", `${err.message}: ${what}`, {
     status: 401,
     code: err.code,
+    challenge: err.challenge,
+    cause: err,
+  });
+}
+
+/**
+ * A 401 from a registry that was sent no credential: say that none is configured for its host,
+ * and where to configure one (the runtime knows the field), not only "needs credentials".
+ */
+export function blameMissingCredential(opts: ResolveOptions, err: RegistryError): RegistryError {
+  if (err.status !== 401 || opts.credentials) return err;
+  const why = opts.noCredential ?? `no credential is configured for ${opts.host}`;
+  return new RegistryError("unauthorized", `${err.message}: ${why}`, {
+    status: 401,
+    code: err.code,
+    challenge: err.challenge,
     cause: err,
   });
 }
 
 /** An image whose HEAD a 429 from its registry stopped: never sent, or aborted in flight. */
-function stoppedBy429(opts: ResolveOptions, repo: string, how: "not requested" | "aborted"): DigestResult {
+function stoppedBy429(opts: ResolveOptions, l: Lookup, how: "not requested" | "aborted"): DigestResult {
   const message = `${how}: ${opts.host} answered 429 in this tick`;
-  opts.log.warn(`skipping ${opts.host}/${repo}: ${message}`, {
+  opts.log.warn(`skipping ${opts.host}/${l.repository}:${l.tag}: ${message}`, {
     registry: opts.host,
-    repository: repo,
+    repository: l.repository,
     reason: "rate_limited",
   });
   return { ok: false, reason: "rate_limited", message };
@@ -165,10 +196,10 @@ export function blameConfiguredToken(
   );
 }
 
-export function fail(opts: ResolveOptions, repo: string, tag: string, err: RegistryError): DigestResult {
-  opts.log.warn(`cannot resolve ${opts.host}/${repo}:${tag}: ${err.message}`, {
+export function fail(opts: ResolveOptions, l: Lookup, err: RegistryError): DigestResult {
+  opts.log.warn(`cannot resolve ${opts.host}/${l.repository}:${l.tag}: ${err.message}`, {
     registry: opts.host,
-    repository: repo,
+    repository: l.repository,
     reason: err.reason,
     status: err.status,
     code: err.code,

@@ -10,6 +10,7 @@
 import type { Config } from "../config.ts";
 import { registryTls } from "./http.ts";
 import { registryEndpoint } from "./reference.ts";
+import { registryGroups } from "./registries.ts";
 
 type Env = Record<string, string | undefined>;
 type Preconnect = (url: string) => void;
@@ -18,8 +19,8 @@ type Preconnect = (url: string) => void;
 const PROXY_VARIABLES = ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"];
 
 /**
- * The origins worth opening before the store has answered: the registry's and, when the
- * configuration names one, the token endpoint's. None when no image is resolved, when a request
+ * The origins worth opening before the store has answered: each registry's and, when the
+ * configuration names one, its token endpoint's. None when no image is resolved, when a request
  * would carry TLS options of its own (an extra trust anchor, NODE_TLS_REJECT_UNAUTHORIZED: Bun then
  * builds a TLS context for the request, and a connection opened with the default one is not
  * reused), or when a proxy is configured.
@@ -29,19 +30,18 @@ export function originsToPreconnect(config: Config, env: Env, ca?: string): stri
   if (registryTls(ca, env) !== undefined) return [];
   if (PROXY_VARIABLES.some((name) => env[name])) return [];
   const origins = new Set<string>();
-  for (const raw of [
-    registryEndpoint(config.registry.host, config.registry.endpoint),
-    config.registry.token?.realm,
-  ]) {
-    if (raw === undefined) continue;
-    const url = URL.parse(raw);
-    // Bun 1.4's fetch.preconnect throws "Invalid port" for a scheme's default port (its URL parser
-    // drops :443 and :80, then finds no port: oven-sh/bun#19626, fix proposed in #43034), so only
-    // an explicit other port (a mirror on :5000) is opened early until that lands.
-    if (!url?.port) continue;
-    if (url.protocol === "https:" || (url.protocol === "http:" && config.registry.insecure))
-      origins.add(url.origin);
-  }
+  // Every registry an image is resolved against: each is asked once the store has answered.
+  for (const { registry } of registryGroups(config.images.filter((i) => !i.pinned)))
+    for (const raw of [registryEndpoint(registry.host, registry.endpoint), registry.token?.realm]) {
+      if (raw === undefined) continue;
+      const url = URL.parse(raw);
+      // Bun 1.4's fetch.preconnect throws "Invalid port" for a scheme's default port (its URL parser
+      // drops :443 and :80, then finds no port: oven-sh/bun#19626, fix proposed in #43034), so only
+      // an explicit other port (a mirror on :5000) is opened early until that lands.
+      if (!url?.port) continue;
+      if (url.protocol === "https:" || (url.protocol === "http:" && registry.insecure))
+        origins.add(url.origin);
+    }
   return [...origins];
 }
 

@@ -16,6 +16,14 @@ export function isDockerHub(host: string): boolean {
   return HUB_ALIASES.has(host.toLowerCase());
 }
 
+/**
+ * The name a registry's rules are kept under (its quota, its Retry-After, its remembered
+ * challenge): the host in lower case, Docker Hub's names as one.
+ */
+export function registryHostKey(host: string): string {
+  return isDockerHub(host) ? "docker.io" : host.toLowerCase();
+}
+
 /** Base URL of the registry API; an explicit endpoint wins, Docker Hub's names map to its API host. */
 export function registryEndpoint(host: string, endpoint?: string): string {
   if (endpoint) return endpoint.replace(/\/+$/, "");

@@ -5,7 +5,17 @@ import type { Telemetry } from "../telemetry.ts";
 import type { TokenEndpoint } from "./auth.ts";
 import type { BasicCredentials } from "./credentials.ts";
 import type { RegistryFailure } from "./errors.ts";
+import type { HttpContext } from "./http.ts";
 import type { RetryAfter } from "./retry-after.ts";
+
+/** One tag of one repository. */
+export interface Lookup {
+  repository: string;
+  tag: string;
+}
+
+/** A lookup's name in results: `<repository>:<tag>`. */
+export const lookupId = (l: Lookup): string => `${l.repository}:${l.tag}`;
 
 export type DigestResult =
   | { ok: true; digest: string }
@@ -27,6 +37,16 @@ export interface ResolveOptions {
   endpoint?: string;
   insecure?: boolean;
   credentials?: BasicCredentials;
+  /**
+   * Without credentials: that none is configured for this host and where to configure it, said
+   * with a 401 (default: only that none is configured).
+   */
+  noCredential?: string;
+  /**
+   * Credentials got from a cloud's identity (`auth: aws`), asked once this tick only when the
+   * registry is to be called at all; a failure is every image's (a refused identity).
+   */
+  identity?: (ctx: HttpContext) => Promise<{ credentials: BasicCredentials; secrets: string[] }>;
   /** Configured token endpoint: no challenge probe. */
   token?: TokenEndpoint;
   /**

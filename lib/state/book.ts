@@ -10,6 +10,7 @@ import {
   INSTALLATION_KEYS,
   type InstallationField,
 } from "./keys.ts";
+import { parseRegistries, type RegistryBook, registriesData } from "./registries.ts";
 import { type Field, type KindValue, parseValue } from "./values.ts";
 
 export type ImageBook = { [F in ImageField]: Field<KindValue[FieldKind<F>]> };
@@ -21,7 +22,10 @@ export interface Book {
   /** The store's resourceVersion; undefined while the ConfigMap does not exist. */
   resourceVersion?: string;
   images: Record<string, ImageBook>;
+  /** The keys the version before kept for its one registry (registries.ts reads them as the top-level one's). */
   installation: InstallationBook;
+  /** Each registry host's own keys, by host segment (registries.ts). */
+  registries: Record<string, RegistryBook>;
   /** Data keys that belong to no configured image: kept as they are, never rewritten. */
   other: Record<string, string>;
 }
@@ -56,19 +60,21 @@ export function parseBook(store: StoreObject | undefined, imageKeys: readonly st
     known.add(row.name());
     installation[f] = parseValue(row.kind, data[row.name()]);
   }
+  const registries = parseRegistries(data, known);
   const other: Record<string, string> = {};
   for (const [k, v] of Object.entries(data)) if (!known.has(k)) other[k] = v;
   return {
     ...(store ? { resourceVersion: store.resourceVersion } : {}),
     images,
     installation: installation as InstallationBook,
+    registries,
     other,
   };
 }
 
 /** The book as ConfigMap data again: what it read, with its changes. */
 export function bookData(book: Book): Record<string, string> {
-  const out: Record<string, string> = { ...book.other };
+  const out: Record<string, string> = { ...book.other, ...registriesData(book.registries) };
   for (const [key, image] of Object.entries(book.images))
     for (const f of IMAGE_FIELDS) {
       const v = image[f];

@@ -111,7 +111,10 @@ export type FieldKind<F extends ImageField> = (typeof IMAGE_KEYS)[F]["kind"];
 
 export const IMAGE_FIELDS = Object.keys(IMAGE_KEYS) as ImageField[];
 
-/** The installation's own keys (not per image). */
+/**
+ * The keys the version before kept for its one registry, without a host; read as the top-level
+ * registry's until the next write moves them to its own (lib/state/registries.ts).
+ */
 export const INSTALLATION_KEYS = {
   retryAfter: {
     name: () => "registry-retry-after",

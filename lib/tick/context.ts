@@ -1,9 +1,9 @@
 // Everything a tick needs from the world, injected so tests and the demo can supply their own.
-import type { Config } from "../config.ts";
+import type { Config, ImageConfig } from "../config.ts";
 import type { ConfigMapRef } from "../kube/configmaps.ts";
 import type { KubeClient } from "../kube/workloads.ts";
 import type { Logger } from "../log.ts";
-import type { DigestResults } from "../registry/client.ts";
+import type { HostMemory, Resolution } from "../registry/registries.ts";
 import type { Telemetry } from "../telemetry.ts";
 
 export interface TickContext {
@@ -12,13 +12,14 @@ export interface TickContext {
   store: ConfigMapRef;
   kube: KubeClient;
   /**
-   * Resolves digests for repositories; called once per tick (run.ts memoises it across the rounds of one tick). With
-   * `notBefore` (the registry's stored Retry-After) nothing is sent before that time.
+   * Resolves each image's tag against its own registry; called once per tick (run.ts memoises it
+   * across the rounds of one tick). `memory` is by registry host key: with a host's `notBefore`
+   * (its stored Retry-After) nothing is sent to it before that time.
    */
   resolve: (
-    repositories: readonly string[],
-    opts?: { notBefore?: Date; storedAnswer?: string },
-  ) => Promise<DigestResults>;
+    images: readonly ImageConfig[],
+    memory?: Readonly<Record<string, HostMemory>>,
+  ) => Promise<Resolution>;
   log: Logger;
   telemetry: Telemetry;
   /** The tick's own deadline and SIGTERM. */

@@ -68,6 +68,12 @@ export type ObservedWorkload =
     }
   | { found: false; message: string };
 
+export interface ObservedRegistry {
+  retryAfter?: number;
+  held: boolean;
+  remember?: string | null;
+}
+
 export interface Observed {
   /** The store's book, with the legacy annotations of images the store has no entry of yet. */
   book: Book;
@@ -78,12 +84,13 @@ export interface Observed {
   /** Images whose attempt count another tick raised while this one was deciding: that tick owns them. */
   claimed?: string[];
   /**
-   * The registry's quota, as this tick met it: `retryAfter` is the time (ms, the tick's clock +
-   * a 429's Retry-After) to store; `held` means a stored one was still in force, so the registry
-   * was not called; `remember` is its API root's answer to store for the next tick (null: remove
-   * the stored one), set when this tick asked the root or a remembered answer failed.
+   * Each registry's quota, as this tick met it, by registry host key (every host an image was
+   * resolved against): `retryAfter` is the time (ms, the tick's clock + a 429's Retry-After) to
+   * store; `held` means a stored one was still in force, so that registry was not called;
+   * `remember` is its API root's answer to store for the next tick (null: remove the stored one),
+   * set when this tick asked the root or a remembered answer failed.
    */
-  registry?: { retryAfter?: number; held: boolean; remember?: string | null };
+  registries?: Record<string, ObservedRegistry>;
   /** The tick's clock in ms: the store GET's `Date` (whole seconds), for every stored time. */
   clock?: number;
 }
@@ -169,7 +176,7 @@ export type Action =
       digests: Record<string, string>;
       candidates?: Record<string, string | null>;
       /** Installation keys that ride with this write when the tick makes no earlier one. */
-      also?: Record<string, string>;
+      also?: Record<string, string | null>;
     }
   /** Re-pinned images whose rollouts settled: one PinRestored Event naming who had removed the pin. */
   | { type: "pin-restored"; images: string[] }

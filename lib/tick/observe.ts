@@ -1,7 +1,7 @@
 // Observe: the reads of a tick, in one round: the store (image-refresh's own ConfigMap), every
 // distinct target workload and, while migrating, the legacy `state` workload (usually a target
 // already: one read serves both), all concurrently; and the registry, started as soon as what
-// says whether it may be called at all is in (the store's registry-retry-after; while migrating
+// says whether it may be called at all is in (the store's registry-retry-after-<host>; while migrating
 // also the legacy workload's), beside the target reads still in flight.
 import type { Config } from "../config.ts";
 import type { ConfigMapRef } from "../kube/configmaps.ts";
@@ -9,17 +9,20 @@ import { type FieldOwner, ownersOf } from "../kube/managed-fields.ts";
 import { containerImages } from "../kube/objects.ts";
 import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { KubeClient, Workload } from "../kube/workloads.ts";
-import { DigestResults } from "../registry/client.ts";
+import { registryHostKey } from "../registry/reference.ts";
+import { type HostMemory, nothingResolved, registryGroups } from "../registry/registries.ts";
 import { mark } from "../startup-timing.ts";
 import type { Book } from "../state/book.ts";
 import type { Change } from "../state/change.ts";
 import { bookWithLegacy, type LegacyInput, legacyAnnotations, migrationChange } from "../state/legacy.ts";
+import { type RegistryBook, registryBook } from "../state/registries.ts";
 import { readStore, type StoreRead } from "../state/store.ts";
 import { describeConfigMap, describeWorkload, distinctTargets, stateRef } from "../workload.ts";
 import type { TickContext } from "./context.ts";
 import {
   type Observed,
   type ObservedDigest,
+  type ObservedRegistry,
   type ObservedWorkload,
   type WorkloadRef,
   workloadId,
@@ -103,7 +106,7 @@ export async function observe(ctx: TickContext): Promise<Observation> {
   const resolved = await resolving;
   mark("resolved");
   observed.digests = resolved.digests;
-  observed.registry = resolved.registry;
+  observed.registries = resolved.registries;
   const migration = legacy ? migrationChange(store.book, legacy.input) : {};
   if (
     legacyRef &&
@@ -169,36 +172,48 @@ function legacyOf(c: Config, ref: WorkloadRef | undefined, w: Workload | undefin
 }
 
 /**
- * The registry's stored Retry-After, when it is a time still ahead by the tick's clock: until
+ * A registry's stored Retry-After, when it is a time still ahead by the tick's clock: until
  * then no tick calls that registry. An unreadable value is ignored (the next 429's replaces it).
  */
-export function registryNotBefore(book: Book, clock: number): number | undefined {
-  const f = book.installation.retryAfter;
+export function registryNotBefore(stored: RegistryBook, clock: number): number | undefined {
+  const f = stored.retryAfter;
   return f.kind === "trusted" && f.value > clock ? f.value : undefined;
 }
 
-type Resolved = { digests: Record<string, ObservedDigest>; registry: NonNullable<Observed["registry"]> };
+type Resolved = { digests: Record<string, ObservedDigest>; registries: Record<string, ObservedRegistry> };
 
+/**
+ * Each image against its own registry. Per registry host, what the store holds for it (its
+ * Retry-After and its API root's answer; the top-level registry's also under the version
+ * before's keys) decides whether it is called and how.
+ */
 async function resolveImages(ctx: TickContext, book: Book, clock: number): Promise<Resolved> {
   const images = ctx.config.images.filter((i) => !i.pinned);
-  const repos = [...new Set(images.map((i) => i.repository))];
-  const until = registryNotBefore(book, clock);
-  // The registry client keeps this node's time: the stored time, moved by the clocks' difference.
-  const notBefore = until === undefined ? undefined : new Date(ctx.now() + (until - clock));
-  const challenge = book.installation.challenge;
-  const storedAnswer = challenge.kind === "absent" ? undefined : challenge.raw;
-  const results: DigestResults = repos.length
-    ? await ctx.resolve(repos, { notBefore, storedAnswer })
-    : new DigestResults();
-  const delay = results.retryAfter?.delayMs;
-  const registry = {
-    held: until !== undefined,
-    ...(delay !== undefined ? { retryAfter: clock + delay } : {}),
-    ...(results.remember !== undefined ? { remember: results.remember } : {}),
-  };
+  const top = registryHostKey(ctx.config.registry.host);
+  const memory: Record<string, HostMemory> = {};
+  const registries: Record<string, ObservedRegistry> = {};
+  for (const { hostKey } of registryGroups(images)) {
+    const stored = registryBook(book, hostKey, hostKey === top);
+    const until = registryNotBefore(stored, clock);
+    // The registry client keeps this node's time: the stored time, moved by the clocks' difference.
+    const notBefore = until === undefined ? undefined : new Date(ctx.now() + (until - clock));
+    const storedAnswer = stored.challenge.kind === "absent" ? undefined : stored.challenge.raw;
+    memory[hostKey] = { ...(notBefore ? { notBefore } : {}), ...(storedAnswer ? { storedAnswer } : {}) };
+    registries[hostKey] = { held: until !== undefined };
+  }
+  const res = images.length ? await ctx.resolve(images, memory) : nothingResolved();
+  for (const [hostKey, met] of res.hosts) {
+    const seen = registries[hostKey] ?? { held: false };
+    const delay = met.retryAfter?.delayMs;
+    registries[hostKey] = {
+      ...seen,
+      ...(delay !== undefined ? { retryAfter: clock + delay } : {}),
+      ...(met.remember !== undefined ? { remember: met.remember } : {}),
+    };
+  }
   const out: Record<string, ObservedDigest> = {};
   for (const img of images) {
-    const r = results.get(img.repository);
+    const r = res.digests.get(img.key);
     if (r?.ok) out[img.key] = { ok: true, digest: r.digest };
     // The registry client has warned with what to check; the verdict counts the streak.
     else
@@ -208,7 +223,7 @@ async function resolveImages(ctx: TickContext, book: Book, clock: number): Promi
         message: r?.message ?? "not resolved",
       };
   }
-  return { digests: out, registry };
+  return { digests: out, registries };
 }
 
 /** A target as the plan sees it: each container's image, who last changed it, its path, whether it settled. */

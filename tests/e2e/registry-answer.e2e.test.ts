@@ -1,4 +1,4 @@
-// The registry's answer to GET /v2/ kept in the store (registry-challenge), with the compiled
+// The registry's answer to GET /v2/ kept in the store (registry-challenge-<host>), with the compiled
 // binary: the first tick's write carries it, a no-op tick then asks for the token without a probe
 // and writes nothing, and a stored answer that points elsewhere is not followed but replaced.
 import { expect, test } from "bun:test";
@@ -8,9 +8,12 @@ import { worldPerTest } from "../support/world-each.ts";
 let w: World;
 worldPerTest((world) => {
   w = world;
+  KEY = `registry-challenge-${world.registry.host.replace(":", "_")}`;
 });
 
-const KEY = "registry-challenge";
+// Kept per registry host, the port's ":" written "_" (a ConfigMap key has no ":").
+let KEY = "";
+const LEGACY_KEY = "registry-challenge";
 const registrySent = () => w.registry.log.map((e) => `${e.method} ${e.path}`);
 const ownAnswer = () => `${w.registry.url} Bearer realm="${w.registry.url}/token",service="sim-registry"`;
 
@@ -56,4 +59,25 @@ test("an installation whose store has no answer yet: a no-op tick probes, and st
   expect(registrySent()[0]).toBe("GET /v2/");
   expect(writes(w.api)).toEqual([]);
   expect(w.book()[KEY]).toBeUndefined();
+});
+
+test("a store written by the version before (one answer, no host) is read as before, and moved under the host by the next write", async () => {
+  expect((await w.run()).code).toBe(0);
+  w.setBook({ [KEY]: null, [LEGACY_KEY]: ownAnswer() });
+  w.api.clearLog();
+  w.registry.clearLog();
+  // A no-op tick: no probe (the old answer is believed), nothing written.
+  const noop = await w.run();
+  expect(noop.stderr).toContain("outcome=noop");
+  expect(registrySent()[0]).toBe("GET /token");
+  expect(writes(w.api)).toEqual([]);
+  expect(w.book()[LEGACY_KEY]).toBe(ownAnswer());
+  // A tick that writes anyway (a new build: its attempt count) moves the answer.
+  w.registry.push("myorg/api", "stable");
+  w.registry.clearLog();
+  const r = await w.run();
+  expect(r.stderr).toContain("outcome=refreshed");
+  expect(registrySent()[0]).toBe("GET /token");
+  expect(w.book()[LEGACY_KEY]).toBeUndefined();
+  expect(w.book()[KEY]).toBe(ownAnswer());
 });

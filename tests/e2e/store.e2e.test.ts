@@ -31,7 +31,8 @@ describe("the store", () => {
     expect(Object.keys(w.book()).sort()).toEqual([
       "last-refreshed-api-digest",
       "last-refreshed-node-agent-digest",
-      "registry-challenge", // the registry's answer to GET /v2/ rides with the first write
+      // the registry's answer to GET /v2/ rides with the first write, under the registry's host
+      `registry-challenge-${w.registry.host.replace(":", "_")}`,
     ]);
   });
 

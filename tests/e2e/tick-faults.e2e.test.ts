@@ -167,7 +167,7 @@ describe("registry faults are per image", () => {
     const started = Date.now();
     const first = await w.run();
     expect(first.code).toBe(0);
-    const stored = w.ours()[k("registry-retry-after")];
+    const stored = w.ours()[k(`registry-retry-after-${w.registry.host.replace(":", "_")}`)];
     expect(stored).toBeString();
     const at = Date.parse(stored as string);
     expect(at).toBeGreaterThanOrEqual(started + 3_590_000);
@@ -184,12 +184,14 @@ describe("registry faults are per image", () => {
     expect(held.stderr).toMatch(/not calling it before \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/);
     // Once the time has passed, the registry is asked again and the stored time removed.
     w.setBook({
-      [k("registry-retry-after")]: new Date(Date.now() - 1000).toISOString(),
+      [k(`registry-retry-after-${w.registry.host.replace(":", "_")}`)]: new Date(
+        Date.now() - 1000,
+      ).toISOString(),
     });
     const again = await w.run();
     expect(again.code).toBe(0);
     expect(w.registry.counts().head).toBe(2);
-    expect(w.ours()[k("registry-retry-after")]).toBeUndefined();
+    expect(w.ours()[k(`registry-retry-after-${w.registry.host.replace(":", "_")}`)]).toBeUndefined();
     expect(w.ours()[k("unresolved-streak-api")]).toBeUndefined();
   });
 

@@ -53,6 +53,44 @@ describe("validate, config only", () => {
     );
     expect(r.stdout).toContain("images: Too small");
   });
+  test("an image's own tag and registry are checked like the top-level ones, each named by its path", async () => {
+    const path = write(
+      "per-image.yaml",
+      [
+        "tag: stable",
+        "registry: { host: docker.io }",
+        "store: { namespace: image-refresh }",
+        "namespace: apps",
+        "images:",
+        "  - repository: myorg/api",
+        "    tag: v2",
+        "    registry: { host: ghcr.io }",
+        "    targets: [{ kind: Deployment, name: api, container: api }]",
+        "  - repository: myorg/agent",
+        "    tag: .v2",
+        "    registry: { host: r.example, endpoint: 'http://r.example' }",
+        "    targets: [{ kind: Deployment, name: agent, container: agent }]",
+        "",
+      ].join("\n"),
+    );
+    const r = await runBinary(["validate", "--config", path]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toContain("images[1].tag: must be a valid image tag");
+    const ok = write(
+      "per-image-ok.yaml",
+      (await Bun.file(path).text())
+        .replace("tag: .v2", "tag: v2")
+        .replace("endpoint: 'http://r.example'", "insecure: true, endpoint: 'http://r.example'"),
+    );
+    const good = await runBinary(["validate", "--config", ok]);
+    expect(good).toMatchObject({ code: 0, stderr: "" });
+    const plain = write("per-image-plain.yaml", (await Bun.file(ok).text()).replace("insecure: true, ", ""));
+    const bad = await runBinary(["validate", "--config", plain]);
+    expect(bad.code).toBe(2);
+    expect(bad.stdout).toContain(
+      "images[1].registry.endpoint: is plain http; set images[1].registry.insecure: true to allow it",
+    );
+  });
   test("$IMAGE_REFRESH_CONFIG is read as a tick reads it", async () => {
     const r = await runBinary(["validate"], { env: { IMAGE_REFRESH_CONFIG: join(dir, "missing.yaml") } });
     expect(r.code).toBe(2);

@@ -396,7 +396,7 @@ const PROPERTIES: Property[] = [
       const a = dataOf(o);
       const k = (name: string) => name;
       const unchanged =
-        o.registry === undefined &&
+        o.registries === undefined &&
         c.images.every((i) => {
           const seen = o.digests?.[i.key];
           if (i.pinned) return true;

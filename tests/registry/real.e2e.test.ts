@@ -246,7 +246,9 @@ describe.skipIf(missing)("Basic through an htpasswd file", () => {
     try {
       expect((await w.run()).code).toBe(0);
       expect(proxy.requests[0]).toMatchObject({ method: "GET", path: "/v2/" });
-      const kept = w.api.getConfigMap("image-refresh", "image-refresh-state")?.data?.["registry-challenge"];
+      const kept = w.api.getConfigMap("image-refresh", "image-refresh-state")?.data?.[
+        `registry-challenge-${reg.host.replace(":", "_")}`
+      ];
       expect(kept).toMatch(new RegExp(`^${proxy.endpoint} Basic realm=`));
       proxy.requests.length = 0;
       const next = await w.run();

@@ -33,7 +33,10 @@ async function runCell(row: Row, column: Column) {
     if (row.slowProxy) s.w.api.setMode("Deployment", "apps", "api-proxy", "slow", { slowMs: 400 });
     if (row.remembered) {
       const url = s.w.registry.url;
-      s.w.setBook({ [k("registry-challenge")]: `${url} Bearer realm="${url}/token",service="sim-registry"` });
+      s.w.setBook({
+        [k(`registry-challenge-${s.w.registry.host.replace(":", "_")}`)]:
+          `${url} Bearer realm="${url}/token",service="sim-registry"`,
+      });
       s.before = s.w.ours();
     }
     if (column !== "none")

@@ -81,7 +81,7 @@ export async function recordDigests(
   run: Run,
   digests: Record<string, string>,
   candidates: Record<string, string | null> = {},
-  also: Record<string, string> = {},
+  also: Record<string, string | null> = {},
 ): Promise<void> {
   const entries = Object.entries(digests).filter(([key]) => {
     const v = run.verdicts.get(key);

@@ -6,8 +6,7 @@
 // to stop churning that workload), and a rollout's failure fails every image of its group.
 import type { Config, ImageConfig, Target } from "../../config.ts";
 import { holdsSharers, mostSevere } from "../../outcomes.ts";
-import { IMAGE_KEYS, INSTALLATION_KEYS } from "../../state/keys.ts";
-import { stamp } from "../../state/values.ts";
+import { IMAGE_KEYS } from "../../state/keys.ts";
 import type {
   Action,
   Decision,
@@ -21,11 +20,12 @@ import type {
 } from "../model.ts";
 import { describeWorkload, workloadId } from "../model.ts";
 import { amend, type Judgement } from "./due.ts";
+import { type RegistryWrites, registryWrites } from "./registry-writes.ts";
 
 export function combine(o: Observed, c: Config, given: Map<string, Judgement>): Decision {
   const judged = holdSharers(c, given);
   const groups = groupsOf(c, judged);
-  const answer = challengeWrite(o);
+  const answer = registryWrites(o, c);
   const write = stateWrite(o, judged, answer);
   const actions: Action[] = [];
   if (write) actions.push({ type: "write-state", ...write });
@@ -188,9 +188,9 @@ function groupsOf(c: Config, judged: Map<string, Judgement>): Map<string, number
 function stateWrite(
   o: Observed,
   judged: Map<string, Judgement>,
-  answer: AnswerWrite,
+  answer: RegistryWrites,
 ): StateWrite | undefined {
-  const change: Record<string, string | null> = { ...retryAfterWrite(o), ...answer.correction };
+  const change: Record<string, string | null> = { ...answer.correction };
   const w: StateWrite = { change, attempts: {}, repins: [], streaks: [], flaps: [], firstSeen: [] };
   for (const j of judged.values()) {
     Object.assign(change, j.writes);
@@ -214,42 +214,6 @@ function stateWrite(
     }
   Object.assign(change, answer.rider);
   return w;
-}
-
-/**
- * The registry's Retry-After is stored so that the next ticks do not call it before then (the
- * quota belongs to the workloads' own pulls); once the registry was called again, a stored one is
- * removed.
- */
-function retryAfterWrite(o: Observed): Record<string, string | null> {
-  const key = INSTALLATION_KEYS.retryAfter.name();
-  if (o.registry?.retryAfter !== undefined) return { [key]: stamp(o.registry.retryAfter) };
-  if (o.registry && !o.registry.held && o.book.installation.retryAfter.kind !== "absent")
-    return { [key]: null };
-  return {};
-}
-
-/**
- * The registry's answer to its API root is kept for the next tick, which then need not ask
- * (lib/registry/remembered.ts). A first answer rides with a write the tick makes anyway, so a
- * no-op tick still writes nothing; a stored answer that did not hold (or that the tick would not
- * believe) is corrected at once.
- */
-interface AnswerWrite {
-  /** Written at once, with a write of its own if need be. */
-  correction: Record<string, string | null>;
-  /** Written only with a write the tick makes anyway. */
-  rider: Record<string, string>;
-}
-
-function challengeWrite(o: Observed): AnswerWrite {
-  const key = INSTALLATION_KEYS.challenge.name();
-  const remember = o.registry?.remember;
-  const stored = o.book.installation.challenge;
-  if (remember === undefined || (stored.kind !== "absent" && stored.raw === remember))
-    return { correction: {}, rider: {} };
-  if (stored.kind !== "absent") return { correction: { [key]: remember }, rider: {} };
-  return { correction: {}, rider: remember === null ? {} : { [key]: remember } };
 }
 
 /** One rollout per workload, in the order workloads first appear in the config, carrying all its due containers. */
@@ -278,7 +242,7 @@ function rollouts(
         rolloutContainer(
           o.workloads?.[id],
           t.container,
-          `${c.registry.host}/${img.repository}@${due.digest}`,
+          `${img.registry.host}/${img.repository}@${due.digest}`,
         ),
       );
       if (!roll.images.includes(img.key)) roll.images.push(img.key);

@@ -33,7 +33,7 @@ export interface LiveImage {
 /** Every target of the image as read this tick; undefined when the targets were not read at all. */
 export function liveImage(img: ImageConfig, o: Observed, c: Config): LiveImage | undefined {
   if (!o.workloads) return undefined;
-  const want = configuredRef(c.registry.host, img.repository);
+  const want = configuredRef(img.registry.host, img.repository);
   const live: LiveImage = { problems: [], blocked: [], containers: [] };
   for (const t of img.targets) {
     const w = o.workloads[workloadId(t)];
@@ -49,7 +49,7 @@ export function liveImage(img: ImageConfig, o: Observed, c: Config): LiveImage |
       const owners = w.owners?.[t.container] ?? [];
       const owner = lastOwner(owners);
       const ours = owners.some((x) => x.manager === FIELD_MANAGER);
-      live.containers.push({ target: t, image, ...classify(image, want, c.tag), owner, ours });
+      live.containers.push({ target: t, image, ...classify(image, want, img.tag), owner, ours });
     }
   }
   return live;

@@ -322,13 +322,13 @@ const cases: Case[] = [
   {
     name: "a 429's Retry-After rides with the streaks in the one write",
     o: both(agentFails("rate_limited"), (o) => {
-      o.registry = { held: false, retryAfter: Date.parse("2026-12-01T12:00:00Z") };
+      o.registries = { "docker.io": { held: false, retryAfter: Date.parse("2026-12-01T12:00:00Z") } };
     }),
     outcome: "unresolved",
     actions: [
       write({
         change: {
-          [`registry-retry-after`]: "2026-12-01T12:00:00Z",
+          [`registry-retry-after-docker.io`]: "2026-12-01T12:00:00Z",
           [`unresolved-streak-node-agent`]: "1",
         },
         streaks: ["node-agent"],
@@ -338,8 +338,8 @@ const cases: Case[] = [
   {
     name: "a stored Retry-After still in force is kept",
     o: both(agentFails("rate_limited"), (o) => {
-      o.registry = { held: true };
-      ann(o, "registry-retry-after", "2026-12-01T12:00:00.000Z");
+      o.registries = { "docker.io": { held: true } };
+      ann(o, "registry-retry-after-docker.io", "2026-12-01T12:00:00.000Z");
     }),
     outcome: "unresolved",
     actions: [write({ change: { [`unresolved-streak-node-agent`]: "1" }, streaks: ["node-agent"] })],
@@ -347,17 +347,17 @@ const cases: Case[] = [
   {
     name: "a stored Retry-After is removed once the registry was called again",
     o: (o) => {
-      o.registry = { held: false };
-      ann(o, "registry-retry-after", "2026-12-01T11:00:00.000Z");
+      o.registries = { "docker.io": { held: false } };
+      ann(o, "registry-retry-after-docker.io", "2026-12-01T11:00:00.000Z");
     },
     outcome: "noop",
-    actions: [write({ change: { [`registry-retry-after`]: null } })],
+    actions: [write({ change: { [`registry-retry-after-docker.io`]: null } })],
   },
   // The registry's answer to its API root, remembered for the next tick.
   {
     name: "a first answer learned on a no-op tick is not a write of its own",
     o: (o) => {
-      o.registry = { held: false, remember: "https://r.example open" };
+      o.registries = { "docker.io": { held: false, remember: "https://r.example open" } };
     },
     outcome: "noop",
     actions: [],
@@ -365,12 +365,15 @@ const cases: Case[] = [
   {
     name: "a first answer rides with a write the tick makes anyway",
     o: both(agentFails("server_error"), (o) => {
-      o.registry = { held: false, remember: "https://r.example open" };
+      o.registries = { "docker.io": { held: false, remember: "https://r.example open" } };
     }),
     outcome: "unresolved",
     actions: [
       write({
-        change: { "unresolved-streak-node-agent": "1", "registry-challenge": "https://r.example open" },
+        change: {
+          "unresolved-streak-node-agent": "1",
+          "registry-challenge-docker.io": "https://r.example open",
+        },
         streaks: ["node-agent"],
       }),
     ],
@@ -378,28 +381,32 @@ const cases: Case[] = [
   {
     name: "a stored answer that did not hold is replaced at once",
     o: (o) => {
-      o.registry = { held: false, remember: 'https://r.example Bearer realm="https://r.example/new"' };
-      ann(o, "registry-challenge", 'https://r.example Bearer realm="https://r.example/old"');
+      o.registries = {
+        "docker.io": { held: false, remember: 'https://r.example Bearer realm="https://r.example/new"' },
+      };
+      ann(o, "registry-challenge-docker.io", 'https://r.example Bearer realm="https://r.example/old"');
     },
     outcome: "noop",
     actions: [
-      write({ change: { "registry-challenge": 'https://r.example Bearer realm="https://r.example/new"' } }),
+      write({
+        change: { "registry-challenge-docker.io": 'https://r.example Bearer realm="https://r.example/new"' },
+      }),
     ],
   },
   {
     name: "a stored answer the registry overruled is removed",
     o: (o) => {
-      o.registry = { held: false, remember: null };
-      ann(o, "registry-challenge", "https://r.example open");
+      o.registries = { "docker.io": { held: false, remember: null } };
+      ann(o, "registry-challenge-docker.io", "https://r.example open");
     },
     outcome: "noop",
-    actions: [write({ change: { "registry-challenge": null } })],
+    actions: [write({ change: { "registry-challenge-docker.io": null } })],
   },
   {
     name: "the same answer again, or nothing learned, writes nothing",
     o: (o) => {
-      o.registry = { held: false, remember: "https://r.example open" };
-      ann(o, "registry-challenge", "https://r.example open");
+      o.registries = { "docker.io": { held: false, remember: "https://r.example open" } };
+      ann(o, "registry-challenge-docker.io", "https://r.example open");
     },
     outcome: "noop",
     actions: [],

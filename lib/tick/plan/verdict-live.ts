@@ -21,7 +21,7 @@ export function targetFindings(j: Judgement, { img, c }: ImageCase, live: LiveIm
   const wrong = live.containers.filter((x) => x.state === "other_repo");
   if (wrong.length === 0) return undefined;
   const list = wrong.map((x) => `${describeContainer(x)} runs ${x.image}`).join("; ");
-  const msg = `${img.key} is configured as ${c.registry.host}/${img.repository}, but ${list}: it is never patched; check images[].targets[].container in the config`;
+  const msg = `${img.key} is configured as ${img.registry.host}/${img.repository}, but ${list}: it is never patched; check images[].targets[].container in the config`;
   return say(amend(j, { blocks: true }), "held", "target_mismatch", msg);
 }
 
@@ -56,7 +56,7 @@ export function paused(j: Judgement, { img, b, c }: ImageCase, x: LiveContainer)
 /** The command that hands a paused container back: set it to the floating tag again. */
 export function resumeCommand(x: Pick<LiveContainer, "target">, img: ImageConfig, c: Config): string {
   const t = x.target;
-  const ref = `${c.registry.host}/${img.repository}:${c.tag}`;
+  const ref = `${img.registry.host}/${img.repository}:${img.tag}`;
   return `\`kubectl -n ${t.namespace} set image ${t.kind.toLowerCase()}/${t.name} ${t.container}=${ref}\` (the next tick re-pins it)`;
 }
 
@@ -66,7 +66,7 @@ export function resumeCommand(x: Pick<LiveContainer, "target">, img: ImageConfig
  * counted refresh; the repin streak makes a second re-render in a row a contest, not a loop.
  */
 export function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]): Judgement {
-  const { c, b, digest: R } = input;
+  const { c, b, img, digest: R } = input;
   const x = off.find((y) => !y.ours) ?? (off[0] as LiveContainer);
   const what = `${describeContainer(x)} names ${x.image} (written by ${describeOwner(x.owner)}), not the pin ${R}`;
   if (c.reconcile === "report") {
@@ -74,7 +74,7 @@ export function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]):
       amend(j, { verdict: { short: `(${x.owner?.manager ?? "unknown writer"})` } }),
       "drifted",
       "tag_rerendered",
-      `${what}; reconcile: report, so it is left as it is (pods may run any build of :${c.tag})`,
+      `${what}; reconcile: report, so it is left as it is (pods may run any build of :${img.tag})`,
     );
   }
   // Only another writer contests a pin: the tag put back by our own revert of a failed re-pin is

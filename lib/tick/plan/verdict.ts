@@ -112,7 +112,7 @@ function judgeResolved(given: Judgement, imageCase: ImageCase, L: string): Judge
   const k =
     announcedPause(b) !== undefined ? amend(j, { writes: { [IMAGE_KEYS.paused.name(img.key)]: null } }) : j;
   if (trusted(b.rejected) === L) {
-    const msg = `${img.key}: the registry's ${L} was rejected by a human; waiting for the next build of ${img.repository}:${c.tag}`;
+    const msg = `${img.key}: the registry's ${L} was rejected by a human; waiting for the next build of ${img.repository}:${img.tag}`;
     return say(amend(k, { blocks: true, verdict: { paused: true } }), "paused", "build_rejected", msg);
   }
   const input: DueInput = { ...imageCase, digest: L, live };
@@ -153,7 +153,7 @@ function unresolved(j: Judgement, { img, b, o, c }: ImageCase): [Judgement, Said
     countsStreak: true,
     verdict: { unresolvedStreak: n, short },
   });
-  const what = `cannot resolve ${img.repository}:${c.tag} (${why})`;
+  const what = `cannot resolve ${img.repository}:${img.tag} (${why})`;
   if (n < c.maxUnresolvedTicks) {
     const message = `${what}; unresolved ${n}/${c.maxUnresolvedTicks} ticks in a row`;
     return [counted, { outcome: "unresolved", reason: "unresolved", message }];

@@ -55,6 +55,16 @@ const WIDE = {
 };
 
 describe.skipIf(missing)("the chart under Helm v3 and v4", () => {
+  for (const mod of HELMS)
+    test(`${mod}: serviceAccount.annotations land on the ServiceAccount (IRSA's role for auth: aws); none by default`, () => {
+      const sa = (objects: K8sObject[]) =>
+        objects.find((o) => o.kind === "ServiceAccount") as unknown as {
+          metadata: { annotations?: unknown };
+        };
+      const role = { "eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/image-refresh-ecr-pull" };
+      expect(sa(rendered(mod, { serviceAccount: { annotations: role } })).metadata.annotations).toEqual(role);
+      expect(sa(rendered(mod)).metadata.annotations).toBeUndefined();
+    });
   for (const mod of HELMS) {
     test(`${mod}: helm lint --strict is clean`, () => {
       const r = helm(mod, ["lint", "--strict", CHART, "--kube-version", KUBE_VERSION]);

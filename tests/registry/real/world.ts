@@ -24,6 +24,10 @@ export interface RegistrySettings {
   creds?: { user: string; password: string };
   credentialsHost?: string;
   token?: { realm: string; service?: string };
+  /** A cloud's workload identity instead of a pull secret. */
+  auth?: "aws";
+  /** The binary's environment besides the CA (e.g. the AWS_* variables a pod would have). */
+  env?: Record<string, string>;
 }
 
 export interface RealWorld {
@@ -45,6 +49,7 @@ function configFor(images: RealImage[], reg: RegistrySettings, dockerConfig?: st
       insecure: reg.endpoint.startsWith("http:"),
       ...(dockerConfig ? { dockerConfigJson: dockerConfig } : {}),
       ...(reg.token ? { token: reg.token } : {}),
+      ...(reg.auth ? { auth: reg.auth } : {}),
     },
     namespace: "apps",
     store: { namespace: "image-refresh", name: "image-refresh-state" },
@@ -91,7 +96,7 @@ export async function startRealWorld(images: RealImage[], reg: RegistrySettings)
     api,
     run: () =>
       runBinary(["tick", "--config", join(dir, "config.json"), "--kubeconfig", join(dir, "kubeconfig")], {
-        env: { NODE_EXTRA_CA_CERTS: caPath },
+        env: { NODE_EXTRA_CA_CERTS: caPath, ...reg.env },
         timeoutMs: 60_000,
       }),
     recorded: (key) => state()[`${PREFIX}/last-refreshed-${key}-digest`],
