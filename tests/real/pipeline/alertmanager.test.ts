@@ -41,10 +41,12 @@ const WORKLOADS: Record<string, Array<[string, string, string]>> = {
   "node-agent": [["DaemonSet", "agents", "node-agent"]],
 };
 const REPOSITORY: Record<string, string> = { api: "myorg/api", "node-agent": "myorg/node-agent" };
-/** Bad builds before tick 2; locked out from tick 4; fixed and rearmed before tick 11. */
+/** Bad builds before tick 2; locked out from tick 4; fixed and rearmed before tick 11 at the earliest. */
 const BAD = 2;
 const REARM = 11;
 const TICKS = 15;
+/** The latest tick the rearm may wait for (see rearmDue). */
+const MAX_REARM = 20;
 /** Scrape + evaluation + Alertmanager's group wait + a tick's own time, under load. */
 const SLACK = minutes(4);
 
@@ -87,17 +89,33 @@ async function tickOnce(n: number) {
   ticks.push({ n, job, code: r.code, start });
 }
 
+/**
+ * The rearm waits for both lockouts' notifications and then a quiet stretch of 10 minutes past
+ * SLACK, so the inhibition is watched for as long under load (a late evaluation) as on an idle
+ * machine; a story whose lockouts never notify still ends, and its tests say so.
+ */
+function rearmDue(n: number): boolean {
+  if (n < REARM) return false;
+  const locks = am.notifications.filter((x) => lockedOut(x) && x.status === "firing");
+  const both = IMAGES.every((i) => locks.some(ofImage(i)));
+  const last = Math.max(...locks.map((x) => x.at));
+  return n >= MAX_REARM || (both && Date.now() - last > SLACK + minutes(10.5));
+}
+
 async function story() {
   const every = ms(REAL.tick);
   const t0 = Date.now();
-  for (let n = 0; n < TICKS; n++) {
+  let after = -1;
+  for (let n = 0; after < TICKS - REARM; n++) {
     if (n === BAD) setFault(inst, true);
-    if (n === REARM) {
+    if (after < 0 && rearmDue(n)) {
       setFault(inst, false);
       marks.rearm = Date.now();
+      marks.rearmTick = n;
       const r = await inst.command(["rearm"]);
       if (r.code !== 0) throw new Error(`rearm exited ${r.code}: ${r.stderr}`);
     }
+    if (marks.rearm !== undefined) after++;
     await tickOnce(n);
     await Bun.sleep(Math.max(0, t0 + (n + 1) * every - Date.now()));
   }
@@ -169,7 +187,9 @@ describe.skipIf(skip)(`notifications through a real Alertmanager (time compresse
   test("the story ran: ticks exit 1 from the bad builds to the rearm, 0 before and after", () => {
     expect(failure).toBeUndefined();
     const codes = ticks.map((t) => `${t.n}:${t.code}`);
-    expect(codes).toEqual(ticks.map((t) => `${t.n}:${t.n >= BAD && t.n < REARM ? 1 : 0}`));
+    expect(codes).toEqual(
+      ticks.map((t) => `${t.n}:${t.n >= BAD && t.n < (marks.rearmTick as number) ? 1 : 0}`),
+    );
     expect(ticks.every((t) => t.job !== undefined)).toBe(true);
   });
 
@@ -223,7 +243,9 @@ describe.skipIf(skip)(`notifications through a real Alertmanager (time compresse
     );
     expect(during.map((x) => x.alerts.map((a) => a.labels.job_name))).toEqual([]);
     // Jobs of locked-out ticks failed and their alerts were there, suppressed by the lockout's.
-    const lockedJobs = new Set(ticks.filter((t) => t.n > BAD + 2 && t.n < REARM).map((t) => t.job));
+    const lockedJobs = new Set(
+      ticks.filter((t) => t.n > BAD + 2 && t.n < (marks.rearmTick as number)).map((t) => t.job),
+    );
     const held = amSeen
       .filter((s) => s.t >= from && s.t < to)
       .flatMap((s) => s.alerts)
