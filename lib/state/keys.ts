@@ -3,7 +3,7 @@
 // derive their key lists from here, so a new key is one row and no hand-kept list forgets it.
 
 /** What a key's value is, which decides how it is parsed and when it is believed. */
-export type KeyKind = "counter" | "marker" | "digest" | "list" | "time" | "traceparent";
+export type KeyKind = "counter" | "marker" | "digest" | "list" | "time" | "traceparent" | "attempt";
 
 /**
  * reset: removed when every workload of the image settled on a refresh.
@@ -19,6 +19,7 @@ export type ImageField =
   | "attempt"
   | "flap"
   | "failed"
+  | "last"
   | "traceparent"
   | "skip"
   | "unresolved"
@@ -60,6 +61,14 @@ export const IMAGE_KEYS = {
     kind: "digest",
     ops: ["reset", "rearm"],
     meaning: "the digest whose rollout failed last",
+  },
+  // Written with the count, so a tick that dies mid-rollout still names its build; history, so
+  // neither a reset nor a rearm removes it: `status` tells the last attempt from the next one.
+  last: {
+    name: (k) => `last-attempt-${k}`,
+    kind: "attempt",
+    ops: [],
+    meaning: "the last refresh attempt: its build, how it ended and when (<digest> <ending> <time>)",
   },
   traceparent: {
     name: (k) => `refresh-attempt-traceparent-${k}`,

@@ -33,6 +33,7 @@ export const REASONS = [
   "streak_not_counted",
   "attempt_not_persisted",
   "attempt_claimed",
+  "patch_refused",
   "flap_marker_not_written",
   "rollout_failed",
   "rollout_failed_reverted",

@@ -91,7 +91,8 @@ describe.skipIf(missing)("Events on the real API server", () => {
     s.c.kubelet.build(bad, "never");
     s.config(storyConfig(s, STORE, REPOS, { maxRefreshAttempts: 1, rolloutTimeout: "8s" }));
     const failed = await s.tick();
-    expect(verdictOf(failed, "web")).toBe("failed (reverted)");
+    // With maxRefreshAttempts 1 the first failure reaches it: locked out on that tick.
+    expect(verdictOf(failed, "web")).toBe("locked_out 1/1");
     posted(failed);
     const locked = await s.tick();
     expect(verdictOf(locked, "web")).toStartWith("locked_out");

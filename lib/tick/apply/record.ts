@@ -1,7 +1,7 @@
 // After the rollouts: the reset of the images whose workloads all settled, then (a separate
 // request, so a failed digest write can never strand a lockout) the record of their digests, and
 // the Events that say so. Each has its own failure policy.
-import { type Change, merge, reset as resetKeys } from "../../state/change.ts";
+import { type Change, merge, reset as resetKeys, setField } from "../../state/change.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
 import { countOf } from "../../state/values.ts";
 import type { ImageVerdict } from "../model.ts";
@@ -11,25 +11,11 @@ import {
   failImage,
   postEvent,
   type Run,
-  rereadBook,
-  StoreConflict,
   stillRefreshing,
   targetsOfImages,
-  writeBook,
+  tickClock,
+  withRetry,
 } from "./state.ts";
-
-/** A store write that re-reads and decides again when another tick wrote first (a few times). */
-async function withRetry(run: Run, decide: () => Change): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await writeBook(run, decide());
-    } catch (err) {
-      if (!(err instanceof StoreConflict) || attempt >= 4) throw err;
-      run.ctx.log.info(`${describeStore(run)} changed concurrently; reading it again and deciding again`);
-      await rereadBook(run);
-    }
-  }
-}
 
 /**
  * The reset is its own write so that a failed digest write can never strand a lockout. It is
@@ -51,7 +37,7 @@ export async function reset(run: Run, counts: Record<string, number>): Promise<v
       );
       return false;
     });
-    return merge(...done.map((key) => resetKeys(run.book, key)));
+    return merge(...done.map((key) => merge(resetKeys(run.book, key), verified(run, key))));
   };
   try {
     await withRetry(run, decide);
@@ -71,6 +57,12 @@ export async function reset(run: Run, counts: Record<string, number>): Promise<v
     run.root.addEvent("reset", { "image_refresh.image": key });
     run.ctx.telemetry.counter("image_refresh.resets", 1, baseAttrs(run, key));
   }
+}
+
+/** The attempt ended well: its build is the last attempt's, `verified`, kept after the reset. */
+function verified(run: Run, key: string): Change {
+  const a = run.attempts[key];
+  return a ? setField(key, "last", { digest: a.digest, ending: "verified", at: tickClock(run) }) : {};
 }
 
 /**
