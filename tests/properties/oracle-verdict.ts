@@ -178,7 +178,10 @@ function resolved(x: Ctx, e: Expected, L: string): Expected {
   if (c.reconcile === "report") return say("drifted", "tag_rerendered");
   // Only another writer contests the pin; image-refresh's own revert of a failed re-pin is retried.
   const foreign = off.some(({ live }) => live?.ours !== true);
-  if (ann(x, `repin-streak-${key}`) !== undefined && foreign) return say("held", "pin_contested", true);
+  // A tick that lost the race re-reads the winner's streak: the winner's claim stands, no contest.
+  const claimed = x.o.claimed?.includes(key) === true;
+  if (ann(x, `repin-streak-${key}`) !== undefined && foreign && !claimed)
+    return say("held", "pin_contested", true);
   e.wanted = { digest: R, repin: true, only: off.map(({ tg }) => slotOf(tg)) };
   return counted(x, e);
 }

@@ -95,6 +95,21 @@ const cases: Case[] = [
     ],
   },
   {
+    name: "the tick that lost the race re-reads the winner's repin streak: it stands down, no contest, no Event",
+    o: both(
+      apiRendered,
+      (o) => ann(o, "repin-streak-api", "1"),
+      (o) => ann(o, "refresh-attempt-api", "1"),
+      (o) => {
+        o.claimed = ["api"];
+      },
+    ),
+    outcome: "held",
+    reason: "attempt_claimed",
+    images: { api: "held/attempt_claimed", "node-agent": "noop/unchanged" },
+    actions: [],
+  },
+  {
     name: "a contest already announced stays held with no write and no Event",
     o: both(apiRendered, (o) => ann(o, "repin-streak-api", "2")),
     outcome: "held",

@@ -86,7 +86,10 @@ export function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]):
   // Only another writer contests a pin: the tag put back by our own revert of a failed re-pin is
   // that re-pin's next attempt (counted; the lockout ends it), not a deploy tool fighting us.
   const foreign = off.some((y) => !y.ours);
-  if (streak.kind !== "absent" && foreign) return contested(j, img, x, what, streak, key);
+  // A tick that lost the race to another one re-reads a streak that tick just wrote, with the tag
+  // still there because that tick's re-pin is under way: the claim stands, nothing is contested.
+  const claimed = input.o.claimed?.includes(img.key) === true;
+  if (streak.kind !== "absent" && foreign && !claimed) return contested(j, img, x, what, streak, key);
   const managers = [...new Set(off.filter((y) => !y.ours).map((y) => y.owner?.manager ?? "unknown"))];
   const only = off.map((y) => `${workloadId(y.target)}/${y.target.container}`);
   // The streak itself rides with the re-pin's attempt (combine.ts), so a re-pin that isolation
