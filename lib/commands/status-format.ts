@@ -1,6 +1,7 @@
 // `status` as text: one block per image, what the operator reads first on top.
 import type { Outcome } from "../outcomes.ts";
 import { type Ending, parseValue, seenToFail } from "../state/values.ts";
+import { ofMax } from "../tick/plan/settle.ts";
 import { age } from "../tick/plan/soak.ts";
 import type { CandidateStatus, ImageStatus, StatusReport, TargetStatus } from "./status-report.ts";
 import { headline } from "./status-tense.ts";
@@ -16,6 +17,13 @@ function lockoutNote(i: ImageStatus): string {
   if (i.flapDetected !== null)
     return ` — the flap marker (${i.flapDetected}) is stale: the count is below the maximum, so the next refresh goes ahead`;
   return "";
+}
+
+/** A stored streak as `n/max`, never past its max; what is not a count is shown as it is. */
+function streak(raw: string | null, max: number): string {
+  const n = parseValue("counter", raw ?? undefined);
+  if (n.kind === "untrusted") return `${n.raw} (not a count)/${max}`;
+  return ofMax(n.kind === "trusted" ? n.value : 0, max);
 }
 
 /** The failed build, unless the last attempt was abandoned: then no build is called failed. */
@@ -70,8 +78,8 @@ export function formatReport(r: StatusReport): string {
     if (!i.pinned)
       lines.push(`  registry: ${i.registryDigest ?? `(cannot resolve: ${i.registryError ?? "not asked"})`}`);
     lines.push(`  refresh attempts: ${i.attemptCount ?? 0}/${i.maxRefreshAttempts}${lockoutNote(i)}`);
-    lines.push(`  skip streak: ${i.skipStreak ?? 0}/${i.maxSkipTicks}`);
-    lines.push(`  unresolved streak: ${i.unresolvedStreak ?? 0}/${i.maxUnresolvedTicks}`);
+    lines.push(`  skip streak: ${streak(i.skipStreak, i.maxSkipTicks)}`);
+    lines.push(`  unresolved streak: ${streak(i.unresolvedStreak, i.maxUnresolvedTicks)}`);
     if (i.rejectedDigest) lines.push(`  rejected build: ${i.rejectedDigest}`);
     if (i.candidates) lines.push(...candidateLines(i.candidates));
     for (const t of i.targets) {

@@ -12,7 +12,7 @@ import { countOf, quoteForLog, trusted } from "../../state/values.ts";
 import type { ImageVerdict, Observed } from "../model.ts";
 import { amend, type DueInput, due, type Judgement, say } from "./due.ts";
 import { liveImage } from "./live.ts";
-import { settledGuard } from "./settle.ts";
+import { ofMax, settledGuard } from "./settle.ts";
 import { soak } from "./soak.ts";
 import { candidateDigests, humanPin, paused, rerendered, targetFindings } from "./verdict-live.ts";
 
@@ -154,7 +154,7 @@ function unresolved(
   }
   const previous = countOf(b.unresolved) ?? 0;
   const n = previous + 1;
-  const short = `${n}/${c.maxUnresolvedTicks} (${failure?.failure ?? "not resolved"})`;
+  const short = `${ofMax(n, c.maxUnresolvedTicks)} (${failure?.failure ?? "not resolved"})`;
   const counted = amend(j, {
     writes: { [name]: String(n) },
     countsStreak: true,
