@@ -3,6 +3,7 @@
 // nothing toward a lockout, no failed build named); and only a build seen to fail is called
 // failed (an attempt whose tick died, or whose write's answer was lost, is told as abandoned).
 import { describe, expect, test } from "bun:test";
+import { settled, waitFor } from "../../sim/apiserver/driver.ts";
 import type { RbacRule } from "../../sim/apiserver/index.ts";
 import { start, until } from "../reliability/spawn.ts";
 import { recorded, STATE_PATH, STORE_PATH, type World } from "../support/world.ts";
@@ -48,6 +49,26 @@ describe("a workload patch refused before anything changed", () => {
       expect(book["last-attempt-api"]).toMatch(/^sha256:[0-9a-f]{64} refused \S+Z$/);
     }
   }, 60_000);
+
+  test("a refused re-pin gives its repin streak back too: the next tick is refused again, never contested", async () => {
+    await recorded(w);
+    const R = w.book()["last-refreshed-api-digest"] as string;
+    // Helm renders the floating tag over api's pin: a re-pin is due.
+    w.api.setImage("Deployment", "apps", "api", "api", `${w.registry.host}/myorg/api:stable`, {
+      manager: "helm",
+    });
+    await waitFor(w.api, "Deployment", "apps", "api", settled);
+    w.api.setRbac({ user: USER, rules: WITHOUT_PATCH });
+    for (let tick = 1; tick <= 2; tick++) {
+      const r = await w.run();
+      expect(r.code, r.stderr).toBe(1);
+      expect(line(r.stderr, "api"), r.stderr).toContain("outcome=held reason=patch_refused");
+      expect(line(r.stderr, "api")).toContain(`not an attempt of build ${R}`);
+      expect(w.book()["repin-streak-api"], `tick ${tick}`).toBeUndefined();
+      expect(w.book()["refresh-attempt-api"]).toBeUndefined();
+    }
+    expect(w.api.events.filter((e) => e.reason === "PinContested")).toEqual([]);
+  });
 
   test("422 (the guard's failed test): held, the count given back to the count before the tick", async () => {
     await recorded(w);

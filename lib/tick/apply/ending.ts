@@ -67,10 +67,13 @@ function endingChange(run: Run, key: string, ending: Ending, opts: EndOptions, o
   out.written.push(key);
   const last = setField(key, "last", { digest: a.digest, ending, at: tickClock(run) });
   if (opts.giveBack) {
+    // Everything the attempt write set for the image goes back as it was, the re-pin's streak
+    // too: a re-pin that never happened must not make the next re-render look contested.
     const before = run.obs.observed.book.images[key];
     return merge(last, {
       [IMAGE_KEYS.attempt.name(key)]: a.count > 1 ? String(a.count - 1) : null,
       [IMAGE_KEYS.traceparent.name(key)]: (before && rawOf(before.traceparent)) ?? null,
+      [IMAGE_KEYS.repin.name(key)]: (before && rawOf(before.repin)) ?? null,
     });
   }
   if (!opts.failed) return last;
