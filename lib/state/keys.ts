@@ -26,7 +26,8 @@ export type ImageField =
   | "repin"
   | "rejected"
   | "candidates"
-  | "paused";
+  | "paused"
+  | "adopt";
 
 export interface KeyRow {
   /** The data key for an image key, e.g. `refresh-attempt-api`. */
@@ -112,6 +113,15 @@ export const IMAGE_KEYS = {
     kind: "marker",
     ops: ["migrate"],
     meaning: "the live image whose pause was announced",
+  },
+  // Not a published key: written with a first observation that finds containers on the floating
+  // tag, so the re-pin that follows is told as the adoption it is (a Normal Event), not as a pin
+  // someone replaced. Removed by the reset of the image's refresh, or once every pin is in place.
+  adopt: {
+    name: (k) => `adopt-${k}`,
+    kind: "marker",
+    ops: ["reset"],
+    meaning: "a tag-following install to adopt: its first re-pin is an adoption",
   },
 } as const satisfies Record<ImageField, KeyRow>;
 

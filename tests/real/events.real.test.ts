@@ -102,6 +102,7 @@ describe.skipIf(missing)("Events on the real API server", () => {
     posted(rejected);
     const reasons = new Set((await events()).map((e) => e.reason));
     for (const r of [
+      "Pinned",
       "PinRestored",
       "Refreshed",
       "PinContested",
@@ -199,7 +200,7 @@ describe.skipIf(missing)("Events on the real API server", () => {
       (e: { reportingComponent: string }) => e.reportingComponent === REPORTING_CONTROLLER,
     );
     expect(new Set(mine.map((e: { reason: string }) => e.reason))).toEqual(new Set(all.map((e) => e.reason)));
-    expect(seen.size).toBe(11);
+    expect(seen.size).toBe(12);
   }, 60_000);
 
   test("the same Event without reportingController (or eventTime) is the real 422", async () => {

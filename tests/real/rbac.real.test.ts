@@ -239,7 +239,8 @@ describe.skipIf(missing)(`k8s/${DIR} on the real API server, as the CronJob's Se
     expect(new Set(ours.map((e) => `${e.type} ${e.reason}`))).toEqual(
       new Set([
         "Normal Refreshed",
-        "Warning PinRestored",
+        // the adoption of the tag-following install: no pin was replaced, so no Warning
+        "Normal Pinned",
         "Warning RolloutFailed",
         "Warning RolloutReverted",
         "Warning RefreshLockedOut",

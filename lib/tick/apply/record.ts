@@ -5,6 +5,7 @@ import { type Change, merge, reset as resetKeys, setField } from "../../state/ch
 import { IMAGE_KEYS } from "../../state/keys.ts";
 import { countOf } from "../../state/values.ts";
 import type { ImageVerdict } from "../model.ts";
+import { workloadId } from "../model.ts";
 import {
   baseAttrs,
   describeStore,
@@ -112,17 +113,45 @@ export async function recordDigests(
   await refreshedEvent(run, digests);
 }
 
-/** Re-pinned images that settled are back on the recorded pin: one Warning Event names who had removed it. */
+/**
+ * Re-pinned images that settled are back on the recorded pin: one Warning Event names who had
+ * removed it. An adoption (the first pin of a tag-following install) replaced no pin: it gets a
+ * Normal Event per workload instead.
+ */
 export async function pinRestored(run: Run, images: string[]): Promise<void> {
   const done = stillRefreshing(run, images);
   if (done.length === 0) return;
-  const parts = done.map((key) => {
+  for (const key of done) (run.verdicts.get(key) as ImageVerdict).inSync = true;
+  const adopted = done.filter((key) => run.verdicts.get(key)?.adopted === true);
+  await adoptedEvents(run, adopted);
+  const restored = done.filter((key) => !adopted.includes(key));
+  if (restored.length === 0) return;
+  const parts = restored.map((key) => {
     const v = run.verdicts.get(key) as ImageVerdict;
-    v.inSync = true;
     return `${key} back on ${v.digest} (the pin had been replaced by ${v.restoredFrom?.join(", ") || "an unknown writer"})`;
   });
   const note = `re-pinned ${parts.join("; ")}; if the tag is rendered over the pin again before a tick finds it in place, image-refresh stops re-pinning and reports pin_contested`;
-  await postEvent(run, { eventType: "Warning", reason: "PinRestored", note }, targetsOfImages(run, done));
+  await postEvent(run, { eventType: "Warning", reason: "PinRestored", note }, targetsOfImages(run, restored));
+}
+
+/** One Normal Event per workload the adoption pinned, naming only that workload's containers. */
+async function adoptedEvents(run: Run, keys: readonly string[]): Promise<void> {
+  const { config } = run.ctx;
+  for (const p of run.patched) {
+    const pins = keys.flatMap((key) => {
+      const img = config.images.find((i) => i.key === key);
+      const digest = run.verdicts.get(key)?.digest;
+      if (!img || !digest) return [];
+      return img.targets
+        .filter(
+          (t) => workloadId(t) === workloadId(p.workload) && p.containers.some((x) => x.name === t.container),
+        )
+        .map((t) => `${t.container}=${config.registry.host}/${img.repository}@${digest}`);
+    });
+    if (pins.length === 0) continue;
+    const note = `adopted: pinned ${pins.join(", ")}, the build recorded when image-refresh first saw the floating tag :${config.tag}; from now on it keeps them on the newest build`;
+    await postEvent(run, { eventType: "Normal", reason: "Pinned", note }, [p.workload]);
+  }
 }
 
 /** One Normal Event for the images that refreshed and were recorded. */

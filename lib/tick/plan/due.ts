@@ -33,6 +33,8 @@ export interface Judgement {
   countsStreak: boolean;
   flap: boolean;
   firstSeen?: string;
+  /** A first observation that found containers on the floating tag: the next re-pin adopts them. */
+  adopt?: boolean;
   /**
    * Warning Events, each about the image's targets unless `regarding` names the workloads. One
    * tick can reach two transitions of one image (stale and frozen): each is announced.
@@ -81,7 +83,7 @@ export interface DueInput {
   digest: string;
   live?: LiveImage;
   /** A re-pin to the recorded digest rather than a new build. */
-  repin?: { only: string[]; managers: string[]; what: string };
+  repin?: { only: string[]; managers: string[]; what: string; adoption?: boolean };
 }
 
 export function due(j: Judgement, { img, b, c, o, digest, live, repin }: DueInput): Judgement {
@@ -108,6 +110,10 @@ export function due(j: Judgement, { img, b, c, o, digest, live, repin }: DueInpu
     due: { digest, count: count + 1, ...(repin ? { repin: true, only: repin.only } : {}) },
     verdict: { short: `attempt ${count + 1}/${max}`, attempt: count + 1, attemptCount: 0, lockedOut: false },
   });
+  if (repin?.adoption) {
+    const msg = `adopting ${img.key}: its containers name the floating tag; pinning them to ${digest}, the build recorded at first observation (attempt ${count + 1}/${max})`;
+    return say(amend(next, { verdict: { adopted: true } }), "refreshed", "pin_restored", msg);
+  }
   if (repin) {
     const msg = `${repin.what}; re-pinning ${img.key} to ${digest} (reconcile: repin; attempt ${count + 1}/${max})`;
     return say(amend(next, { verdict: { restoredFrom: repin.managers } }), "refreshed", "pin_restored", msg);

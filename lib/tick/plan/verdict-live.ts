@@ -29,9 +29,12 @@ export function targetFindings(
   return say(amend(j, { blocks: true }), "held", "target_mismatch", msg);
 }
 
-/** A container a human (or a rollback) pinned: same repository, not a digest we know, not our write. */
-export function humanPin(live: LiveImage, known: string[]): LiveContainer | undefined {
-  return live.containers.find(
+/**
+ * The containers a human (or a rollback) pinned: same repository, not a digest we know, not our
+ * write. Every one of them, so that a pause names them all at once, not one per tick.
+ */
+export function humanPins(live: LiveImage, known: string[]): LiveContainer[] {
+  return live.containers.filter(
     (x) =>
       !x.ours && ((x.state === "pinned" && !known.includes(x.digest as string)) || x.state === "other_tag"),
   );
@@ -40,18 +43,30 @@ export function humanPin(live: LiveImage, known: string[]): LiveContainer | unde
 export function paused(
   j: Judgement,
   img: ImageConfig,
-  x: LiveContainer,
+  pins: LiveContainer[],
   c: Config,
   announced: string | undefined,
 ): Judgement {
-  const resume = resumeCommand(x, img, c);
-  const short = `(${x.owner?.manager ?? "unknown writer"})`;
-  const held = amend(j, { blocks: true, verdict: { paused: true, short, resume } });
-  const msg = `${img.key} is paused: ${describeContainer(x)} was set to ${x.image} by ${describeOwner(x.owner)}, not by image-refresh; no refresh of ${img.key} while it stays so. To hand it back: ${resume}`;
-  // The marker remembers which pin was announced, so the Warning Event comes when a pause begins.
-  if (announced !== x.image) {
+  const resume = pins.map((x) => resumeCommand(x, img, c)).join("; ");
+  const managers = [...new Set(pins.map((x) => x.owner?.manager ?? "unknown writer"))];
+  const held = amend(j, {
+    blocks: true,
+    verdict: { paused: true, short: `(${managers.join(", ")})`, resume },
+  });
+  const what = pins
+    .map((x) => `${describeContainer(x)} was set to ${x.image} by ${describeOwner(x.owner)}`)
+    .join("; ");
+  // Paused and locked out at once: the pause wins while the pin lasts, and says what comes after.
+  const behind = j.verdict.lockedOut
+    ? `; the lockout (${j.verdict.attemptCount} failed rollouts) waits behind the pause: handed back, ${img.key} is locked out again until \`image-refresh rearm ${img.key}\``
+    : "";
+  const msg = `${img.key} is paused: ${what}, not by image-refresh; no refresh of ${img.key} while it stays so${behind}. To hand it back: ${resume}`;
+  // The marker remembers which pins were announced, so the Warning Event comes when a pause
+  // begins (or a human pins one more container), not every tick.
+  const marker = pins.map((x) => x.image).join(" ");
+  if (announced !== marker) {
     const event = { reason: "RefreshPaused" as const, note: msg };
-    const marked = amend(held, { writes: { [IMAGE_KEYS.paused.name(img.key)]: x.image }, events: [event] });
+    const marked = amend(held, { writes: { [IMAGE_KEYS.paused.name(img.key)]: marker }, events: [event] });
     return say(marked, "paused", "pinned_by_human", msg);
   }
   return say(held, "paused", "pinned_by_human", msg);
@@ -94,7 +109,9 @@ export function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]):
   const only = off.map((y) => `${workloadId(y.target)}/${y.target.container}`);
   // The streak itself rides with the re-pin's attempt (combine.ts), so a re-pin that isolation
   // holds back (a shared workload) writes none.
-  return due(j, { ...input, repin: { only, managers, what } });
+  // The first re-pin of an install found on the floating tag at first observation adopts it.
+  const adoption = b.adopt.kind !== "absent";
+  return due(j, { ...input, repin: { only, managers, what, adoption } });
 }
 
 function contested(

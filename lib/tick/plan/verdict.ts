@@ -14,7 +14,7 @@ import { amend, type DueInput, due, type Judgement, say } from "./due.ts";
 import { liveImage } from "./live.ts";
 import { ofMax, settledGuard } from "./settle.ts";
 import { soak } from "./soak.ts";
-import { candidateDigests, humanPin, paused, rerendered, targetFindings } from "./verdict-live.ts";
+import { candidateDigests, humanPins, paused, rerendered, targetFindings } from "./verdict-live.ts";
 
 export type { Judgement } from "./due.ts";
 
@@ -78,7 +78,10 @@ function liveFindings(
   const inSync = recorded !== undefined && live.containers.every((x) => x.digest === recorded);
   // The first tick that finds the pin in place ends a repin streak, whatever the registry says
   // now: a later re-render then gets its one re-pin again.
-  const writes = inSync && b.repin.kind !== "absent" ? { [IMAGE_KEYS.repin.name(img.key)]: null } : {};
+  const writes: Record<string, null> = {};
+  if (inSync && b.repin.kind !== "absent") writes[IMAGE_KEYS.repin.name(img.key)] = null;
+  // Every pin in place: nothing is left to adopt (a new build's rollout pinned it all).
+  if (inSync && b.adopt.kind !== "absent") writes[IMAGE_KEYS.adopt.name(img.key)] = null;
   return [amend(j, { verdict: { inSync }, writes }), undefined];
 }
 
@@ -94,8 +97,9 @@ function judgeResolved(
   const recorded = trusted(b.digest);
   const j = amend(given, { verdict: { digest: L } });
   if (recorded === undefined) {
+    const floating = live?.containers.some((x) => x.state === "floating") === true;
     return say(
-      amend(j, { firstSeen: L }),
+      amend(j, { firstSeen: L, ...(floating ? { adopt: true } : {}) }),
       "recorded",
       "first_observation",
       `first observation of ${img.key}: ${L}`,
@@ -108,9 +112,9 @@ function judgeResolved(
     L,
     ...candidateDigests(b.candidates.kind === "absent" ? undefined : b.candidates.raw),
   ];
-  const pause = live && humanPin(live, known);
+  const pins = live ? humanPins(live, known) : [];
   const announced = b.paused.kind === "absent" ? undefined : b.paused.raw;
-  if (pause) return paused(j, img, pause, c, announced);
+  if (pins.length > 0) return paused(j, img, pins, c, announced);
   const k = announced !== undefined ? amend(j, { writes: { [IMAGE_KEYS.paused.name(img.key)]: null } }) : j;
   if (trusted(b.rejected) === L) {
     const msg = `${img.key}: the registry's ${L} was rejected by a human; waiting for the next build of ${img.repository}:${c.tag}`;
