@@ -43,7 +43,9 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
       message: `cannot re-image ${what}: ${(err as Error).message}`,
     };
     failGroup(run, a, f);
-    await endAttempts(run, members(run, a), isRefusal(err) ? "refused" : "interrupted");
+    // A stopped tick writes nothing more: its attempt stays `started`, told as abandoned.
+    if (!ctx.signal.aborted)
+      await endAttempts(run, members(run, a), isRefusal(err) ? "refused" : "interrupted");
     await revertGroup(run, a.group, f);
     return;
   }
