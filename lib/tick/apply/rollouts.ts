@@ -34,20 +34,7 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
   try {
     updated = await patchImages(run, a.workload, images);
   } catch (err) {
-    if (isRefusal(err) && !run.started.has(a.group)) return refused(run, a, err);
-    // A refusal after the group started, or an answer that never came: nobody saw the build
-    // run, so the attempt ends without calling it failed; what was patched goes back.
-    const f: Failure = {
-      outcome: "failed",
-      reason: "rollout_failed",
-      message: `cannot re-image ${what}: ${(err as Error).message}`,
-    };
-    failGroup(run, a, f);
-    // A stopped tick writes nothing more: its attempt stays `started`, told as abandoned.
-    if (!ctx.signal.aborted)
-      await endAttempts(run, members(run, a), isRefusal(err) ? "refused" : "interrupted");
-    await revertGroup(run, a.group, f);
-    return;
+    return patchFailed(run, a, err);
   }
   run.rolledOut = true;
   run.started.add(a.group);
@@ -69,6 +56,25 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
   const seen = r.reason === "timeout" || r.reason === "deadline_exceeded";
   const message = `rollout of ${what} did not settle (${r.reason}): ${r.message}`;
   return rolloutFailed(run, a, { updated, message, seen });
+}
+
+/**
+ * The patch did not go through. Refused before anything of the group changed: not an attempt
+ * (refused.ts). A refusal after the group started, or an answer that never came: nobody saw the
+ * build run, so the attempt ends without calling it failed, and what was patched goes back.
+ */
+async function patchFailed(run: Run, a: Rollout, err: unknown): Promise<void> {
+  if (isRefusal(err) && !run.started.has(a.group)) return refused(run, a, err);
+  const f: Failure = {
+    outcome: "failed",
+    reason: "rollout_failed",
+    message: `cannot re-image ${describeWorkload(a.workload)}: ${(err as Error).message}`,
+  };
+  failGroup(run, a, f);
+  // A stopped tick writes nothing more: its attempt stays `started`, told as abandoned.
+  if (!run.ctx.signal.aborted)
+    await endAttempts(run, members(run, a), isRefusal(err) ? "refused" : "interrupted");
+  await revertGroup(run, a.group, f);
 }
 
 /**
