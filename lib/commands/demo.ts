@@ -149,12 +149,17 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
   const bad = registry.push("myorg/node-agent", "stable", { multiArch: true });
   // A bad build: its pods never become available; the old build's still do.
   api.failImages("DaemonSet", "agents", "node-agent", [`${registry.host}/myorg/node-agent@${bad}`]);
-  for (let i = 1; i <= 3; i++)
+  for (let i = 1; i <= 2; i++)
     outcomes.push(
       await tick(
         `myorg/node-agent was rebuilt, but its new pods never become available: reverted to the old build (attempt ${i})`,
       ),
     );
+  outcomes.push(
+    await tick(
+      "the third rollout of that build fails too: reverted, and node-agent is locked out on this tick (exit 1)",
+    ),
+  );
   registry.push("myorg/api", "stable");
   outcomes.push(
     await tick("node-agent is locked out, and a new api build arrives: api still refreshes beside it"),
@@ -180,7 +185,7 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
     "refreshed",
     "failed",
     "failed",
-    "failed",
+    "locked_out",
     "locked_out",
     "locked_out",
     "paused",

@@ -44,6 +44,8 @@ const NEXT_STEP: Record<Reason, (a: Ask) => string> = {
   streak_not_counted: () => NOTHING,
   attempt_not_persisted: () => NOTHING,
   attempt_claimed: () => NOTHING,
+  // The verdict's sentence says what the API server refused and what to grant or fix.
+  patch_refused: () => "fix what the API server refused (above); the next tick tries again, uncounted",
   flap_marker_not_written: () => NOTHING,
   rollout_failed: () => NOTHING,
   rollout_failed_reverted: () => NOTHING,

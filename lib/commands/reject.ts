@@ -1,12 +1,14 @@
 // `image-refresh reject IMAGE [DIGEST]`: "not this build". The digest is DIGEST when given (any
 // build, a soaking candidate included), else the image's failed build when it has one, else the
-// tag's current digest (asked of the registry). It is stored as the image's rejected digest and
+// tag's current digest (asked of the registry). When the last attempt was abandoned (no build
+// seen to fail), it asks for the DIGEST instead of guessing (exit 2). It is stored as the image's rejected digest and
 // the image is re-armed in the same guarded write: that build never rolls out, the next is eligible.
 import type { Workload } from "../kube/workloads.ts";
+import { EXIT_USAGE } from "../outcomes.ts";
+import { imageBook } from "../state/book.ts";
 import { reject } from "../state/change.ts";
-import { trusted } from "../state/values.ts";
 import type { Attributes } from "../telemetry.ts";
-import { baseAttrs, postEvent } from "../tick/index.ts";
+import { baseAttrs, lastAttempt, postEvent } from "../tick/index.ts";
 import { distinctTargets, workloadId } from "../workload.ts";
 import { checkImageKeys } from "./rearm.ts";
 import type { Runtime } from "./runtime.ts";
@@ -33,11 +35,16 @@ export async function rejectCommand(
     }
     const tick = rt.tickContext(dryRun);
     let chosen = digest;
+    let abandoned: string | undefined;
     const r = await updateStore(rt, { dryRun, what: "reject" }, (book) => {
-      chosen = digest ?? trusted(book.images[key]?.failed ?? { kind: "absent" }) ?? chosen;
+      const last = lastAttempt(book.images[key] ?? imageBook(() => undefined));
+      abandoned = digest === undefined && last.kind === "abandoned" ? last.attempt.digest : undefined;
+      if (abandoned) return { change: {} };
+      chosen = digest ?? (last.kind === "failed" ? last.digest : undefined) ?? chosen;
       if (chosen === undefined) return { change: {} };
       return { change: reject(book, key, chosen), summary: `${key}: rejected ${chosen}` };
     });
+    if (abandoned !== undefined) return askForDigest(rt, key, abandoned);
     if (r.result === "nothing") {
       // No DIGEST and no failed build: the tag's current one, from the registry.
       const current = (await tick.resolve([img])).digests.get(img.key);
@@ -69,6 +76,18 @@ export async function rejectCommand(
     if (r.result === "written" && !dryRun) await announce(rt, tick, note, img);
     return 0;
   });
+}
+
+/**
+ * The last attempt was abandoned: nobody saw its build fail, so no build is the obvious one to
+ * reject. Guessing could reject a healthy build; the human names it (a usage matter: exit 2).
+ */
+function askForDigest(rt: Runtime, key: string, tried: string): number {
+  rt.log.error(
+    `cannot tell which build of ${key} to reject: its last attempt (build ${tried}) was abandoned before anyone saw how it ended, so no build is known to have failed; check its workloads (\`image-refresh status ${key}\`), then run \`image-refresh reject ${key} DIGEST\` naming the bad build, or \`image-refresh rearm ${key}\` to try again`,
+    { image: key, digest: tried },
+  );
+  return EXIT_USAGE;
 }
 
 /** The pause begins here, so its one Warning Event is posted here, about the image's targets. */

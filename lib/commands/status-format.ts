@@ -1,7 +1,9 @@
 // `status` as text: one block per image, what the operator reads first on top.
-import { parseValue } from "../state/values.ts";
-import { age } from "../tick/index.ts";
+import type { Outcome } from "../outcomes.ts";
+import { type Ending, parseValue, seenToFail } from "../state/values.ts";
+import { age, ofMax } from "../tick/index.ts";
 import type { CandidateStatus, ImageStatus, StatusReport, TargetStatus } from "./status-report.ts";
+import { headline } from "./status-tense.ts";
 
 /**
  * The lockout is decided by the count alone: a flap marker left behind after
@@ -10,10 +12,25 @@ import type { CandidateStatus, ImageStatus, StatusReport, TargetStatus } from ".
 function lockoutNote(i: ImageStatus): string {
   const n = parseValue("counter", i.attemptCount ?? undefined);
   if (n.kind === "trusted" && n.value >= i.maxRefreshAttempts)
-    return ` — LOCKED OUT${i.flapDetected !== null ? ` (flap detected at ${i.flapDetected})` : ""}${i.failedDigest ? `; failed build ${i.failedDigest}` : ""}`;
+    return ` — LOCKED OUT${i.flapDetected !== null ? ` (flap detected at ${i.flapDetected})` : ""}${failedNote(i)}`;
   if (i.flapDetected !== null)
     return ` — the flap marker (${i.flapDetected}) is stale: the count is below the maximum, so the next refresh goes ahead`;
   return "";
+}
+
+/** A stored streak as `n/max`, never past its max; what is not a count is shown as it is. */
+function streak(raw: string | null, max: number): string {
+  const n = parseValue("counter", raw ?? undefined);
+  if (n.kind === "untrusted") return `${n.raw} (not a count)/${max}`;
+  return ofMax(n.kind === "trusted" ? n.value : 0, max);
+}
+
+/** The failed build, unless the last attempt was abandoned: then no build is called failed. */
+function failedNote(i: ImageStatus): string {
+  const e = i.lastAttempt?.ending as Ending | undefined;
+  if (e !== undefined && e !== "verified" && !seenToFail(e))
+    return "; the last attempt was abandoned, so no build is called failed";
+  return i.failedDigest ? `; failed build ${i.failedDigest}` : "";
 }
 
 function candidateLines(list: CandidateStatus[]): string[] {
@@ -51,15 +68,17 @@ export function formatReport(r: StatusReport): string {
   for (const i of r.images) {
     lines.push("");
     lines.push(
-      `image ${i.key} (${i.repository})${i.pinned ? " [pinned: never refreshed]" : ""}: ${i.verdict.outcome.toUpperCase()} (${i.verdict.reason})`,
+      `image ${i.key} (${i.repository})${i.pinned ? " [pinned: never refreshed]" : ""}: ${headline(i.verdict.outcome as Outcome)} (${i.verdict.reason})`,
     );
+    if (i.lastAttempt) lines.push(`  last attempt: ${i.lastAttempt.told}`);
+    lines.push(`  ${i.forecast}`);
     if (i.verdict.message) lines.push(`  ${i.verdict.message}`);
     lines.push(`  recorded: ${i.recordedDigest ?? "(none yet)"}`);
     if (!i.pinned)
       lines.push(`  registry: ${i.registryDigest ?? `(cannot resolve: ${i.registryError ?? "not asked"})`}`);
     lines.push(`  refresh attempts: ${i.attemptCount ?? 0}/${i.maxRefreshAttempts}${lockoutNote(i)}`);
-    lines.push(`  skip streak: ${i.skipStreak ?? 0}/${i.maxSkipTicks}`);
-    lines.push(`  unresolved streak: ${i.unresolvedStreak ?? 0}/${i.maxUnresolvedTicks}`);
+    lines.push(`  skip streak: ${streak(i.skipStreak, i.maxSkipTicks)}`);
+    lines.push(`  unresolved streak: ${streak(i.unresolvedStreak, i.maxUnresolvedTicks)}`);
     if (i.rejectedDigest) lines.push(`  rejected build: ${i.rejectedDigest}`);
     if (i.candidates) lines.push(...candidateLines(i.candidates));
     for (const t of i.targets) {

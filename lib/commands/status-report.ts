@@ -3,8 +3,9 @@
 // only what is printed. The targets of pinned images, which the tick does not read, are read for
 // display only, after the plan.
 import type { Config } from "../config.ts";
+import type { ImageBook } from "../state/book.ts";
 import type { Field } from "../state/values.ts";
-import { rawOf } from "../state/values.ts";
+import { countOf, rawOf, trusted } from "../state/values.ts";
 import {
   dueAt,
   type LiveContainer,
@@ -21,6 +22,7 @@ import {
 import { describeWorkload, distinctTargets, workloadId } from "../workload.ts";
 import { nextStep } from "./next-step.ts";
 import type { Runtime } from "./runtime.ts";
+import { failedAndCounting, forecast, pastTense } from "./status-tense.ts";
 
 export interface TargetStatus {
   workload: string;
@@ -59,6 +61,13 @@ export interface ImageStatus {
   rejectedDigest: string | null;
   /** The verdict the next tick would reach, with its reason and sentence. */
   verdict: { outcome: string; reason: string; message: string };
+  /** The next tick's verdict in the future tense ("the next tick rolls out sha256:…"). */
+  forecast: string;
+  /**
+   * The last refresh attempt, in the past tense: its build, when (the tick's clock), how it ended,
+   * and whether its build was seen to fail while its count still stands (then `status` exits 1).
+   */
+  lastAttempt?: { digest: string; ending: string; at: string; told: string; failed: boolean };
   /** The one command (or step) that helps. */
   next: string;
   targets: TargetStatus[];
@@ -123,6 +132,8 @@ export async function buildReport(rt: Runtime, named: readonly string[] = []): P
       verdict: v
         ? { outcome: v.outcome, reason: v.reason, message: v.message }
         : { outcome: "noop", reason: "unchanged", message: "" },
+      forecast: v ? forecast(v) : forecast({ outcome: "noop", reason: "unchanged" }),
+      ...lastAttemptOf(b),
       next: nextStep(img.key, v, c),
       targets: img.targets.map((t) => ({
         ...targetStatus(shown.workloads?.[workloadId(t)], describeWorkload(t), t.container, recorded),
@@ -160,6 +171,13 @@ async function forDisplay(rt: Runtime, o: Observed, wanted: Config["images"]): P
     workloads[workloadId(t)] = reads[i] as ObservedWorkload;
   });
   return { ...o, workloads };
+}
+
+function lastAttemptOf(b: ImageBook | undefined): Pick<ImageStatus, "lastAttempt"> {
+  const a = b && trusted(b.last);
+  if (!a) return {};
+  const failed = failedAndCounting(a, countOf(b.attempt));
+  return { lastAttempt: { digest: a.digest, ending: a.ending, at: stamp(a.at), told: pastTense(a), failed } };
 }
 
 function candidatesOf(raw: string | undefined, clock: number, c: Config): Pick<ImageStatus, "candidates"> {

@@ -35,8 +35,14 @@ export async function statusCommand(
   });
 }
 
-/** Like `kubectl rollout status`, usable as a check: 1 when the next tick's verdict for a printed image exits 1. */
+/**
+ * Like `kubectl rollout status`, usable as a check: 1 when the next tick's verdict for a printed
+ * image exits 1, or when its last attempt's build was seen to fail and its count still stands (a
+ * failed rollout is a finding, as the tick that saw it exited 1, until a success resets it).
+ */
 export function statusExit(report: StatusReport): 0 | 1 {
-  const exits = report.images.map((i) => exitCodeFor(i.verdict.outcome as Outcome));
+  const exits = report.images.map((i) =>
+    i.lastAttempt?.failed ? 1 : exitCodeFor(i.verdict.outcome as Outcome),
+  );
   return exits.includes(1) ? 1 : 0;
 }

@@ -11,6 +11,7 @@ export const REPORTING_CONTROLLER = "image-refresh.io/image-refresh";
 export const EVENT_REASONS = [
   "Refreshed",
   "PinRestored",
+  "Pinned",
   "RolloutFailed",
   "RolloutReverted",
   "RevertFailed",

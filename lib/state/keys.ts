@@ -3,7 +3,7 @@
 // derive their key lists from here, so a new key is one row and no hand-kept list forgets it.
 
 /** What a key's value is, which decides how it is parsed and when it is believed. */
-export type KeyKind = "counter" | "marker" | "digest" | "list" | "time" | "traceparent";
+export type KeyKind = "counter" | "marker" | "digest" | "list" | "time" | "traceparent" | "attempt";
 
 /**
  * reset: removed when every workload of the image settled on a refresh.
@@ -19,13 +19,15 @@ export type ImageField =
   | "attempt"
   | "flap"
   | "failed"
+  | "last"
   | "traceparent"
   | "skip"
   | "unresolved"
   | "repin"
   | "rejected"
   | "candidates"
-  | "paused";
+  | "paused"
+  | "adopt";
 
 export interface KeyRow {
   /** The data key for an image key, e.g. `refresh-attempt-api`. */
@@ -60,6 +62,14 @@ export const IMAGE_KEYS = {
     kind: "digest",
     ops: ["reset", "rearm"],
     meaning: "the digest whose rollout failed last",
+  },
+  // Written with the count, so a tick that dies mid-rollout still names its build; history, so
+  // neither a reset nor a rearm removes it: `status` tells the last attempt from the next one.
+  last: {
+    name: (k) => `last-attempt-${k}`,
+    kind: "attempt",
+    ops: [],
+    meaning: "the last refresh attempt: its build, how it ended and when (<digest> <ending> <time>)",
   },
   traceparent: {
     name: (k) => `refresh-attempt-traceparent-${k}`,
@@ -103,6 +113,15 @@ export const IMAGE_KEYS = {
     kind: "marker",
     ops: ["migrate"],
     meaning: "the live image whose pause was announced",
+  },
+  // Not a published key: written with a first observation that finds containers on the floating
+  // tag, so the re-pin that follows is told as the adoption it is (a Normal Event), not as a pin
+  // someone replaced. Removed by the reset of the image's refresh, or once every pin is in place.
+  adopt: {
+    name: (k) => `adopt-${k}`,
+    kind: "marker",
+    ops: ["reset"],
+    meaning: "a tag-following install to adopt: its first re-pin is an adoption",
   },
 } as const satisfies Record<ImageField, KeyRow>;
 

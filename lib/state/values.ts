@@ -14,6 +14,33 @@ export interface Candidate {
   seen: number;
 }
 
+/**
+ * How a refresh attempt ended. `started` is written with the count and stays when the tick died;
+ * only failed, reverted, revert_failed and regressed are a build seen to fail.
+ */
+export const ENDINGS = [
+  "started",
+  "verified",
+  "failed",
+  "reverted",
+  "revert_failed",
+  "regressed",
+  "refused",
+  "interrupted",
+] as const;
+export type Ending = (typeof ENDINGS)[number];
+
+/** The last refresh attempt of an image: its build, how it ended, and when (the tick's clock, ms). */
+export interface Attempt {
+  digest: string;
+  ending: Ending;
+  at: number;
+}
+
+/** The endings where the build itself was seen to fail; every other one names no failed build. */
+export const seenToFail = (e: Ending): boolean =>
+  e === "failed" || e === "reverted" || e === "revert_failed" || e === "regressed";
+
 /** The typed value of each kind of key. */
 export interface KindValue {
   counter: number;
@@ -22,6 +49,7 @@ export interface KindValue {
   list: Candidate[];
   time: number;
   traceparent: string;
+  attempt: Attempt;
 }
 
 // A counter read must fail closed: "abc", "", "-1", "1e3" or " 2" collapsing to 0 is how a
@@ -48,6 +76,14 @@ function candidates(raw: string): Candidate[] | undefined {
   return list;
 }
 
+function attempt(raw: string): Attempt | undefined {
+  const [digest = "", ending = "", when = "", ...rest] = raw.split(" ");
+  const at = time(when);
+  if (rest.length > 0 || !DIGEST.test(digest) || at === undefined) return undefined;
+  if (!(ENDINGS as readonly string[]).includes(ending)) return undefined;
+  return { digest, ending: ending as Ending, at };
+}
+
 type Parser<K extends KeyKind> = (raw: string) => KindValue[K] | undefined;
 
 const PARSERS: { [K in KeyKind]: Parser<K> } = {
@@ -57,6 +93,7 @@ const PARSERS: { [K in KeyKind]: Parser<K> } = {
   list: candidates,
   time,
   traceparent: (raw) => (TRACEPARENT.test(raw) ? raw : undefined),
+  attempt,
 };
 
 const FORMATTERS: { [K in KeyKind]: (v: KindValue[K]) => string } = {
@@ -66,6 +103,7 @@ const FORMATTERS: { [K in KeyKind]: (v: KindValue[K]) => string } = {
   list: (l) => l.map((c) => `${c.digest}=${stamp(c.seen)}`).join(","),
   time: stamp,
   traceparent: (s) => s,
+  attempt: (a) => `${a.digest} ${a.ending} ${stamp(a.at)}`,
 };
 
 export function parseValue<K extends KeyKind>(kind: K, raw: string | undefined): Field<KindValue[K]> {

@@ -33,6 +33,7 @@ export const REASONS = [
   "streak_not_counted",
   "attempt_not_persisted",
   "attempt_claimed",
+  "patch_refused",
   "flap_marker_not_written",
   "rollout_failed",
   "rollout_failed_reverted",
@@ -120,6 +121,8 @@ export interface ImageVerdict {
   inSync?: boolean;
   /** A re-pin: the field managers that had put the floating tag back, for the PinRestored Event. */
   restoredFrom?: string[];
+  /** A re-pin that adopts a tag-following install (its first pin): a Normal Event, no pin replaced. */
+  adopted?: boolean;
   /** A pause: the command that hands the container back. */
   resume?: string;
   /** The skip streak as the tick leaves it (undefined: no honest count). */
@@ -175,7 +178,7 @@ export type Action =
       type: "record-digests";
       digests: Record<string, string>;
       candidates?: Record<string, string | null>;
-      /** Installation keys that ride with this write when the tick makes no earlier one. */
+      /** Keys that ride with this write when the tick makes no earlier one (the installation's, an adopt marker). */
       also?: Record<string, string | null>;
     }
   /** Re-pinned images whose rollouts settled: one PinRestored Event naming who had removed the pin. */

@@ -170,6 +170,25 @@ describe("a deploy tool renders the floating tag over the pin", () => {
     expect(adopt.stderr).toContain("refreshed: api: refreshed; node-agent: refreshed");
     expect(workloadPatches().sort()).toEqual(["api", "api-proxy", "node-agent"]);
     expect(proxyImage()).toBe(pin(w.ours()[k("last-refreshed-api-digest")] as string));
+    // Nothing was wrong: one Normal Event per workload, naming only that workload's containers;
+    // no Warning claiming a pin had been replaced.
+    const ev = events();
+    expect(ev.map((e) => `${e.type} ${e.reason} ${e.regarding.name}`).sort()).toEqual([
+      "Normal Pinned api",
+      "Normal Pinned api-proxy",
+      "Normal Pinned node-agent",
+    ]);
+    const note = (name: string) => ev.find((e) => e.regarding.name === name)?.note as string;
+    expect(note("api")).toContain("api=");
+    expect(note("api")).not.toContain("node-agent");
+    expect(note("node-agent")).toContain("agent=");
+    expect(note("node-agent")).not.toContain("myorg/api@");
+    expect(ev.map((e) => e.note).join(" ")).not.toContain("had been replaced");
+    // The adoption is done: the next tick finds every pin in place and writes nothing more than
+    // the streak's removal; later ticks write nothing.
+    await w.run();
+    expect(w.ours()[k("adopt-api")]).toBeUndefined();
+    expect(w.ours()[k("adopt-node-agent")]).toBeUndefined();
   });
 });
 

@@ -102,7 +102,11 @@ describe("when the revert cannot help", () => {
     for (const n of [1, 2, 3]) {
       const r = await w.run();
       expect(r.code).toBe(1);
-      expect(r.stderr).toContain("reason=rollout_failed_reverted");
+      expect(r.stderr).toContain("to the images they had before this tick (settled)");
+      // The failure that reaches maxRefreshAttempts announces the lockout on its own tick.
+      expect(r.stderr).toContain(
+        n < 3 ? "reason=rollout_failed_reverted" : "locked_out: api: locked_out 3/3",
+      );
       expect(w.ours()[k("refresh-attempt-api")]).toBe(String(n));
       expect(proxyImage()).toBe(pin(old));
     }
@@ -142,7 +146,10 @@ describe("a re-pin that fails", () => {
     for (const n of [1, 2, 3]) {
       const r = await w.run();
       expect(r.code, r.stderr).toBe(1);
-      expect(r.stderr).toContain("reason=rollout_failed_reverted");
+      expect(r.stderr).toContain("to the images they had before this tick (settled)");
+      expect(r.stderr).toContain(
+        n < 3 ? "reason=rollout_failed_reverted" : "locked_out: api: locked_out 3/3",
+      );
       expect(r.stderr).not.toContain("pin_contested");
       expect(w.ours()[k("refresh-attempt-api")]).toBe(String(n));
       expect(proxyImage()).toBe(tag);

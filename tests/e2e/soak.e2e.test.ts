@@ -154,7 +154,8 @@ describe("status under a soak", () => {
       `${b2} first seen ${at(T0 + 2 * H)} (4h59m30s ago), due ${at(T0 + 8 * H)} (in 1h30s)`,
     );
     expect(r.stdout).toContain(`${b1} first seen ${at(T0)} (6h59m30s ago), aged`);
-    expect(r.stdout).toContain("REFRESHED (digest_changed)");
+    // A forecast, not a deed (the headline changed from REFRESHED with the past/future rule).
+    expect(r.stdout).toContain("REFRESH DUE (digest_changed)");
     const json = JSON.parse((await world.run(["status", "--json"])).stdout);
     const api = json.images.find((i: { key: string }) => i.key === "api");
     expect(api.candidates.map((x: { digest: string; due: boolean }) => [x.digest, x.due])).toEqual([

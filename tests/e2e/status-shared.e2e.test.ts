@@ -41,11 +41,12 @@ test("status api, status node-agent and status agree on every verdict, and the t
   expect(tick.stderr).toContain("api: refreshed; node-agent: noop");
 });
 
-test("text: status api prints api alone, refreshed, not held by the image it shares api-proxy with", async () => {
+test("text: status api prints api alone, a refresh due, not held by the image it shares api-proxy with", async () => {
   w.registry.push("myorg/api", "stable");
   const r = await w.run(["status", "api"]);
   expect(r.code).toBe(0);
-  expect(r.stdout).toContain("image api (myorg/api): REFRESHED (digest_changed)");
+  // A forecast, not a deed: the refresh is due, nothing has been refreshed yet.
+  expect(r.stdout).toContain("image api (myorg/api): REFRESH DUE (digest_changed)");
   expect(r.stdout).not.toContain("image node-agent");
   expect(r.stdout).not.toContain("shared_workload");
 });

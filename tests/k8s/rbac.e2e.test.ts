@@ -200,7 +200,9 @@ for (const dir of KUSTOMIZATIONS) {
         ["refresh", 0, "refreshed"],
         ...Array.from({ length: s.config.maxSkipTicks - 1 }, (_, i) => [`unsettled ${i + 1}`, 0, "skipped"]),
         [`unsettled ${s.config.maxSkipTicks}`, 1, "frozen"],
-        ...Array.from({ length: s.config.maxRefreshAttempts }, (_, i) => [`flap ${i + 1}`, 1, "failed"]),
+        ...Array.from({ length: s.config.maxRefreshAttempts - 1 }, (_, i) => [`flap ${i + 1}`, 1, "failed"]),
+        // The failure that reaches the maximum announces the lockout on its own tick.
+        [`flap ${s.config.maxRefreshAttempts}`, 1, "locked_out"],
         // A lockout fails the Job; status, usable as a check, says so too.
         ["lockout", 1, "locked_out"],
         ["status", 1, undefined],

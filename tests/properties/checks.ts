@@ -262,11 +262,11 @@ function checkRollouts(c: Ctx, verdicts: Record<string, string> | undefined): vo
         .some((x) => ok(x) && merged(x)?.[k(`refresh-attempt-${key}`)] === want);
       must(persisted, `(1) ${key} was patched before its attempt ${want} was persisted`);
       must(numberOf(n) < MAX_ATTEMPTS, `(1) ${key} was patched at count ${numberOf(n)}`);
+      // A failure that brings the count to the maximum announces the lockout on its own tick.
+      const outcomes =
+        Number(want) >= MAX_ATTEMPTS ? ["refreshed", "failed", "locked_out"] : ["refreshed", "failed"];
       if (verdicts && ok(e))
-        must(
-          ["refreshed", "failed"].includes(verdicts[key] ?? ""),
-          `(8) ${key} patched but ${verdicts[key]}`,
-        );
+        must(outcomes.includes(verdicts[key] ?? ""), `(8) ${key} patched but ${verdicts[key]}`);
     }
   });
   if (!verdicts) return;
@@ -402,7 +402,13 @@ function checkLockout(c: Ctx, faulted: boolean): void {
       if (name !== k(`refresh-flap-detected-${key}`) || v === null) continue;
       const migration = !inStore(was, key) && flap !== undefined && v === flap;
       const marker = flap === undefined && locked && v === String(numberOf(n));
-      must(migration || marker, `(5) ${key}'s flap marker written as ${v} while ${flap ?? "absent"}`);
+      // A rollout seen to fail that brings the count to the maximum writes the marker on its tick.
+      const reached = numberOf(n) + 1 >= MAX_ATTEMPTS && v === String(numberOf(n) + 1);
+      const failedNow = reached && writes.some(([w, x]) => w === k(`failed-${key}-digest`) && x !== null);
+      must(
+        migration || marker || failedNow,
+        `(5) ${key}'s flap marker written as ${v} while ${flap ?? "absent"}`,
+      );
     }
     const changed = was[k(`last-refreshed-${key}-digest`)] !== before.current[key];
     const recorded = was[k(`last-refreshed-${key}-digest`)] !== undefined;

@@ -71,4 +71,6 @@ export const imageKeys = (_c: Config, key: string) => [
   `paused-${key}`,
   `candidates-${key}`,
   `rejected-${key}-digest`,
+  `last-attempt-${key}`,
+  `adopt-${key}`,
 ];

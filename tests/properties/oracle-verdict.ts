@@ -31,6 +31,8 @@ export interface Expected {
   pastPause: boolean;
   /** The first container a human pinned, which pauses the image. */
   pauser?: LiveTruth;
+  /** Every human pin of the image, in target order (the pause's marker names them all). */
+  pins?: LiveTruth[];
   /** The refresh the verdict asks for, before the attempt-count rules. */
   wanted?: Wanted;
   /** The refresh the image starts, after the count rules and isolation. */
@@ -71,15 +73,20 @@ function knownDigests(x: Ctx, R: string, L: string): string[] {
 
 /** The first target container (config order) that a human pinned: same repository, not ours, unknown. */
 export function humanPinOf(c: Config, o: Observed, t: Truth, key: string): LiveTruth | undefined {
+  return humanPinsOf(c, o, t, key)[0];
+}
+
+/** Every container a human pinned, in target order: a pause names them all. */
+export function humanPinsOf(c: Config, o: Observed, t: Truth, key: string): LiveTruth[] {
   const x = { c, o, t, key };
   const seen = o.digests?.[key];
   const R = ann(x, `last-refreshed-${key}-digest`);
-  if (!seen?.ok || R === undefined) return undefined;
+  if (!seen?.ok || R === undefined) return [];
   const known = knownDigests(x, R, seen.digest);
   return targetsOf(x)
     .map((y) => y.live)
-    .find(
-      (l) =>
+    .filter(
+      (l): l is LiveTruth =>
         l !== undefined &&
         !l.ours &&
         (l.kind === "other_tag" || (l.kind === "digest" && !known.includes(l.digest as string))),
@@ -166,6 +173,7 @@ function resolved(x: Ctx, e: Expected, L: string): Expected {
   const R = ann(x, `last-refreshed-${key}-digest`);
   if (R === undefined) return say("recorded", "first_observation");
   e.pauser = humanPinOf(c, o, t, key);
+  e.pins = humanPinsOf(c, o, t, key);
   if (e.pauser) return say("paused", "pinned_by_human", true);
   e.pastPause = true;
   if (ann(x, `rejected-${key}-digest`) === L) return say("paused", "build_rejected", true);
@@ -178,7 +186,10 @@ function resolved(x: Ctx, e: Expected, L: string): Expected {
   if (c.reconcile === "report") return say("drifted", "tag_rerendered");
   // Only another writer contests the pin; image-refresh's own revert of a failed re-pin is retried.
   const foreign = off.some(({ live }) => live?.ours !== true);
-  if (ann(x, `repin-streak-${key}`) !== undefined && foreign) return say("held", "pin_contested", true);
+  // A tick that lost the race re-reads the winner's streak: the winner's claim stands, no contest.
+  const claimed = x.o.claimed?.includes(key) === true;
+  if (ann(x, `repin-streak-${key}`) !== undefined && foreign && !claimed)
+    return say("held", "pin_contested", true);
   e.wanted = { digest: R, repin: true, only: off.map(({ tg }) => slotOf(tg)) };
   return counted(x, e);
 }

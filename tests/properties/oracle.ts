@@ -59,6 +59,8 @@ export const imageKeysOf = (key: string) => [
   `rejected-${key}-digest`,
   `candidates-${key}`,
   `paused-${key}`,
+  `last-attempt-${key}`,
+  `adopt-${key}`,
 ];
 export const shares = (c: Config, a: string, b: string) => {
   const mine = workloadsOf(c, a);

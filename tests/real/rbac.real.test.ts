@@ -193,7 +193,13 @@ describe.skipIf(missing)(`k8s/${DIR} on the real API server, as the CronJob's Se
     writeTickConfig(o, config, reg.host, { rolloutTimeout: "8s" });
     const attempts = o.config.maxRefreshAttempts;
     expect(await lockoutStory()).toEqual([
-      ...Array.from({ length: attempts }, (_, i) => ({ step: `flap ${i + 1}`, code: 1, outcome: "failed" })),
+      ...Array.from({ length: attempts - 1 }, (_, i) => ({
+        step: `flap ${i + 1}`,
+        code: 1,
+        outcome: "failed",
+      })),
+      // the failure that reaches the maximum announces the lockout on its own tick
+      { step: `flap ${attempts}`, code: 1, outcome: "locked_out" },
       // exit 1 for locked_out, every tick until someone rearms or rejects (the job fails, alerting)
       { step: "lockout", code: 1, outcome: "locked_out" },
       // status exits 1 like the next tick would while an image is locked out
@@ -233,7 +239,8 @@ describe.skipIf(missing)(`k8s/${DIR} on the real API server, as the CronJob's Se
     expect(new Set(ours.map((e) => `${e.type} ${e.reason}`))).toEqual(
       new Set([
         "Normal Refreshed",
-        "Warning PinRestored",
+        // the adoption of the tag-following install: no pin was replaced, so no Warning
+        "Normal Pinned",
         "Warning RolloutFailed",
         "Warning RolloutReverted",
         "Warning RefreshLockedOut",
@@ -297,6 +304,50 @@ describe.skipIf(missing)(`k8s/${DIR} on the real API server, as the CronJob's Se
       expect(seen).toHaveLength(variants().length);
     }, 900_000);
   });
+
+  test("a Role without `patch` on deployments: held naming the verb, resource and Role; the count unchanged over five ticks", async () => {
+    const v = boundRoles(o.objects, o.sa)
+      .flatMap((role) => withoutVerb(role))
+      .find((x) => x.permission.startsWith("patch apps/deployments"));
+    if (!v) throw new Error("the rendered Roles grant no patch on deployments");
+    const image = o.config.images.find((i) => !i.pinned && i.targets.some((x) => x.kind === "Deployment"));
+    if (!image) throw new Error("the overlay has no Deployment image");
+    const { namespace: storeNs, name: storeName } = o.config.store;
+    const book = async () =>
+      ((await c.cp.admin.get(`/api/v1/namespaces/${storeNs}/configmaps/${storeName}`)).data ?? {}) as Record<
+        string,
+        string
+      >;
+    await deleteWorkloads(c, o, reg.host);
+    await applyRole(v.role, v.original);
+    try {
+      await applyWorkloads(c, o, reg.host);
+      pushAll();
+      expect((await run(t)).outcome).toBe("recorded");
+      const before = (await book())[`refresh-attempt-${image.key}`];
+      for (let n = 1; n <= 5; n++) {
+        if (n === 3) push(image.repository); // a new build changes nothing: the Role, not the build, is at fault
+        const r = await run(t);
+        const line = r.lines.find((l) => l.image === image.key && l.outcome !== undefined);
+        expect({ tick: n, code: r.code, outcome: line?.outcome, reason: line?.reason }).toEqual({
+          tick: n,
+          code: 1,
+          outcome: "held",
+          reason: "patch_refused",
+        });
+        const msg = String(line?.msg);
+        expect(msg).toContain("grant `patch` on deployments.apps in");
+        expect(msg).toContain(`the Role ${v.role.metadata.namespace}/${v.role.metadata.name}`);
+        expect(msg).toContain(`the attempt count is back at ${before ?? 0}`);
+        const after = await book();
+        expect({ tick: n, count: after[`refresh-attempt-${image.key}`] }).toEqual({ tick: n, count: before });
+        expect(after[`failed-${image.key}-digest`]).toBeUndefined();
+        expect(after[`refresh-flap-detected-${image.key}`]).toBeUndefined();
+      }
+    } finally {
+      await applyRole(v.original, v.original);
+    }
+  }, 300_000);
 
   /** Applies a Role as the overlay's manager and waits until the authorizer sees it. */
   async function applyRole(role: K8sObject, original: K8sObject): Promise<void> {

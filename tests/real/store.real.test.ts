@@ -133,7 +133,8 @@ describe.skipIf(missing)("the store on the real API server", () => {
     s.c.kubelet.build(bad, "never");
     config(STORE, { maxRefreshAttempts: 1, rolloutTimeout: "8s" });
     const failed = await s.tick();
-    expect([failed.code, verdictOf(failed, "web")]).toEqual([1, "failed (reverted)"]);
+    // With maxRefreshAttempts 1 the first failure reaches it: locked out on that tick.
+    expect([failed.code, verdictOf(failed, "web")]).toEqual([1, "locked_out 1/1"]);
     await s.rolledOut("web");
     const locked = await s.tick();
     expect(locked.code).toBe(1);

@@ -43,7 +43,8 @@ const STEPS: Step[] = [
     code: 1,
   },
   { name: "flap 2", outcome: "failed", code: 1 },
-  { name: "flap 3", outcome: "failed", code: 1 },
+  // The failure that reaches the maximum announces the lockout on its own tick.
+  { name: "flap 3", outcome: "locked_out", code: 1 },
   // A lockout needs a human: each tick that holds it exits 1 (a failed Job).
   { name: "lockout", outcome: "locked_out", code: 1 },
   { name: "lockout holds", outcome: "locked_out", code: 1 },
@@ -134,7 +135,7 @@ test("attempt ticks and the lockout form one chain of span links", () => {
   expect(events).toMatchObject({
     refresh: ["attempt", "reset"],
     "flap 1": ["attempt", "revert"],
-    "flap 3": ["attempt", "revert"],
+    "flap 3": ["attempt", "revert", "lockout"],
     lockout: ["lockout"],
     "refresh after rearm": ["attempt", "reset"],
   });
@@ -172,7 +173,8 @@ test("counters add up over the story", () => {
   const counts = Object.fromEntries(
     ["attempts", "resets", "lockouts", "skips"].map((n) => [n, sumOf(all, `image_refresh.${n}`)]),
   );
-  expect(counts).toEqual({ attempts: 5, resets: 2, lockouts: 2, skips: 0 });
+  // A lockout is counted on every tick it holds: from flap 3, which reached it, on.
+  expect(counts).toEqual({ attempts: 5, resets: 2, lockouts: 3, skips: 0 });
   const outcomes = ["recorded", "refreshed", "failed", "locked_out", "noop"].map((o) => [
     o,
     sumOf(all, "image_refresh.ticks", { "image_refresh.outcome": o }),
@@ -180,8 +182,8 @@ test("counters add up over the story", () => {
   expect(Object.fromEntries(outcomes)).toEqual({
     recorded: 1,
     refreshed: 2,
-    failed: 3,
-    locked_out: 2,
+    failed: 2,
+    locked_out: 3,
     noop: 2,
   });
 });

@@ -4,7 +4,7 @@
 // the others go on; the reset never depends on the digest write.
 import type { Outcome } from "../../outcomes.ts";
 import { mostSevere } from "../../outcomes.ts";
-import type { Change } from "../../state/change.ts";
+import { type Change, setField } from "../../state/change.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
 import type { SpanHandle } from "../../telemetry.ts";
 import { baseAttrs } from "../attributes.ts";
@@ -22,6 +22,7 @@ import {
   type Run,
   Stop,
   StoreConflict,
+  tickClock,
   writeBook,
 } from "./state.ts";
 
@@ -54,6 +55,7 @@ export async function apply(
     started: new Set(),
     rolledOut: false,
     patched: [],
+    attempts: {},
   };
   let stopped: Failure | undefined;
   try {
@@ -131,7 +133,9 @@ async function guarded(
 
 /**
  * The one write before any workload is touched: every due image's count + 1 with this tick's
- * traceparent and the digest it tries (so a failure names its build), the streaks, flap markers,
+ * traceparent and the build it tries, as an attempt `started` (so a tick killed mid-rollout still
+ * names its build, and is told as abandoned, not failed: only a rollout seen to fail writes
+ * `failed-<key>-digest`), the streaks, flap markers,
  * the legacy annotations' migration and first observations. One compare-and-swap, so a
  * concurrent tick's count is never overwritten.
  */
@@ -142,7 +146,7 @@ async function writeState(run: Run, w: StateWrite): Promise<void> {
   for (const [key, a] of Object.entries(w.attempts)) {
     change[IMAGE_KEYS.attempt.name(key)] = String(a.count);
     change[IMAGE_KEYS.traceparent.name(key)] = traceparent;
-    change[IMAGE_KEYS.failed.name(key)] = a.digest;
+    Object.assign(change, setField(key, "last", { digest: a.digest, ending: "started", at: tickClock(run) }));
   }
   const removalsOnly =
     Object.keys(w.attempts).length + w.streaks.length + w.flaps.length + w.firstSeen.length === 0;
@@ -160,6 +164,7 @@ async function writeState(run: Run, w: StateWrite): Promise<void> {
     });
     return;
   }
+  run.attempts = { ...w.attempts };
   for (const [key, { count: n }] of Object.entries(w.attempts)) {
     // The count stands until the reset removes it: a failed rollout leaves it, and so must the gauge.
     const v = run.verdicts.get(key) as ImageVerdict;

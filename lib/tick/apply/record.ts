@@ -1,35 +1,22 @@
 // After the rollouts: the reset of the images whose workloads all settled, then (a separate
 // request, so a failed digest write can never strand a lockout) the record of their digests, and
 // the Events that say so. Each has its own failure policy.
-import { type Change, merge, reset as resetKeys } from "../../state/change.ts";
+import { type Change, merge, reset as resetKeys, setField } from "../../state/change.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
 import { countOf } from "../../state/values.ts";
 import { baseAttrs } from "../attributes.ts";
 import type { ImageVerdict } from "../model.ts";
+import { workloadId } from "../model.ts";
 import {
   describeStore,
   failImage,
   postEvent,
   type Run,
-  rereadBook,
-  StoreConflict,
   stillRefreshing,
   targetsOfImages,
-  writeBook,
+  tickClock,
+  withRetry,
 } from "./state.ts";
-
-/** A store write that re-reads and decides again when another tick wrote first (a few times). */
-async function withRetry(run: Run, decide: () => Change): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await writeBook(run, decide());
-    } catch (err) {
-      if (!(err instanceof StoreConflict) || attempt >= 4) throw err;
-      run.ctx.log.info(`${describeStore(run)} changed concurrently; reading it again and deciding again`);
-      await rereadBook(run);
-    }
-  }
-}
 
 /**
  * The reset is its own write so that a failed digest write can never strand a lockout. It is
@@ -51,7 +38,7 @@ export async function reset(run: Run, counts: Record<string, number>): Promise<v
       );
       return false;
     });
-    return merge(...done.map((key) => resetKeys(run.book, key)));
+    return merge(...done.map((key) => merge(resetKeys(run.book, key), verified(run, key))));
   };
   try {
     await withRetry(run, decide);
@@ -71,6 +58,12 @@ export async function reset(run: Run, counts: Record<string, number>): Promise<v
     run.root.addEvent("reset", { "image_refresh.image": key });
     run.ctx.telemetry.counter("image_refresh.resets", 1, baseAttrs(run, key));
   }
+}
+
+/** The attempt ended well: its build is the last attempt's, `verified`, kept after the reset. */
+function verified(run: Run, key: string): Change {
+  const a = run.attempts[key];
+  return a ? setField(key, "last", { digest: a.digest, ending: "verified", at: tickClock(run) }) : {};
 }
 
 /**
@@ -120,17 +113,45 @@ export async function recordDigests(
   await refreshedEvent(run, digests);
 }
 
-/** Re-pinned images that settled are back on the recorded pin: one Warning Event names who had removed it. */
+/**
+ * Re-pinned images that settled are back on the recorded pin: one Warning Event names who had
+ * removed it. An adoption (the first pin of a tag-following install) replaced no pin: it gets a
+ * Normal Event per workload instead.
+ */
 export async function pinRestored(run: Run, images: string[]): Promise<void> {
   const done = stillRefreshing(run, images);
   if (done.length === 0) return;
-  const parts = done.map((key) => {
+  for (const key of done) (run.verdicts.get(key) as ImageVerdict).inSync = true;
+  const adopted = done.filter((key) => run.verdicts.get(key)?.adopted === true);
+  await adoptedEvents(run, adopted);
+  const restored = done.filter((key) => !adopted.includes(key));
+  if (restored.length === 0) return;
+  const parts = restored.map((key) => {
     const v = run.verdicts.get(key) as ImageVerdict;
-    v.inSync = true;
     return `${key} back on ${v.digest} (the pin had been replaced by ${v.restoredFrom?.join(", ") || "an unknown writer"})`;
   });
   const note = `re-pinned ${parts.join("; ")}; if the tag is rendered over the pin again before a tick finds it in place, image-refresh stops re-pinning and reports pin_contested`;
-  await postEvent(run, { eventType: "Warning", reason: "PinRestored", note }, targetsOfImages(run, done));
+  await postEvent(run, { eventType: "Warning", reason: "PinRestored", note }, targetsOfImages(run, restored));
+}
+
+/** One Normal Event per workload the adoption pinned, naming only that workload's containers. */
+async function adoptedEvents(run: Run, keys: readonly string[]): Promise<void> {
+  const { config } = run.ctx;
+  for (const p of run.patched) {
+    const pins = keys.flatMap((key) => {
+      const img = config.images.find((i) => i.key === key);
+      const digest = run.verdicts.get(key)?.digest;
+      if (!img || !digest) return [];
+      return img.targets
+        .filter(
+          (t) => workloadId(t) === workloadId(p.workload) && p.containers.some((x) => x.name === t.container),
+        )
+        .map((t) => `${t.container}=${config.registry.host}/${img.repository}@${digest}`);
+    });
+    if (pins.length === 0) continue;
+    const note = `adopted: pinned ${pins.join(", ")}, the build recorded when image-refresh first saw the floating tag :${config.tag}; from now on it keeps them on the newest build`;
+    await postEvent(run, { eventType: "Normal", reason: "Pinned", note }, [p.workload]);
+  }
 }
 
 /** One Normal Event for the images that refreshed and were recorded. */

@@ -11,11 +11,14 @@ import { describeWorkload } from "../model.ts";
 import { type Failure, failImage, type Patched, postEvent, type Run } from "./state.ts";
 import { patchImages, waitForImages } from "./workload-patch.ts";
 
-/** Reverts the group's patched workloads, newest first, and amends its images' verdicts. */
-export async function revertGroup(run: Run, group: number, failed: Failure): Promise<void> {
+/**
+ * Reverts the group's patched workloads, newest first, and amends its images' verdicts. Says
+ * whether the revert settled; undefined when there was nothing to revert (or no revert to start).
+ */
+export async function revertGroup(run: Run, group: number, failed: Failure): Promise<boolean | undefined> {
   const { ctx } = run;
   const todo = run.patched.filter((p) => p.group === group).reverse();
-  if (ctx.config.onFailure !== "revert" || todo.length === 0 || ctx.signal.aborted) return;
+  if (ctx.config.onFailure !== "revert" || todo.length === 0 || ctx.signal.aborted) return undefined;
   const members = run.groups[group] ?? [];
   for (const key of members) {
     run.root.addEvent("revert", { "image_refresh.image": key });
@@ -54,6 +57,7 @@ export async function revertGroup(run: Run, group: number, failed: Failure): Pro
     event,
     todo.map((p) => p.workload),
   );
+  return settled;
 }
 
 /** One workload back on its old images: the same guarded patch as forward, then the same wait. */

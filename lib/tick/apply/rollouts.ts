@@ -1,10 +1,13 @@
 // One workload's rollout inside apply: the guarded patch, the wait, and what a failure means for
 // the images that move together with it (its group). Other groups go on.
-import { ApiError } from "../../kube/errors.ts";
+import { isRefusal } from "../../kube/refusal.ts";
 import type { Workload } from "../../kube/workloads.ts";
 import { baseAttrs } from "../attributes.ts";
 import type { Rollout } from "../model.ts";
 import { describeWorkload } from "../model.ts";
+import { endAttempts } from "./ending.ts";
+import { announceLockouts } from "./lockout.ts";
+import { refused } from "./refused.ts";
 import { revertGroup } from "./revert.ts";
 import { type Failure, failImage, type Patched, postEvent, type Run } from "./state.ts";
 import { patchImages, waitForImages } from "./workload-patch.ts";
@@ -32,16 +35,7 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
   try {
     updated = await patchImages(run, a.workload, images);
   } catch (err) {
-    // Refused before any workload of the group was touched (e.g. a container renamed since it
-    // was read, so the patch's `test` failed): nothing started, so held, not failed. The count stays.
-    const untouched = !run.started.has(a.group) && err instanceof ApiError && err.code === 422;
-    const f: Failure = {
-      outcome: untouched ? "held" : "failed",
-      reason: untouched ? "target_unavailable" : "rollout_failed",
-      message: `cannot re-image ${what}: ${(err as Error).message}`,
-    };
-    failGroup(run, a, f);
-    return revertGroup(run, a.group, f);
+    return patchFailed(run, a, err);
   }
   run.rolledOut = true;
   run.started.add(a.group);
@@ -58,15 +52,54 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
     ctx.log.info(`${what} rolled out: ${r.message}`, { workload: what });
     return;
   }
-  // Say why the wait was cut short (SIGTERM, the tick's deadline): an operator reading the
-  // Job's log must not mistake a drained node for a flapping workload.
-  const cut = ctx.signal.aborted
-    ? `; the tick was stopped: ${(ctx.signal.reason as Error)?.message ?? "aborted"}`
-    : "";
-  const message = `rollout of ${what} did not settle (${r.reason}): ${r.message}${cut}`;
-  const failure: Failure = { outcome: "failed", reason: "rollout_failed", message };
+  // Only a rollout that did not settle in time, or reached its progress deadline, saw the build
+  // fail; a wait the API cut short (forbidden, the workload deleted or changed by someone else) did not.
+  const seen = r.reason === "timeout" || r.reason === "deadline_exceeded";
+  const message = `rollout of ${what} did not settle (${r.reason}): ${r.message}`;
+  return rolloutFailed(run, a, { updated, message, seen });
+}
+
+/**
+ * The patch did not go through. Refused before anything of the group changed: not an attempt
+ * (refused.ts). A refusal after the group started, or an answer that never came: nobody saw the
+ * build run, so the attempt ends without calling it failed, and what was patched goes back.
+ */
+async function patchFailed(run: Run, a: Rollout, err: unknown): Promise<void> {
+  if (isRefusal(err) && !run.started.has(a.group)) return refused(run, a, err);
+  const f: Failure = {
+    outcome: "failed",
+    reason: "rollout_failed",
+    message: `cannot re-image ${describeWorkload(a.workload)}: ${(err as Error).message}`,
+  };
+  failGroup(run, a, f);
+  // A stopped tick writes nothing more: its attempt stays `started`, told as abandoned.
+  if (!run.ctx.signal.aborted)
+    await endAttempts(run, members(run, a), isRefusal(err) ? "refused" : "interrupted");
+  await revertGroup(run, a.group, f);
+}
+
+/**
+ * The rollout was seen to fail: its build is named failed (and the image locked out when this
+ * failure reaches the maximum), the group reverted, the lockout announced on this tick. A wait
+ * cut short (SIGTERM, the tick's deadline) saw nothing fail: the attempt stays `started`.
+ */
+async function rolloutFailed(
+  run: Run,
+  a: Rollout,
+  r: { updated: Workload; message: string; seen: boolean },
+): Promise<void> {
+  const { ctx } = run;
+  // Say why the wait was cut short: an operator reading the Job's log must not mistake a
+  // drained node for a flapping workload.
+  const stopped = ctx.signal.aborted;
+  const cut = stopped ? `; the tick was stopped: ${(ctx.signal.reason as Error)?.message ?? "aborted"}` : "";
+  const failure: Failure = { outcome: "failed", reason: "rollout_failed", message: `${r.message}${cut}` };
   failGroup(run, a, failure);
-  const note = `${message} (images ${run.groups[a.group]?.join(", ")})`;
+  // A stopped tick writes nothing more: its attempt stays `started`, told as abandoned.
+  const keys = members(run, a);
+  if (!stopped && !r.seen) await endAttempts(run, keys, "interrupted");
+  const ended = stopped || !r.seen ? undefined : await endAttempts(run, keys, "failed", { failed: true });
+  const note = `${failure.message} (images ${run.groups[a.group]?.join(", ")})`;
   const event = {
     type: "event" as const,
     eventType: "Warning" as const,
@@ -74,8 +107,11 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
     note,
   };
   // About the workload that failed, where `kubectl describe` shows it.
-  await postEvent(run, event, [updated]);
-  await revertGroup(run, a.group, failure);
+  await postEvent(run, event, [r.updated]);
+  const reverted = await revertGroup(run, a.group, failure);
+  if (!ended || ended.written.length === 0) return;
+  if (reverted !== undefined) await endAttempts(run, ended.written, reverted ? "reverted" : "revert_failed");
+  await announceLockouts(run, ended.locked);
 }
 
 /** The images the patched containers named when this tick read the workload: what a revert restores. */
@@ -83,11 +119,15 @@ function before(a: Rollout): Patched["containers"] {
   return a.containers.map((c) => ({ name: c.name, image: c.before ?? c.image, path: c.path as string }));
 }
 
+/** The images that move with this rollout: its group. */
+function members(run: Run, a: Rollout): string[] {
+  return run.groups[a.group] ?? a.images;
+}
+
 /** A failed rollout fails every image of its group; later rollouts of the group are not started. */
 function failGroup(run: Run, a: Rollout, f: Failure): void {
   run.failed.set(a.group, f);
-  const members = run.groups[a.group] ?? a.images;
-  for (const key of members) {
+  for (const key of members(run, a)) {
     const own = a.images.includes(key);
     failImage(run, key, {
       ...f,

@@ -66,6 +66,8 @@ export interface Run {
   rolledOut: boolean;
   /** Every workload this tick patched, in order, with the images it had: what a revert restores. */
   patched: Patched[];
+  /** The attempts this tick persisted, by image key: the count it wrote and the build it tries. */
+  attempts: Record<string, { count: number; digest: string }>;
 }
 
 export function describeStore(run: { ctx: Pick<TickContext, "store"> }): string {
@@ -91,6 +93,22 @@ export async function writeBook(run: Run, change: Change): Promise<void> {
   if (r.kind === "written") run.book = r.book;
   await dropLegacy(run);
 }
+
+/** A store write that re-reads and decides again when another tick wrote first (a few times). */
+export async function withRetry(run: Run, decide: () => Change): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await writeBook(run, decide());
+    } catch (err) {
+      if (!(err instanceof StoreConflict) || attempt >= 4) throw err;
+      run.ctx.log.info(`${describeStore(run)} changed concurrently; reading it again and deciding again`);
+      await rereadBook(run);
+    }
+  }
+}
+
+/** The tick's clock (the store GET's `Date`), for every stored time. */
+export const tickClock = (run: Run): number => run.obs.observed.clock ?? run.ctx.now();
 
 /** Reads the store again after a conflict; the legacy values are not carried again. */
 export async function rereadBook(run: Run): Promise<void> {

@@ -48,10 +48,14 @@ export function combine(o: Observed, c: Config, given: Map<string, Judgement>): 
   }
   const record: Record<string, string> = {};
   const candidates: Record<string, string | null> = {};
+  const rider: Record<string, string | null> = { ...answer.rider };
   for (const j of judged.values()) {
     // A re-pin's digest is the recorded one already.
     if (j.due && !j.due.repin) record[j.verdict.key] = j.due.digest;
-    else if (j.firstSeen && !write) record[j.verdict.key] = j.firstSeen;
+    else if (j.firstSeen && !write) {
+      record[j.verdict.key] = j.firstSeen;
+      if (j.adopt) rider[IMAGE_KEYS.adopt.name(j.verdict.key)] = "1";
+    }
     // The candidates a rollout leaves behind go with its record: both land, or neither.
     if (j.due?.candidates !== undefined) candidates[j.verdict.key] = j.due.candidates;
   }
@@ -61,7 +65,7 @@ export function combine(o: Observed, c: Config, given: Map<string, Judgement>): 
       digests: record,
       ...(Object.keys(candidates).length ? { candidates } : {}),
       // Without a write before the rollouts, what rides with a write rides with this one.
-      ...(!write && Object.keys(answer.rider).length ? { also: answer.rider } : {}),
+      ...(!write && Object.keys(rider).length ? { also: rider } : {}),
     });
   const repinned = due.filter((j) => j.due?.repin).map((j) => j.verdict.key);
   if (repinned.length) actions.push({ type: "pin-restored", images: repinned });
@@ -210,6 +214,7 @@ function stateWrite(
   for (const j of judged.values())
     if (j.firstSeen) {
       change[IMAGE_KEYS.digest.name(j.verdict.key)] = j.firstSeen;
+      if (j.adopt) change[IMAGE_KEYS.adopt.name(j.verdict.key)] = "1";
       w.firstSeen.push(j.verdict.key);
     }
   Object.assign(change, answer.rider);

@@ -6,8 +6,9 @@ import type { Config, ImageConfig } from "../../config.ts";
 import type { EventReason } from "../../kube/events.ts";
 import type { ImageBook } from "../../state/book.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
-import { countOf, quoteForLog, trusted } from "../../state/values.ts";
+import { countOf, quoteForLog } from "../../state/values.ts";
 import type { ImageVerdict, Observed, WorkloadRef } from "../model.ts";
+import { lastAttempt } from "./last-attempt.ts";
 import type { LiveImage } from "./live.ts";
 
 export interface Judgement {
@@ -32,6 +33,8 @@ export interface Judgement {
   countsStreak: boolean;
   flap: boolean;
   firstSeen?: string;
+  /** A first observation that found containers on the floating tag: the next re-pin adopts them. */
+  adopt?: boolean;
   /**
    * Warning Events, each about the image's targets unless `regarding` names the workloads. One
    * tick can reach two transitions of one image (stale and frozen): each is announced.
@@ -80,7 +83,7 @@ export interface DueInput {
   digest: string;
   live?: LiveImage;
   /** A re-pin to the recorded digest rather than a new build. */
-  repin?: { only: string[]; managers: string[]; what: string };
+  repin?: { only: string[]; managers: string[]; what: string; adoption?: boolean };
 }
 
 export function due(j: Judgement, { img, b, c, o, digest, live, repin }: DueInput): Judgement {
@@ -107,6 +110,10 @@ export function due(j: Judgement, { img, b, c, o, digest, live, repin }: DueInpu
     due: { digest, count: count + 1, ...(repin ? { repin: true, only: repin.only } : {}) },
     verdict: { short: `attempt ${count + 1}/${max}`, attempt: count + 1, attemptCount: 0, lockedOut: false },
   });
+  if (repin?.adoption) {
+    const msg = `adopting ${img.key}: its containers name the floating tag; pinning them to ${digest}, the build recorded at first observation (attempt ${count + 1}/${max})`;
+    return say(amend(next, { verdict: { adopted: true } }), "refreshed", "pin_restored", msg);
+  }
   if (repin) {
     const msg = `${repin.what}; re-pinning ${img.key} to ${digest} (reconcile: repin; attempt ${count + 1}/${max})`;
     return say(amend(next, { verdict: { restoredFrom: repin.managers } }), "refreshed", "pin_restored", msg);
@@ -115,21 +122,45 @@ export function due(j: Judgement, { img, b, c, o, digest, live, repin }: DueInpu
   return say(next, "refreshed", "digest_changed", msg);
 }
 
+export interface LockoutFacts {
+  count: number;
+  max: number;
+  /** The build seen to fail last, if the bookkeeping may name one. */
+  failed?: string;
+  /** The build of a last attempt nobody saw end: then no build is called failed. */
+  abandoned?: string;
+  /** The registry's build now. */
+  now: string;
+}
+
 /**
  * A lockout's advice tells the build that failed apart from a newer one: for the failed build,
  * `rearm` retries it and `reject` waits for the next; for a newer one, `rearm` tries it (and
- * `reject` would reject the failed build, not the newer one).
+ * `reject` would reject the failed build, not the newer one). An abandoned last attempt names no
+ * failed build: the human checks the workloads and names the build to reject, if any.
  */
+export function lockoutAdvice(key: string, f: LockoutFacts): string {
+  const rearm = `\`image-refresh rearm ${key}\``;
+  if (f.abandoned !== undefined)
+    return `refresh of ${key} is held: ${f.count} rollout attempts in a row without a verified one (max ${f.max}); the last, of build ${f.abandoned}, was abandoned before anyone saw how it ended (its tick died, the answer to a write was lost, or the API refused the patch), so no build is called failed: check its workloads, then run ${rearm} to try again, or \`image-refresh reject ${key} DIGEST\` for a build you know is bad`;
+  const held = `refresh of ${key} is held: ${f.count} failed rollouts in a row (max ${f.max})`;
+  const failed = f.failed ?? f.now;
+  if (failed === f.now)
+    return `${held}, the last of build ${failed}; check its workloads, then run ${rearm} to try this build again or \`image-refresh reject ${key}\` to wait for the next one`;
+  return `${held}, the last of build ${failed}; the registry now has a newer build ${f.now}: check its workloads, then run ${rearm} to try it (\`image-refresh reject ${key}\` would reject the failed build ${failed}, not the newer one)`;
+}
+
 function lockout(j: Judgement, img: ImageConfig, b: ImageBook, c: Config, digest: string, count: number) {
   const max = c.maxRefreshAttempts;
-  const failed = trusted(b.failed);
+  const last = lastAttempt(b);
   const short = amend(j, { verdict: { short: `${count}/${max}` } });
-  const held = `refresh of ${img.key} is held: ${count} failed rollouts in a row (max ${max})`;
-  const rearm = `\`image-refresh rearm ${img.key}\``;
-  const msg =
-    failed === undefined || failed === digest
-      ? `${held}, the last of build ${digest}; check its workloads, then run ${rearm} to try this build again or \`image-refresh reject ${img.key}\` to wait for the next one`
-      : `${held}, the last of build ${failed}; the registry now has a newer build ${digest}: check its workloads, then run ${rearm} to try it (\`image-refresh reject ${img.key}\` would reject the failed build ${failed}, not the newer one)`;
+  const msg = lockoutAdvice(img.key, {
+    count,
+    max,
+    now: digest,
+    ...(last.kind === "failed" ? { failed: last.digest } : {}),
+    ...(last.kind === "abandoned" ? { abandoned: last.attempt.digest } : {}),
+  });
   if (b.flap.kind === "absent") {
     const announced = amend(short, {
       flap: true,

@@ -95,6 +95,21 @@ const cases: Case[] = [
     ],
   },
   {
+    name: "the tick that lost the race re-reads the winner's repin streak: it stands down, no contest, no Event",
+    o: both(
+      apiRendered,
+      (o) => ann(o, "repin-streak-api", "1"),
+      (o) => ann(o, "refresh-attempt-api", "1"),
+      (o) => {
+        o.claimed = ["api"];
+      },
+    ),
+    outcome: "held",
+    reason: "attempt_claimed",
+    images: { api: "held/attempt_claimed", "node-agent": "noop/unchanged" },
+    actions: [],
+  },
+  {
     name: "a contest already announced stays held with no write and no Event",
     o: both(apiRendered, (o) => ann(o, "repin-streak-api", "2")),
     outcome: "held",
@@ -355,6 +370,71 @@ describe("plan: the live spec", () => {
       "`kubectl -n apps set image deployment/api-proxy proxy=docker.io/myorg/api:stable` (the next tick re-pins it)",
     );
     expect(v?.paused).toBe(true);
+  });
+
+  test("a pause names every workload a human pinned, in one tick, and hands each back", () => {
+    const pins = both(
+      live("Deployment/apps/api", "api", `docker.io/myorg/api@${D("8")}`, human),
+      live("Deployment/apps/api-proxy", "proxy", `docker.io/myorg/api@${D("9")}`, human),
+    );
+    const d = plan(observed(pins), config());
+    const v = d.images[0];
+    expect(v?.outcome).toBe("paused");
+    expect(v?.message).toContain(
+      `Deployment apps/api container api was set to docker.io/myorg/api@${D("8")}`,
+    );
+    expect(v?.message).toContain(
+      `Deployment apps/api-proxy container proxy was set to docker.io/myorg/api@${D("9")}`,
+    );
+    expect(v?.resume).toContain("deployment/api api=");
+    expect(v?.resume).toContain("deployment/api-proxy proxy=");
+    // One Event for the pause with both pins; the marker holds both, so the next tick is quiet.
+    expect(d.actions.filter((a) => a.type === "event")).toHaveLength(1);
+    const marker = `docker.io/myorg/api@${D("8")} docker.io/myorg/api@${D("9")}`;
+    expect(d.actions[0]).toMatchObject({ type: "write-state", change: { "paused-api": marker } });
+    const next = plan(observed(both(pins, (x) => ann(x, "paused-api", marker))), config());
+    expect(next.actions).toEqual([]);
+  });
+
+  test("adoption: a first observation on the floating tag leaves a marker; the re-pin after it is an adoption", () => {
+    const first = plan(
+      observed(both(apiRendered, (o) => ann(o, "last-refreshed-api-digest", undefined))),
+      config(),
+    );
+    expect(first.images[0]?.outcome).toBe("recorded");
+    const record = first.actions.find((a) => a.type === "record-digests");
+    expect(record).toMatchObject({ digests: { api: D("a") }, also: { "adopt-api": "1" } });
+    const next = plan(observed(both(apiRendered, (o) => ann(o, "adopt-api", "1"))), config());
+    expect(next.images[0]).toMatchObject({ outcome: "refreshed", reason: "pin_restored", adopted: true });
+    expect(next.images[0]?.message).toContain("adopting api");
+    // A re-render over a pin this install held is no adoption: a Warning names who replaced it.
+    const rerender = plan(observed(apiRendered), config()).images[0];
+    expect(rerender?.adopted).toBeUndefined();
+    expect(rerender?.restoredFrom).toEqual(["helm"]);
+    // Once every pin is in place the marker goes.
+    const inPlace = plan(
+      observed((o) => ann(o, "adopt-api", "1")),
+      config(),
+    );
+    expect(inPlace.actions).toEqual([write({ change: { "adopt-api": null } })]);
+  });
+
+  test("paused and locked out at once: paused (exit 0), and the message says the lockout waits behind the pause", () => {
+    const o = observed(
+      both(
+        live("Deployment/apps/api-proxy", "proxy", `docker.io/myorg/api@${D("9")}`, human),
+        (x) => ann(x, "refresh-attempt-api", "3"),
+        (x) => ann(x, "refresh-flap-detected-api", "3"),
+      ),
+    );
+    const v = plan(o, config()).images[0];
+    expect(v?.outcome).toBe("paused");
+    expect(v?.message).toContain("the lockout (3 failed rollouts) waits behind the pause");
+    const plain = plan(
+      observed(live("Deployment/apps/api-proxy", "proxy", `docker.io/myorg/api@${D("9")}`, human)),
+      config(),
+    );
+    expect(plain.images[0]?.message).not.toContain("lockout");
   });
 
   test("a re-pin remembers the managers that had removed the pin, for its Event", () => {

@@ -502,6 +502,15 @@ for (const raw of ["", "abc", "-1", "+1", "1e3", " 2", "2 ", "2a", "1.0", "0x1",
 describe("plan", () => {
   runCases(cases);
 
+  test("a streak past its ceiling is shown at its max: frozen 8/8 and stale 8/8, never 9/8", () => {
+    const frozen = observed(both(unsettled, (o) => ann(o, "skip-streak-api", "8")));
+    expect(plan(frozen, config()).message).toBe("api: frozen 8/8; node-agent: noop");
+    const stale = observed(
+      both(agentFails("unauthorized"), (o) => ann(o, "unresolved-streak-node-agent", "8")),
+    );
+    expect(plan(stale, config()).message).toBe("api: noop; node-agent: stale 8/8 (unauthorized)");
+  });
+
   test("the tick's line lists every image's verdict with its detail", () => {
     const o = observed(both(newApi, agentFails("unauthorized")));
     expect(plan(o, config()).message).toBe("api: refreshed; node-agent: unresolved 1/8 (unauthorized)");

@@ -26,6 +26,14 @@ export function unsettled(img: ImageConfig, o: Observed): Array<{ ref: WorkloadR
   return [...out.values()];
 }
 
+/**
+ * A streak as `n/max`, never past its max: a frozen or stale image keeps counting its ticks (the
+ * message says how many), but `frozen 9/8` would read as a ceiling that did not hold.
+ */
+export function ofMax(n: number, max: number): string {
+  return `${Math.min(n, max)}/${max}`;
+}
+
 /** The judgement after the guard, and whether the guard holds the image (`held`). */
 export function settledGuard(given: Judgement, imageCase: ImageCase): { j: Judgement; held: boolean } {
   const { img, b, o } = imageCase;
@@ -56,7 +64,7 @@ function unsettledVerdict(
   const counted = amend(j, {
     writes: { [name]: String(n) },
     countsStreak: true,
-    verdict: { skipStreak: n, short: `${n}/${c.maxSkipTicks}`, frozen: n >= c.maxSkipTicks },
+    verdict: { skipStreak: n, short: ofMax(n, c.maxSkipTicks), frozen: n >= c.maxSkipTicks },
   });
   if (n < c.maxSkipTicks)
     return say(counted, "skipped", "not_settled", `${img.key}: ${what}, skip ${n}/${c.maxSkipTicks}`);

@@ -25,29 +25,44 @@ export function targetFindings(j: Judgement, { img, c }: ImageCase, live: LiveIm
   return say(amend(j, { blocks: true }), "held", "target_mismatch", msg);
 }
 
-/** A container a human (or a rollback) pinned: same repository, not a digest we know, not our write. */
-export function humanPin(live: LiveImage, known: string[]): LiveContainer | undefined {
-  return live.containers.find(
+/**
+ * The containers a human (or a rollback) pinned: same repository, not a digest we know, not our
+ * write. Every one of them, so that a pause names them all at once, not one per tick.
+ */
+export function humanPins(live: LiveImage, known: string[]): LiveContainer[] {
+  return live.containers.filter(
     (x) =>
       !x.ours && ((x.state === "pinned" && !known.includes(x.digest as string)) || x.state === "other_tag"),
   );
 }
 
-/** The pin whose pause was announced (the `paused-<key>` marker), if one was. */
+/** The pins whose pause was announced (the `paused-<key>` marker), if any were. */
 export const announcedPause = (b: ImageBook): string | undefined =>
   b.paused.kind === "absent" ? undefined : b.paused.raw;
 
-/** `x`, a container a human pinned, pauses the image. */
-export function paused(j: Judgement, { img, b, c }: ImageCase, x: LiveContainer): Judgement {
+/** `pins`, the containers a human pinned, pause the image; every one is named, in one tick. */
+export function paused(j: Judgement, { img, b, c }: ImageCase, pins: LiveContainer[]): Judgement {
   const announced = announcedPause(b);
-  const resume = resumeCommand(x, img, c);
-  const short = `(${x.owner?.manager ?? "unknown writer"})`;
-  const held = amend(j, { blocks: true, verdict: { paused: true, short, resume } });
-  const msg = `${img.key} is paused: ${describeContainer(x)} was set to ${x.image} by ${describeOwner(x.owner)}, not by image-refresh; no refresh of ${img.key} while it stays so. To hand it back: ${resume}`;
-  // The marker remembers which pin was announced, so the Warning Event comes when a pause begins.
-  if (announced !== x.image) {
+  const resume = pins.map((x) => resumeCommand(x, img, c)).join("; ");
+  const managers = [...new Set(pins.map((x) => x.owner?.manager ?? "unknown writer"))];
+  const held = amend(j, {
+    blocks: true,
+    verdict: { paused: true, short: `(${managers.join(", ")})`, resume },
+  });
+  const what = pins
+    .map((x) => `${describeContainer(x)} was set to ${x.image} by ${describeOwner(x.owner)}`)
+    .join("; ");
+  // Paused and locked out at once: the pause wins while the pin lasts, and says what comes after.
+  const behind = j.verdict.lockedOut
+    ? `; the lockout (${j.verdict.attemptCount} failed rollouts) waits behind the pause: handed back, ${img.key} is locked out again until \`image-refresh rearm ${img.key}\``
+    : "";
+  const msg = `${img.key} is paused: ${what}, not by image-refresh; no refresh of ${img.key} while it stays so${behind}. To hand it back: ${resume}`;
+  // The marker remembers which pins were announced, so the Warning Event comes when a pause
+  // begins (or a human pins one more container), not every tick.
+  const marker = pins.map((x) => x.image).join(" ");
+  if (announced !== marker) {
     const event = { reason: "RefreshPaused" as const, note: msg };
-    const marked = amend(held, { writes: { [IMAGE_KEYS.paused.name(img.key)]: x.image }, events: [event] });
+    const marked = amend(held, { writes: { [IMAGE_KEYS.paused.name(img.key)]: marker }, events: [event] });
     return say(marked, "paused", "pinned_by_human", msg);
   }
   return say(held, "paused", "pinned_by_human", msg);
@@ -80,12 +95,17 @@ export function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]):
   // Only another writer contests a pin: the tag put back by our own revert of a failed re-pin is
   // that re-pin's next attempt (counted; the lockout ends it), not a deploy tool fighting us.
   const foreign = off.some((y) => !y.ours);
-  if (b.repin.kind !== "absent" && foreign) return contested(j, input, { x, what });
+  // A tick that lost the race to another one re-reads a streak that tick just wrote, with the tag
+  // still there because that tick's re-pin is under way: the claim stands, nothing is contested.
+  const claimed = input.o.claimed?.includes(img.key) === true;
+  if (b.repin.kind !== "absent" && foreign && !claimed) return contested(j, input, { x, what });
   const managers = [...new Set(off.filter((y) => !y.ours).map((y) => y.owner?.manager ?? "unknown"))];
   const only = off.map((y) => `${workloadId(y.target)}/${y.target.container}`);
   // The streak itself rides with the re-pin's attempt (combine.ts), so a re-pin that isolation
   // holds back (a shared workload) writes none.
-  return due(j, { ...input, repin: { only, managers, what } });
+  // The first re-pin of an install found on the floating tag at first observation adopts it.
+  const adoption = b.adopt.kind !== "absent";
+  return due(j, { ...input, repin: { only, managers, what, adoption } });
 }
 
 /** The tag came back over the pin this image's re-pin set: `x`, `what` it names. */

@@ -13,12 +13,12 @@ import type { ImageVerdict, Observed } from "../model.ts";
 import type { ImageCase } from "./case.ts";
 import { amend, type DueInput, due, type Judgement, say } from "./due.ts";
 import { liveImage } from "./live.ts";
-import { settledGuard } from "./settle.ts";
+import { ofMax, settledGuard } from "./settle.ts";
 import { soak } from "./soak.ts";
 import {
   announcedPause,
   candidateDigests,
-  humanPin,
+  humanPins,
   paused,
   rerendered,
   targetFindings,
@@ -82,7 +82,10 @@ function liveFindings(j: Judgement, imageCase: ImageCase): [Judgement, Judgement
   const inSync = recorded !== undefined && live.containers.every((x) => x.digest === recorded);
   // The first tick that finds the pin in place ends a repin streak, whatever the registry says
   // now: a later re-render then gets its one re-pin again.
-  const writes = inSync && b.repin.kind !== "absent" ? { [IMAGE_KEYS.repin.name(img.key)]: null } : {};
+  const writes: Record<string, null> = {};
+  if (inSync && b.repin.kind !== "absent") writes[IMAGE_KEYS.repin.name(img.key)] = null;
+  // Every pin in place: nothing is left to adopt (a new build's rollout pinned it all).
+  if (inSync && b.adopt.kind !== "absent") writes[IMAGE_KEYS.adopt.name(img.key)] = null;
   return [amend(j, { verdict: { inSync }, writes }), undefined];
 }
 
@@ -93,8 +96,9 @@ function judgeResolved(given: Judgement, imageCase: ImageCase, L: string): Judge
   const recorded = trusted(b.digest);
   const j = amend(given, { verdict: { digest: L } });
   if (recorded === undefined) {
+    const floating = live?.containers.some((x) => x.state === "floating") === true;
     return say(
-      amend(j, { firstSeen: L }),
+      amend(j, { firstSeen: L, ...(floating ? { adopt: true } : {}) }),
       "recorded",
       "first_observation",
       `first observation of ${img.key}: ${L}`,
@@ -107,8 +111,8 @@ function judgeResolved(given: Judgement, imageCase: ImageCase, L: string): Judge
     L,
     ...candidateDigests(b.candidates.kind === "absent" ? undefined : b.candidates.raw),
   ];
-  const pause = live && humanPin(live, known);
-  if (pause) return paused(j, imageCase, pause);
+  const pins = live ? humanPins(live, known) : [];
+  if (pins.length > 0) return paused(j, imageCase, pins);
   const k =
     announcedPause(b) !== undefined ? amend(j, { writes: { [IMAGE_KEYS.paused.name(img.key)]: null } }) : j;
   if (trusted(b.rejected) === L) {
@@ -147,7 +151,7 @@ function unresolved(j: Judgement, { img, b, o, c }: ImageCase): [Judgement, Said
   }
   const previous = countOf(b.unresolved) ?? 0;
   const n = previous + 1;
-  const short = `${n}/${c.maxUnresolvedTicks} (${failure?.failure ?? "not resolved"})`;
+  const short = `${ofMax(n, c.maxUnresolvedTicks)} (${failure?.failure ?? "not resolved"})`;
   const counted = amend(j, {
     writes: { [name]: String(n) },
     countsStreak: true,
