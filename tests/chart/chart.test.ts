@@ -22,6 +22,7 @@ test("one template per object kind, the store's RBAC on its own", () => {
     "_helpers.tpl",
     "configmap.yaml",
     "cronjob.yaml",
+    "dashboards.yaml",
     "prometheusrule.yaml",
     "rbac-store.yaml",
     "rbac.yaml",
