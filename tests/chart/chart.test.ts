@@ -19,6 +19,7 @@ test("Chart.yaml: apiVersion v2, version and appVersion are the program's", () =
 
 test("one template per object kind, the store's RBAC on its own", () => {
   expect(readdirSync(join(CHART, "templates")).sort()).toEqual([
+    "NOTES.txt",
     "_helpers.tpl",
     "configmap.yaml",
     "cronjob.yaml",
