@@ -92,6 +92,22 @@ describe.skipIf(missing)("NOTES.txt", () => {
     });
   }
 
+  // tests/k8s/jobs.test.ts runs docs/on-call.md's pipeline with the real kubectl: the notes give
+  // that very pipeline, with this release's names and `status` for its args.
+  test("the status Job is docs/on-call.md's tested pipeline with the release's names", () => {
+    const doc = readFileSync(join(CHART, "..", "..", "docs", "on-call.md"), "utf8");
+    const start = doc.indexOf('kubectl -n "$NS" create job "$CRONJOB-rearm-');
+    const pipeline = doc.slice(start, doc.indexOf("\n", doc.indexOf("| kubectl -n", start)));
+    const want = pipeline
+      .replace('"$CRONJOB-rearm-$(date +%s)"', "refresher-image-refresh-status-$(date +%s)")
+      .replaceAll('"$CRONJOB"', "refresher-image-refresh")
+      .replaceAll('"$NS"', "platform")
+      .replace('["rearm"]', '["status"]');
+    const squash = (t: string) => t.replace(/\s+/g, " ").trim();
+    expect(start).toBeGreaterThan(0);
+    expect(squash(notes("helm3", {}, false))).toContain(squash(want));
+  });
+
   test("helm4 install --dry-run=client prints the same notes", () => {
     const printed = withChartCopy(READY, (chart, file) => {
       const r = helm("helm4", [
