@@ -1,4 +1,5 @@
 // Command-line parsing by hand: nine commands and nine flags do not earn a dependency.
+import { EXIT_USAGE, exitCodeFor, OUTCOMES } from "./outcomes.ts";
 
 export const COMMANDS = [
   "tick",
@@ -126,15 +127,15 @@ function setValue(args: CliArgs, flag: string, value: string): void {
 export const HELP = `image-refresh: keep Kubernetes workloads on the newest build of a floating image tag, safely.
 
 Usage:
-  image-refresh [tick]   run one tick (the default command)
-  image-refresh status [IMAGE...]  per image: recorded, registry and live digests, counters, verdict, what to do
-  image-refresh rearm [IMAGE...]   clear a lockout, a failed build and a rejection (every image when none is named)
+  image-refresh [tick]                 run one tick (the default command)
+  image-refresh status [IMAGE...]      per image: recorded, registry and live digests, counters, verdict, what to do
+  image-refresh rearm [IMAGE...]       clear a lockout, a failed build and a rejection (every image when none is named)
   image-refresh reject IMAGE [DIGEST]  "not this build": that digest (default: the failed build, else the tag's current one) never rolls out
-  image-refresh demo     run a scripted scenario against the built-in simulated cluster and registry
-  image-refresh playground  simulated cluster and registry seeded from --config, for your own ticks and moves
-  image-refresh validate check the config offline (with --manifests FILE, also rendered manifests)
-  image-refresh schema   print the config's JSON Schema (draft 2020-12)
-  image-refresh version  print the version (also --version)
+  image-refresh demo                   run a scripted scenario against the built-in simulated cluster and registry
+  image-refresh playground             simulated cluster and registry seeded from --config, for your own ticks and moves
+  image-refresh validate               check the config offline (with --manifests FILE, also rendered manifests)
+  image-refresh schema                 print the config's JSON Schema (draft 2020-12)
+  image-refresh version                print the version (also --version)
 
 Flags:
   --config FILE          default: $IMAGE_REFRESH_CONFIG, else /etc/image-refresh/config.yaml
@@ -148,5 +149,17 @@ Flags:
 
 IMAGE is an image's key from the config.
 
-Exit codes: 0 done or deliberately held, 1 a finding that needs attention, 2 usage or configuration error.
-`;
+Exit codes (a tick exits with its outcome, the most severe verdict of its images; status exits
+1 when the next tick's verdict for a printed image would):
+${exitCodeLines()}`;
+
+/** The exit codes' lines of HELP, from the outcome table: each outcome under the code it exits with. */
+function exitCodeLines(): string {
+  const by = (code: 0 | 1) => OUTCOMES.filter((o) => exitCodeFor(o) === code).join(", ");
+  return [
+    `  0  nothing needs attention: ${by(0)}`,
+    `  1  a finding that needs attention: ${by(1)}`,
+    `  ${EXIT_USAGE}  usage or configuration error (no network call was made)`,
+    "",
+  ].join("\n");
+}

@@ -31,15 +31,29 @@ const chartValues = z.strictObject({
       otlpEndpoint: optionalText,
       otlpProtocol: z.optional(z.enum(["http/protobuf", "http/json"])),
       serviceName: optionalText,
-      resourceAttributes: optionalText,
+      // A fleet's clusters told apart: `cluster=<name>` first in OTEL_RESOURCE_ATTRIBUTES.
+      cluster: optionalText,
+      resourceAttributes: z.optional(z.record(z.string().check(z.minLength(1)), z.string())),
     }),
   ),
   monitoring: z.optional(
     z.strictObject({
+      // The one switch; each part's own `enabled`, when set, overrides it for that part.
+      enabled: z.optional(z.boolean()),
       prometheusRule: z.optional(
         z.strictObject({
           enabled: z.optional(z.boolean()),
           labels: z.optional(z.record(z.string(), z.string())),
+        }),
+      ),
+      dashboards: z.optional(
+        z.strictObject({
+          enabled: z.optional(z.boolean()),
+          // The label Grafana's dashboard sidecar watches (its `label` and `labelValue` settings).
+          label: z.optional(z.string().check(z.minLength(1))),
+          labelValue: optionalText,
+          namespace: optionalText,
+          annotations: z.optional(z.record(z.string(), z.string())),
         }),
       ),
       runbookUrl: optionalText,

@@ -1,8 +1,8 @@
 // Writes the Helm chart's PrometheusRule template from rules.yaml (install.ts), so the alerts are
-// edited in one place, and the promtool test files from promises.ts, for rules.yaml rendered for
+// edited in one place, the chart's copy of dashboard.json, and the promtool test files from promises.ts, for rules.yaml rendered for
 // k8s/base's CronJob (BASE). Run: npx bun k8s/monitoring/generate.ts
 // tests/telemetry/monitoring.test.ts fails while a written file differs from what this writes.
-import { readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { capturedCase, readCaptured } from "./captured.ts";
 import { chartTemplate, DEFAULT_RUNBOOK, type Install, renderRules } from "./install.ts";
@@ -92,9 +92,17 @@ export const RULE_TESTS = [
   },
 ];
 
+/** Helm reads no file outside the chart: the chart ships a copy of dashboard.json for its ConfigMap. */
+export const DASHBOARD_PATH = join(import.meta.dir, "dashboard.json");
+export const CHART_DASHBOARD_PATH = join(CHART_TEMPLATE_PATH, "..", "..", "dashboards", "overview.json");
+
 if (import.meta.main) {
   const source = readFileSync(RULES_PATH, "utf8");
   writeFileSync(CHART_TEMPLATE_PATH, chartTemplate(source));
+  mkdirSync(join(CHART_DASHBOARD_PATH, ".."), { recursive: true });
+  copyFileSync(DASHBOARD_PATH, CHART_DASHBOARD_PATH);
   for (const t of RULE_TESTS) writeFileSync(t.path, toRuleTests(t.cases, t.every, baseRules(source)));
-  process.stdout.write(`wrote ${[CHART_TEMPLATE_PATH, ...RULE_TESTS.map((t) => t.path)].join(", ")}\n`);
+  process.stdout.write(
+    `wrote ${[CHART_TEMPLATE_PATH, CHART_DASHBOARD_PATH, ...RULE_TESTS.map((t) => t.path)].join(", ")}\n`,
+  );
 }

@@ -115,8 +115,9 @@ const keepFromHelm = (text: string) => text.replace(/\{\{(.*?)\}\}/g, (m) => `{{
 export const CHART_TEMPLATE_HEADER = `{{- /*
 Generated from k8s/monitoring/rules.yaml by k8s/monitoring/generate.ts; edit rules.yaml and
 regenerate. The alerts of k8s/monitoring for this release: kube-state-metrics' series of its own
-CronJob and Jobs, and the product's series of its own store. Rendered only when asked for and when
-the cluster serves the Prometheus Operator's API.
+CronJob and Jobs, and the product's series of its own store. Rendered only when asked for
+(monitoring.enabled, or monitoring.prometheusRule.enabled which overrides it) and when the cluster
+serves the Prometheus Operator's API.
 */ -}}
 `;
 
@@ -133,13 +134,13 @@ export function chartTemplate(source: string): string {
     substitute(keepFromHelm(groups(source)), helm),
     'image_refresh_installation="{{ $installation }}"',
   );
-  return `${CHART_TEMPLATE_HEADER}{{- $rule := .Values.monitoring.prometheusRule | default dict -}}
-{{- if and $rule.enabled (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1") -}}
+  return `${CHART_TEMPLATE_HEADER}{{- $rule := dig "prometheusRule" dict (.Values.monitoring | default dict) -}}
+{{- if and (include "image-refresh.monitoringOn" (dict "root" . "part" "prometheusRule")) (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1") -}}
 {{- $namespace := .Release.Namespace -}}
 {{- $cronjob := include "image-refresh.fullname" . -}}
 {{- $cronjobRe := $cronjob | replace "." "\\\\\\\\." -}}
 {{- $installation := printf "%s/%s" (include "image-refresh.storeNamespace" .) (include "image-refresh.storeName" .) -}}
-{{- $runbook := .Values.monitoring.runbookUrl | default "${DEFAULT_RUNBOOK}" -}}
+{{- $runbook := dig "runbookUrl" "" (.Values.monitoring | default dict) | default "${DEFAULT_RUNBOOK}" -}}
 apiVersion: monitoring.coreos.com/v1
 kind: PrometheusRule
 metadata:

@@ -19,9 +19,11 @@ test("Chart.yaml: apiVersion v2, version and appVersion are the program's", () =
 
 test("one template per object kind, the store's RBAC on its own", () => {
   expect(readdirSync(join(CHART, "templates")).sort()).toEqual([
+    "NOTES.txt",
     "_helpers.tpl",
     "configmap.yaml",
     "cronjob.yaml",
+    "dashboards.yaml",
     "prometheusrule.yaml",
     "rbac-store.yaml",
     "rbac.yaml",
@@ -30,4 +32,18 @@ test("one template per object kind, the store's RBAC on its own", () => {
   const store = readFileSync(join(CHART, "templates", "rbac-store.yaml"), "utf8");
   expect(store).toContain('resources: ["configmaps"]');
   expect(readFileSync(join(CHART, "templates", "rbac.yaml"), "utf8")).not.toContain("configmaps");
+});
+
+// values.yaml is the first thing a Helm user reads: its pointers must lead somewhere, and its
+// example config (and the one in docs/install-helm.md) must not teach the legacy `state:` key.
+test("values.yaml names only README sections that exist, and no example sets the legacy state:", () => {
+  const values = readFileSync(join(CHART, "values.yaml"), "utf8");
+  const readme = readFileSync(join(CHART, "..", "..", "README.md"), "utf8");
+  const headings = new Set([...readme.matchAll(/^#+ (.+)$/gm)].map((m) => m[1]));
+  const pointers = [...values.matchAll(/README "([^"]+)"/g)].map((m) => m[1]);
+  expect(pointers.length).toBeGreaterThan(0);
+  expect(pointers.filter((p) => !headings.has(p))).toEqual([]);
+  const doc = readFileSync(join(CHART, "..", "..", "docs", "install-helm.md"), "utf8");
+  const examples = [values, ...[...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1] as string)];
+  for (const text of examples) expect(text).not.toMatch(/^\s*state:/m);
 });

@@ -16,7 +16,9 @@ import {
 import {
   BASE,
   baseRules,
+  CHART_DASHBOARD_PATH,
   CHART_TEMPLATE_PATH,
+  DASHBOARD_PATH,
   parseRules,
   RULE_TESTS,
   RULES_PATH,
@@ -99,6 +101,10 @@ describe("Prometheus names", () => {
 describe("rules", () => {
   test("the chart's PrometheusRule template is generated from rules.yaml (run: npx bun k8s/monitoring/generate.ts)", () => {
     expect(readFileSync(CHART_TEMPLATE_PATH, "utf8")).toBe(chartTemplate(readFileSync(RULES_PATH, "utf8")));
+  });
+
+  test("the chart's dashboard is a copy of dashboard.json (run: npx bun k8s/monitoring/generate.ts)", () => {
+    expect(readFileSync(CHART_DASHBOARD_PATH, "utf8")).toBe(readFileSync(DASHBOARD_PATH, "utf8"));
   });
 
   test("the promtool test files are generated from promises.ts (run: npx bun k8s/monitoring/generate.ts)", () => {

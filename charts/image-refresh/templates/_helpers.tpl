@@ -127,3 +127,36 @@ never kills a tick that is still inside its own rollout deadlines.
 {{- $needed -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+Whether a part of monitoring (prometheusRule, dashboards) is rendered: "true" or empty. The
+part's own `enabled`, when set to true or false, decides; unset, monitoring.enabled does, so
+`--set monitoring.enabled=true` turns everything on and one part can still be left out.
+Call with (dict "root" . "part" "dashboards").
+*/}}
+{{- define "image-refresh.monitoringOn" -}}
+{{- $m := .root.Values.monitoring | default dict -}}
+{{- $part := get $m .part | default dict -}}
+{{- if kindIs "bool" $part.enabled -}}
+{{- if $part.enabled -}}true{{- end -}}
+{{- else if $m.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+OTEL_RESOURCE_ATTRIBUTES from telemetry.cluster and telemetry.resourceAttributes: `cluster=<name>`
+first, then the map in key order, each value percent-encoded as the variable's format requires
+(urlquery writes a space as "+", which the format would read as a plus sign).
+*/}}
+{{- define "image-refresh.resourceAttributes" -}}
+{{- $t := .Values.telemetry | default dict -}}
+{{- $attrs := deepCopy ($t.resourceAttributes | default dict) -}}
+{{- $pairs := list -}}
+{{- with $t.cluster -}}
+{{- $pairs = append $pairs (printf "cluster=%s" (urlquery . | replace "+" "%20")) -}}
+{{- $_ := unset $attrs "cluster" -}}
+{{- end -}}
+{{- range $k := keys $attrs | sortAlpha -}}
+{{- $pairs = append $pairs (printf "%s=%s" $k (urlquery (get $attrs $k) | replace "+" "%20")) -}}
+{{- end -}}
+{{- join "," $pairs -}}
+{{- end -}}

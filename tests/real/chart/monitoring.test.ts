@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { RULES_PATH } from "../../../k8s/monitoring/generate.ts";
+import { DASHBOARD_PATH, RULES_PATH } from "../../../k8s/monitoring/generate.ts";
 import { renderPrometheusRule } from "../../../k8s/monitoring/install.ts";
 import { type K8sObject, parseManifests } from "../../../lib/manifests.ts";
 import { CHART, HELMS, type HelmModule, helm, KUBE_VERSION, needHelm } from "./helm.ts";
@@ -89,4 +89,83 @@ describe.skipIf(missing)("the chart's PrometheusRule", () => {
       expect(rulesOf(render(mod, { ...base, values: {}, api: true }))).toEqual([]);
     });
   }
+});
+
+// monitoring.enabled is the one switch; a part's own enabled, when set, overrides it for that part.
+describe.skipIf(missing)("monitoring.enabled, the dashboards and the resource attributes", () => {
+  const base = { release: "refresher", namespace: "platform", api: true };
+  const kinds = (values: unknown) =>
+    render("helm3", { ...base, values })
+      .map((o) => `${o.kind}/${o.metadata.name}`)
+      .filter((k) => /Prometheus|dashboard/.test(k));
+  const rule = "PrometheusRule/refresher-image-refresh";
+  const board = "ConfigMap/refresher-image-refresh-dashboard-overview";
+
+  test("one value turns both on; each part's own enabled overrides it either way", () => {
+    expect(kinds({})).toEqual([]);
+    expect(kinds({ monitoring: { enabled: true } }).sort()).toEqual([board, rule]);
+    expect(kinds({ monitoring: { enabled: true, prometheusRule: { enabled: false } } })).toEqual([board]);
+    expect(kinds({ monitoring: { enabled: true, dashboards: { enabled: false } } })).toEqual([rule]);
+    expect(kinds({ monitoring: { prometheusRule: { enabled: true } } })).toEqual([rule]);
+    expect(kinds({ monitoring: { dashboards: { enabled: true } } })).toEqual([board]);
+  });
+
+  for (const mod of HELMS)
+    test(`${mod}: the dashboard ConfigMap carries the sidecar's label and dashboard.json as it is`, () => {
+      const values = {
+        monitoring: {
+          enabled: true,
+          dashboards: {
+            label: "team_dashboard",
+            labelValue: "yes",
+            namespace: "grafana",
+            annotations: { grafana_folder: "Platform" },
+          },
+        },
+      };
+      const cm = render(mod, { ...base, values, api: false }).find(
+        (o) => o.kind === "ConfigMap" && o.metadata.name.endsWith("-dashboard-overview"),
+      );
+      expect(cm?.metadata).toMatchObject({
+        namespace: "grafana",
+        labels: { team_dashboard: "yes" },
+        annotations: { grafana_folder: "Platform" },
+      });
+      const data = (cm as unknown as { data: Record<string, string> }).data;
+      expect(JSON.parse(data["overview.json"] as string)).toEqual(
+        JSON.parse(readFileSync(DASHBOARD_PATH, "utf8")),
+      );
+      const dflt = render(mod, { ...base, values: { monitoring: { enabled: true } }, api: false });
+      expect(dflt.find((o) => o.metadata.name.endsWith("-dashboard-overview"))?.metadata).toMatchObject({
+        namespace: "platform",
+        labels: { grafana_dashboard: "1" },
+      });
+    });
+
+  test("telemetry.cluster and resourceAttributes end up percent-encoded in OTEL_RESOURCE_ATTRIBUTES, cluster first", () => {
+    const env = (telemetry: unknown) => {
+      const cron = render("helm3", { ...base, values: { telemetry } }).find(
+        (o) => o.kind === "CronJob",
+      ) as unknown as {
+        spec: {
+          jobTemplate: {
+            spec: {
+              template: { spec: { containers: Array<{ env: Array<{ name: string; value: string }> }> } };
+            };
+          };
+        };
+      };
+      return cron.spec.jobTemplate.spec.template.spec.containers[0]?.env.find(
+        (e) => e.name === "OTEL_RESOURCE_ATTRIBUTES",
+      )?.value;
+    };
+    expect(env({})).toBe("");
+    expect(env({ cluster: "prod-eu" })).toBe("cluster=prod-eu");
+    expect(
+      env({
+        cluster: "prod eu,1",
+        resourceAttributes: { "z.a": "x=y", "deployment.environment.name": "prod" },
+      }),
+    ).toBe("cluster=prod%20eu%2C1,deployment.environment.name=prod,z.a=x%3Dy");
+  });
 });
