@@ -13,6 +13,7 @@ export const EVENT_REASONS = [
   "RolloutFailed",
   "RolloutReverted",
   "RevertFailed",
+  "BuildRegressed",
   "RefreshFrozen",
   "RefreshLockedOut",
   "RefreshPaused",

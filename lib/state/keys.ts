@@ -25,7 +25,9 @@ export type ImageField =
   | "repin"
   | "rejected"
   | "candidates"
-  | "paused";
+  | "paused"
+  | "previous"
+  | "verifiedAt";
 
 export interface KeyRow {
   /** The data key for an image key, e.g. `refresh-attempt-api`. */
@@ -96,6 +98,18 @@ export const IMAGE_KEYS = {
     kind: "list",
     ops: ["record", "migrate"],
     meaning: "builds waiting out minimumAge, <digest>=<first seen>, newest first",
+  },
+  previous: {
+    name: (k) => `previous-${k}-digest`,
+    kind: "digest",
+    ops: ["record"],
+    meaning: "the build the targets ran before the last verified refresh: what a regression goes back to",
+  },
+  verifiedAt: {
+    name: (k) => `verified-${k}-at`,
+    kind: "time",
+    ops: ["record"],
+    meaning: "when the last refresh was verified (the tick's clock): the start of its regressionWindow",
   },
   // Not a published key: the live image whose pause was announced, so its Event is posted once.
   paused: {

@@ -354,8 +354,10 @@ export class Controllers {
       return { kind: "unready", restarts: 0 };
     if (!bad && w.mode === "crashloop") return { kind: "ready", restarts: w.restarts };
     if (w.step === 4) return { kind: "ready", restarts: 0 };
-    if (!bad && (w.mode === "flap" || w.mode === "unsettled" || w.mode === "deadline"))
-      return { kind: "unready", restarts: 0 };
+    if (!bad && (w.mode === "flap" || w.mode === "deadline")) return { kind: "unready", restarts: 0 };
+    // "unsettled": a workload that cannot settle through no fault of its build (no node to run
+    // its new pod): the pod stays Pending.
+    if (!bad && w.mode === "unsettled") return { kind: "starting" };
     // The pod the workload's status still counts as unavailable at this step (render.ts).
     const waiting = w.step === 1 || (w.step === 2 ? w.kind !== "Deployment" : w.kind === "Deployment");
     return last && waiting ? { kind: "starting" } : { kind: "ready", restarts: 0 };

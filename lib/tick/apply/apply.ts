@@ -12,6 +12,7 @@ import type { Action, Decision, ImageVerdict, Reason, StateWrite } from "../mode
 import type { Observation } from "../observe.ts";
 import { summarise } from "../plan/combine.ts";
 import { pinRestored, recordDigests, reset } from "./record.ts";
+import { recordRevert } from "./regression.ts";
 import { rolloutGroup } from "./rollouts.ts";
 import {
   baseAttrs,
@@ -105,6 +106,8 @@ async function step(run: Run, a: Action): Promise<void> {
       return reset(run, a.counts);
     case "record-digests":
       return recordDigests(run, a.digests, a.candidates, a.also);
+    case "record-revert":
+      return recordRevert(run, a.digests);
     case "pin-restored":
       return pinRestored(run, a.images);
     case "event":
@@ -160,13 +163,17 @@ async function writeState(run: Run, w: StateWrite): Promise<void> {
     });
     return;
   }
-  for (const [key, { count: n }] of Object.entries(w.attempts)) {
+  for (const [key, { count: n, regressed }] of Object.entries(w.attempts)) {
     // The count stands until the reset removes it: a failed rollout leaves it, and so must the gauge.
     const v = run.verdicts.get(key) as ImageVerdict;
     v.attemptCount = n;
     v.lockedOut = n >= ctx.config.maxRefreshAttempts;
     run.root.addEvent("attempt", { "image_refresh.image": key, "image_refresh.attempt": n });
     ctx.telemetry.counter("image_refresh.attempts", 1, baseAttrs(run, key));
+    if (regressed) {
+      run.root.addEvent("regressed", { "image_refresh.image": key, "image_refresh.attempt": n });
+      ctx.telemetry.counter("image_refresh.regressions", 1, baseAttrs(run, key));
+    }
     if (w.repins.includes(key)) {
       run.root.addEvent("repin", { "image_refresh.image": key, "image_refresh.attempt": n });
       ctx.telemetry.counter("image_refresh.repins", 1, baseAttrs(run, key));

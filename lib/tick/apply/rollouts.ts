@@ -39,8 +39,9 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
       reason: untouched ? "target_unavailable" : "rollout_failed",
       message: `cannot re-image ${what}: ${(err as Error).message}`,
     };
-    failGroup(run, a, f);
-    return revertGroup(run, a.group, f);
+    failGroup(run, a, back(a, f));
+    // Already a way back (a regression's): nothing to revert to but the build that failed.
+    return a.back ? undefined : revertGroup(run, a.group, f);
   }
   run.rolledOut = true;
   run.started.add(a.group);
@@ -62,8 +63,14 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
   const cut = ctx.signal.aborted
     ? `; the tick was stopped: ${(ctx.signal.reason as Error)?.message ?? "aborted"}`
     : "";
-  const message = `rollout of ${what} did not settle (${r.reason}): ${r.message}${cut}`;
-  const failure: Failure = { outcome: "failed", reason: "rollout_failed", message };
+  const how =
+    r.reason === "unverified"
+      ? "failed its verification"
+      : r.reason === "crashed"
+        ? "failed: a new pod crashed"
+        : "did not settle";
+  const message = `rollout of ${what} ${how} (${r.reason}): ${r.message}${cut}`;
+  const failure: Failure = back(a, { outcome: "failed", reason: "rollout_failed", message });
   failGroup(run, a, failure);
   const note = `${message} (images ${run.groups[a.group]?.join(", ")})`;
   const event = {
@@ -74,7 +81,12 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
   };
   // About the workload that failed, where `kubectl describe` shows it.
   await postEvent(run, event, [updated]);
-  await revertGroup(run, a.group, failure);
+  if (!a.back) await revertGroup(run, a.group, failure);
+}
+
+/** A failure of the way back from a regression is a revert that failed. */
+function back(a: Rollout, f: Failure): Failure {
+  return a.back && f.outcome === "failed" ? { ...f, reason: "revert_failed" } : f;
 }
 
 /** The images the patched containers named when this tick read the workload: what a revert restores. */

@@ -40,8 +40,15 @@ export function combine(o: Observed, c: Config, given: Map<string, Judgement>): 
         regarding: e.regarding ?? targetsOf(img),
       });
   }
-  const due = [...judged.values()].filter((j) => j.due);
+  // A regression's count is a failure: it is never reset, and only its revert is recorded.
+  const due = [...judged.values()].filter((j) => j.due && !j.due.regression);
   actions.push(...rollouts(o, c, judged, groups).map((r): Action => ({ type: "rollout", ...r })));
+  const back = [...judged.values()].filter((j) => j.due?.regression?.back);
+  if (back.length)
+    actions.push({
+      type: "record-revert",
+      digests: Object.fromEntries(back.map((j) => [j.verdict.key, j.due?.digest as string])),
+    });
   if (due.length) {
     const counts = Object.fromEntries(due.map((j) => [j.verdict.key, j.due?.count as number]));
     actions.push({ type: "reset", counts });
@@ -50,7 +57,7 @@ export function combine(o: Observed, c: Config, given: Map<string, Judgement>): 
   const candidates: Record<string, string | null> = {};
   for (const j of judged.values()) {
     // A re-pin's digest is the recorded one already.
-    if (j.due && !j.due.repin) record[j.verdict.key] = j.due.digest;
+    if (j.due && !j.due.repin && !j.due.regression) record[j.verdict.key] = j.due.digest;
     else if (j.firstSeen && !write) record[j.verdict.key] = j.firstSeen;
     // The candidates a rollout leaves behind go with its record: both land, or neither.
     if (j.due?.candidates !== undefined) candidates[j.verdict.key] = j.due.candidates;
@@ -197,7 +204,9 @@ function stateWrite(
     const key = j.verdict.key;
     if (j.countsStreak) w.streaks.push(key);
     if (j.flap) w.flaps.push(key);
-    if (j.due) w.attempts[key] = { count: j.due.count, digest: j.due.digest };
+    if (j.due?.regression)
+      w.attempts[key] = { count: j.due.count, digest: j.due.regression.failed, regressed: true };
+    else if (j.due) w.attempts[key] = { count: j.due.count, digest: j.due.digest };
     if (j.due?.repin) {
       w.repins.push(key);
       const b = o.book.images[key];
@@ -262,6 +271,8 @@ function rollouts(
   const rolls = new Map<string, Rollout>();
   for (const img of c.images) {
     const due = judged.get(img.key)?.due;
+    // A regression without a build to go back to (or with onFailure: keep) is only counted.
+    if (due?.regression && !due.regression.back) continue;
     for (const t of img.targets) {
       const id = workloadId(t);
       if (!rolls.has(id))
@@ -283,6 +294,7 @@ function rollouts(
       );
       if (!roll.images.includes(img.key)) roll.images.push(img.key);
       roll.group = groups.get(img.key) as number;
+      if (due.regression) roll.back = true;
     }
   }
   return [...rolls.values()].filter((r) => r.containers.length > 0);
