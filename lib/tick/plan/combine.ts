@@ -204,9 +204,10 @@ function stateWrite(
     const key = j.verdict.key;
     if (j.countsStreak) w.streaks.push(key);
     if (j.flap) w.flaps.push(key);
-    if (j.due?.regression)
-      w.attempts[key] = { count: j.due.count, digest: j.due.regression.failed, regressed: true };
-    else if (j.due) w.attempts[key] = { count: j.due.count, digest: j.due.digest };
+    if (j.due?.regression) {
+      if (j.due.regression.counted !== false)
+        w.attempts[key] = { count: j.due.count, digest: j.due.regression.failed, regressed: true };
+    } else if (j.due) w.attempts[key] = { count: j.due.count, digest: j.due.digest };
     if (j.due?.repin) {
       w.repins.push(key);
       const b = o.book.images[key];

@@ -12,6 +12,7 @@ import { countOf, quoteForLog, trusted } from "../../state/values.ts";
 import type { ImageVerdict, Observed } from "../model.ts";
 import { amend, type DueInput, due, type Judgement, say } from "./due.ts";
 import { liveImage } from "./live.ts";
+import { rollBackRejected } from "./regression.ts";
 import { settledGuard } from "./settle.ts";
 import { soak } from "./soak.ts";
 import { candidateDigests, humanPin, paused, rerendered, targetFindings } from "./verdict-live.ts";
@@ -112,6 +113,8 @@ function judgeResolved(
   const announced = b.paused.kind === "absent" ? undefined : b.paused.raw;
   if (pause) return paused(j, img, pause, c, announced);
   const k = announced !== undefined ? amend(j, { writes: { [IMAGE_KEYS.paused.name(img.key)]: null } }) : j;
+  const rollback = rollBackRejected(k, img, b, o, c);
+  if (rollback) return rollback;
   if (trusted(b.rejected) === L) {
     const msg = `${img.key}: the registry's ${L} was rejected by a human; waiting for the next build of ${img.repository}:${c.tag}`;
     return say(amend(k, { blocks: true, verdict: { paused: true } }), "paused", "build_rejected", msg);
