@@ -2,7 +2,8 @@
 // deployment controller; the fake kubelet makes the pods of a digest Ready and then crash): a build
 // that crashes within verifyFor is failed and reverted by the tick that rolled it out, counted each
 // time, and held at maxRefreshAttempts; a build that crashes after its verification is reverted by
-// the next tick as a regression, and a fix pushed meanwhile rolls out on the tick after.
+// the next tick as a regression, and a fix pushed meanwhile rolls out on the tick after; a running
+// build a human rejects is rolled back by the next tick.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { REPORTING_CONTROLLER } from "../../lib/kube/events.ts";
 import { readBook } from "./book.ts";
@@ -32,14 +33,11 @@ describe.skipIf(missing)("builds that become Ready and then crash", () => {
 
   beforeAll(async () => {
     s = await startStory(NS, (x) => {
-      for (const r of ["soon", "late"]) x.reg.push(`${NS}/${r}`, "stable");
-      return [
-        deployment(NS, "soon", { image: x.tag("soon") }),
-        deployment(NS, "late", { image: x.tag("late") }),
-      ];
+      for (const r of ["soon", "late", "rej"]) x.reg.push(`${NS}/${r}`, "stable");
+      return ["soon", "late", "rej"].map((r) => deployment(NS, r, { image: x.tag(r) }));
     });
-    for (const w of ["soon", "late"]) await s.rolledOut(w);
-    s.config(storyConfig(s, STORE, ["soon", "late"]));
+    for (const w of ["soon", "late", "rej"]) await s.rolledOut(w);
+    s.config(storyConfig(s, STORE, ["soon", "late", "rej"]));
     expect((await s.tick()).outcome).toBe("recorded");
     const adopt = await s.tick();
     expect([adopt.code, adopt.outcome]).toEqual([0, "refreshed"]);
@@ -101,5 +99,28 @@ describe.skipIf(missing)("builds that become Ready and then crash", () => {
     const next = await s.tick();
     expect([next.code, next.outcome]).toEqual([0, "refreshed"]);
     expect(await s.image("late")).toBe(s.pin("late", fix));
+  }, 300_000);
+
+  test("reject of the running build: reject names the workload, the next tick rolls it back uncounted", async () => {
+    s.config(storyConfig(s, STORE, ["rej"]));
+    const before = await s.image("rej");
+    const previous = (await readBook(s, STORE))["last-refreshed-rej-digest"];
+    const bad = s.reg.push(`${NS}/rej`, "stable");
+    const rolled = await s.tick();
+    expect([rolled.code, rolled.outcome]).toEqual([0, "refreshed"]);
+    const r = await s.tick(["reject", "rej"]);
+    expect(r.code).toBe(0);
+    expect(messages(r, "info").join("\n")).toContain(
+      `${bad} is running on Deployment ${NS}/rej: the next tick rolls it back to ${previous}`,
+    );
+    const back = await s.tick();
+    expect([back.code, back.outcome, back.reason]).toEqual([0, "paused", "build_rejected"]);
+    expect(await s.image("rej")).toBe(before);
+    const book = await readBook(s, STORE);
+    expect([
+      book["last-refreshed-rej-digest"],
+      book["rejected-rej-digest"],
+      book["refresh-attempt-rej"],
+    ]).toEqual([previous, bad, undefined]);
   }, 300_000);
 });
