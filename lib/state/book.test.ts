@@ -193,7 +193,15 @@ describe("the operations and the one write they make", () => {
 
   test("the lists are the table's", () => {
     expect(fieldsFor("reset")).toEqual(["attempt", "flap", "failed", "traceparent"]);
-    expect(fieldsFor("rearm")).toEqual(["attempt", "flap", "failed", "traceparent", "repin", "rejected"]);
+    expect(fieldsFor("rearm")).toEqual([
+      "attempt",
+      "flap",
+      "failed",
+      "traceparent",
+      "repin",
+      "rejected",
+      "regressed",
+    ]);
     expect(fieldsFor("migrate")).not.toContain("failed");
   });
 });

@@ -27,7 +27,8 @@ export type ImageField =
   | "candidates"
   | "paused"
   | "previous"
-  | "verifiedAt";
+  | "verifiedAt"
+  | "regressed";
 
 export interface KeyRow {
   /** The data key for an image key, e.g. `refresh-attempt-api`. */
@@ -110,6 +111,12 @@ export const IMAGE_KEYS = {
     kind: "time",
     ops: ["record"],
     meaning: "when the last refresh was verified (the tick's clock): the start of its regressionWindow",
+  },
+  regressed: {
+    name: (k) => `regressed-${k}-digest`,
+    kind: "digest",
+    ops: ["rearm"],
+    meaning: "the build that last regressed: a verified retry of it keeps the count, so it still locks out",
   },
   // Not a published key: the live image whose pause was announced, so its Event is posted once.
   paused: {

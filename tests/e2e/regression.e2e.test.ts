@@ -68,7 +68,32 @@ describe("regressionWindow", () => {
     expect(image("api-proxy", "proxy")).toBe(pin(fix));
     expect(w.ours()[k("last-refreshed-api-digest")]).toBe(fix);
     expect(w.ours()[k("previous-api-digest")]).toBe(old);
+    // Another build verified: its count reset, the regressed build's mark gone.
+    expect(w.ours()[k("refresh-attempt-api")]).toBeUndefined();
+    expect(w.ours()[k("regressed-api-digest")]).toBeUndefined();
   }, 30_000);
+
+  test("a build that regresses every time it is retried is locked out, not rolled out for ever", async () => {
+    const { old, bad } = await verifiedThenCrashing();
+    const crashed = () => waitFor(w.api, "Deployment", "apps", "api-proxy", (o) => !settled(o), 5000);
+    const first = await w.run();
+    expect(first.stderr).toContain("failed: api: failed attempt 1/3 (reverted)");
+    expect(w.ours()[k("regressed-api-digest")]).toBe(bad);
+    // The tag still names it: retried, verified again, but its count is kept.
+    const retry = await w.run();
+    expect(retry.stderr).toContain("refreshed: api: refreshed");
+    expect(w.ours()[k("refresh-attempt-api")]).toBe("2");
+    await crashed();
+    const second = await w.run();
+    expect(second.stderr).toContain("failed: api: failed attempt 3/3 (reverted)");
+    expect(image("api-proxy", "proxy")).toBe(pin(old));
+    const held = await w.run();
+    expect([held.code, held.stderr.includes("locked_out: api: locked_out 3/3")]).toEqual([1, true]);
+    expect(image("api-proxy", "proxy")).toBe(pin(old));
+    // rearm clears it with the count.
+    expect((await w.run(["rearm", "api"])).stderr).toContain("regressed-api-digest");
+    expect(w.ours()[k("regressed-api-digest")]).toBeUndefined();
+  }, 60_000);
 
   test("past regressionWindow the unsettled workload is skipped, as before", async () => {
     await verifiedThenCrashing();

@@ -146,6 +146,7 @@ async function writeState(run: Run, w: StateWrite): Promise<void> {
     change[IMAGE_KEYS.attempt.name(key)] = String(a.count);
     change[IMAGE_KEYS.traceparent.name(key)] = traceparent;
     change[IMAGE_KEYS.failed.name(key)] = a.digest;
+    if (a.regressed) change[IMAGE_KEYS.regressed.name(key)] = a.digest;
   }
   const removalsOnly =
     Object.keys(w.attempts).length + w.streaks.length + w.flaps.length + w.firstSeen.length === 0;

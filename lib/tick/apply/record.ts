@@ -125,10 +125,15 @@ export async function recordDigests(
  * A verified refresh also records the build its targets ran before (what a regression goes back
  * to) and when it was verified, by the tick's clock: the start of its regressionWindow.
  */
-function verifiedWrites(run: Run, key: string, digest: string): Record<string, string> {
+function verifiedWrites(run: Run, key: string, digest: string): Record<string, string | null> {
   const before = run.book.images[key]?.digest;
+  const regressed = run.book.images[key]?.regressed;
   const clock = run.obs.observed.clock ?? run.ctx.now();
   return {
+    // Another build verified: the regressed one is history (its count was reset with this record).
+    ...(regressed && regressed.kind !== "absent" && regressed.raw !== digest
+      ? { [IMAGE_KEYS.regressed.name(key)]: null }
+      : {}),
     ...(before?.kind === "trusted" && before.value !== digest
       ? { [IMAGE_KEYS.previous.name(key)]: before.value }
       : {}),

@@ -49,8 +49,11 @@ export function combine(o: Observed, c: Config, given: Map<string, Judgement>): 
       type: "record-revert",
       digests: Object.fromEntries(back.map((j) => [j.verdict.key, j.due?.digest as string])),
     });
-  if (due.length) {
-    const counts = Object.fromEntries(due.map((j) => [j.verdict.key, j.due?.count as number]));
+  // A verified retry of a build that regressed keeps its count: it passed verifyFor before too,
+  // and only a count that survives it stops the build going out and regressing for ever.
+  const resets = due.filter((j) => !retriesRegressed(o, j));
+  if (resets.length) {
+    const counts = Object.fromEntries(resets.map((j) => [j.verdict.key, j.due?.count as number]));
     actions.push({ type: "reset", counts });
   }
   const record: Record<string, string> = {};
@@ -81,6 +84,12 @@ export function combine(o: Observed, c: Config, given: Map<string, Judgement>): 
     groups: groupKeys,
     actions,
   };
+}
+
+/** The due build is the one that regressed last (regressed-<key>-digest). */
+function retriesRegressed(o: Observed, j: Judgement): boolean {
+  const f = o.book.images[j.verdict.key]?.regressed;
+  return f?.kind === "trusted" && f.value === j.due?.digest;
 }
 
 /** The distinct workloads of an image's targets, in config order: what its Events are about. */
