@@ -165,7 +165,14 @@ async function* watchPods(
     },
     target: `pods ${w.labelSelector} in namespace ${namespace} (watch)`,
   };
-  const body = await http.stream(req, w.signal);
+  // `w.signal` ends the stream, not the wait for its headers (bounded by the request timeout and
+  // the tick's own signal): a rollout that settles while this watch is being opened must not leave
+  // a request without an answer behind it.
+  const live = new AbortController();
+  const body = await http.stream(req, live.signal);
+  const stop = () => live.abort(w.signal.reason);
+  if (w.signal.aborted) stop();
+  w.signal.addEventListener("abort", stop, { once: true });
   try {
     yield* watchEvents(body);
   } catch (e) {
@@ -180,6 +187,8 @@ async function* watchPods(
       statusMessage: `watch stream: ${(e as Error).message}`,
       cause: e,
     });
+  } finally {
+    w.signal.removeEventListener("abort", stop);
   }
 }
 
