@@ -101,17 +101,25 @@ export function regressed(j: Judgement, img: ImageConfig, b: ImageBook, o: Obser
 }
 
 /**
- * A build a human rejected that runs on the image's targets (put there by image-refresh) is rolled
- * back to previous-<key>-digest: a revert, not an attempt (no count). A container a human pinned
- * to it is left alone, and without an earlier build there is nothing to go back to (the pause
- * says what to run by hand).
+ * A build a human rejected that runs on the image's targets (put there by image-refresh) while the
+ * registry has nothing newer (`L` is that build) is rolled back to previous-<key>-digest: a
+ * revert, not an attempt (no count). A newer build replaces it the usual way; a locked-out or
+ * untrusted count, or a container a human pinned to it, is left to the rules that hold the image;
+ * without an earlier build there is nothing to go back to (the pause says what to run by hand).
  */
-export function rollBackRejected(j: Judgement, img: ImageConfig, b: ImageBook, o: Observed, c: Config) {
+export function rollBackRejected(
+  j: Judgement,
+  img: ImageConfig,
+  b: ImageBook,
+  o: Observed,
+  c: Config & { L: string },
+) {
   const rejected = trusted(b.rejected);
   const previous = trusted(b.previous);
-  const live = liveImage(img, o, c);
-  const running = live?.containers.filter((x) => x.digest !== undefined && x.digest === rejected) ?? [];
-  if (!rejected || running.length === 0 || running.some((x) => !x.ours)) return undefined;
+  const count = countOf(b.attempt);
+  if (!rejected || rejected !== c.L || count === undefined || count >= c.maxRefreshAttempts) return undefined;
+  const running = liveImage(img, o, c)?.containers.filter((x) => x.digest === rejected) ?? [];
+  if (running.length === 0 || running.some((x) => !x.ours)) return undefined;
   const where = [...new Set(running.map((x) => describeWorkload(x.target)))].join(", ");
   if (previous === undefined || previous === rejected) {
     const msg = `${img.key}: the rejected build ${rejected} runs on ${where} and no earlier build is recorded to go back to: put them back by hand (kubectl rollout undo, or kubectl set image to a good build)`;
@@ -119,11 +127,7 @@ export function rollBackRejected(j: Judgement, img: ImageConfig, b: ImageBook, o
   }
   const msg = `${img.key}: the rejected build ${rejected} runs on ${where}: rolling back to ${previous}`;
   const next = amend(j, {
-    due: {
-      digest: previous,
-      count: countOf(b.attempt) ?? 0,
-      regression: { failed: rejected, back: true, counted: false },
-    },
+    due: { digest: previous, count, regression: { failed: rejected, back: true, counted: false } },
     verdict: { paused: true, inSync: false },
   });
   return say(next, "paused", "build_rejected", msg);

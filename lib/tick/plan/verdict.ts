@@ -113,7 +113,7 @@ function judgeResolved(
   const announced = b.paused.kind === "absent" ? undefined : b.paused.raw;
   if (pause) return paused(j, img, pause, c, announced);
   const k = announced !== undefined ? amend(j, { writes: { [IMAGE_KEYS.paused.name(img.key)]: null } }) : j;
-  const rollback = rollBackRejected(k, img, b, o, c);
+  const rollback = rollBackRejected(k, img, b, o, { ...c, L });
   if (rollback) return rollback;
   if (trusted(b.rejected) === L) {
     const msg = `${img.key}: the registry's ${L} was rejected by a human; waiting for the next build of ${img.repository}:${c.tag}`;
