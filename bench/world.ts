@@ -274,11 +274,19 @@ function addWorkloads(api: SimApiServer, images: Image[], ref: (repository: stri
  * lives) and whether `state` is still required (the tick keeps its bookkeeping on that workload)
  * or legacy. Read from `image-refresh schema`, so that the bench fits the binary it measures.
  */
-export function configModel(binary = BINARY): { storeKey: boolean; stateRequired: boolean } {
+export function configModel(binary = BINARY): {
+  storeKey: boolean;
+  stateRequired: boolean;
+  verifyFor: boolean;
+} {
   const r = Bun.spawnSync([binary, "schema"], { stdout: "pipe", stderr: "pipe" });
   if (r.exitCode !== 0) throw new Error(`Cannot read ${binary} schema: ${r.stderr.toString()}`);
   const schema = JSON.parse(r.stdout.toString()) as { properties: object; required?: string[] };
-  return { storeKey: "store" in schema.properties, stateRequired: !!schema.required?.includes("state") };
+  return {
+    storeKey: "store" in schema.properties,
+    stateRequired: !!schema.required?.includes("state"),
+    verifyFor: "verifyFor" in schema.properties,
+  };
 }
 
 const BINARY = join(import.meta.dir, "..", "dist", "image-refresh");
@@ -296,6 +304,9 @@ function configFor(host: string, images: Image[], model: ReturnType<typeof confi
     maxSkipTicks: 8,
     rolloutTimeout: "30s",
     requestTimeout: "10s",
+    // The instant judgement, as binaries before the verification window made it: a refresh's
+    // figures stay comparable across commits (a window adds the same verifyFor to every rollout).
+    ...(model.verifyFor ? { verifyFor: "0s" } : {}),
     images: images.map((i) => ({ repository: i.repository, key: i.key, targets: i.targets })),
   };
 }

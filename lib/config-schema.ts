@@ -21,7 +21,7 @@ export const KEY_RULE =
 const DURATION_HINT = "durations are strings such as 10m, 90s, 1h30m or 2d";
 
 /**
- * A duration, as text; `zero` allows 0s (minimumAge only). finish() reads it as milliseconds:
+ * A duration, as text; `zero` allows 0s (minimumAge, verifyFor). finish() reads it as milliseconds:
  * a transform in the schema would bring three more zod types (pipe, transform, prefault) onto
  * a tick's start-up for one function call.
  */
@@ -141,6 +141,9 @@ export const configSchemas = lazy((z) => {
     onFailure: z._default(z.enum(["revert", "keep"]), "revert"),
     reconcile: z._default(z.enum(["repin", "report"]), "repin"),
     minimumAge: duration(DURATIONS, "0s", true),
+    // 0s keeps the instant judgement of `kubectl rollout status`.
+    verifyFor: duration(DURATIONS, "2m", true),
+    regressionWindow: duration(DURATIONS, "1h"),
     images,
   });
   mark("config-schema");

@@ -35,6 +35,8 @@ describe("parseConfig", () => {
       onFailure: "revert",
       reconcile: "repin",
       minimumAgeMs: 0,
+      verifyForMs: 120_000,
+      regressionWindowMs: 3_600_000,
       registry: { host: "docker.io", insecure: false },
     });
     expect(c.images.map((i) => i.key)).toEqual(["api", "node-agent"]);

@@ -84,6 +84,10 @@ export interface Config {
   reconcile: "repin" | "report";
   /** How long this installation must have seen a build before it rolls out; 0 for at once. */
   minimumAgeMs: number;
+  /** How long a rollout's new pods must stay Ready, without a restart, before it succeeded; 0 for at once. */
+  verifyForMs: number;
+  /** How long after its verification a build whose pods fail still counts as a failed rollout. */
+  regressionWindowMs: number;
   images: ImageConfig[];
 }
 
@@ -188,6 +192,8 @@ function finish(c: Checked): Config {
     onFailure: c.onFailure,
     reconcile: c.reconcile,
     minimumAgeMs: ms(c.minimumAge),
+    verifyForMs: ms(c.verifyFor),
+    regressionWindowMs: ms(c.regressionWindow),
     images: normalise(c.images, c.namespace ?? c.state?.namespace ?? c.store.namespace, c),
   };
 }

@@ -116,7 +116,9 @@ export function targetsOf(config: Config): string[] {
 /**
  * Every permission as "namespace|group|resource|name|verb" ("*" for no resourceNames). Targets
  * need get/patch and, for the rollout wait, list/watch; Events are created in the targets'
- * namespaces (they are posted on the workloads they concern). The store is a ConfigMap in the
+ * namespaces (they are posted on the workloads they concern), and their pods are listed and
+ * watched there (by label selector, so not limited by name) to verify a rollout and to see a
+ * regression. The store is a ConfigMap in the
  * store's namespace: `create` there (RBAC cannot limit a create by name: its URL names no
  * object), `get`/`patch` on its name only. The legacy `state` workload, while configured, is
  * read and has its old annotations removed: get/patch. A pinned image's targets are never read
@@ -129,6 +131,7 @@ export function expectedPermissions(config: Config, storeNamespace = config.stor
   for (const t of targetsOf(config)) {
     for (const v of ["get", "patch", "list", "watch"]) out.add(`${t}|${v}`);
     out.add(`${t.split("|")[0]}|events.k8s.io|events|*|create`);
+    for (const v of ["list", "watch"]) out.add(`${t.split("|")[0]}||pods|*|${v}`);
   }
   const s = config.state;
   if (s) for (const v of ["get", "patch"]) out.add(`${workloadResource(s)}|${v}`);
@@ -175,14 +178,17 @@ function rulesOf(objects: readonly K8sObject[], ref: { kind: string; name: strin
   return parsed(RoleSchema, role, `${ref.kind} ${ref.name}`).rules ?? [];
 }
 
-/** With onFailure: revert every patched workload may be waited for twice: forward, and back. */
+/**
+ * With onFailure: revert every patched workload may be waited for twice: forward, and back. Each
+ * wait is the rollout's own (up to rolloutTimeout) and then its verification (verifyFor).
+ */
 function waitsPerWorkload(config: Config): number {
   return config.onFailure === "revert" ? 2 : 1;
 }
 
 export function minimumDeadlineSeconds(config: Config): number {
   const waits = targetsOf(config).length * waitsPerWorkload(config);
-  return (waits * config.rolloutTimeoutMs) / 1000 + DEADLINE_SLACK_SECONDS;
+  return (waits * (config.rolloutTimeoutMs + config.verifyForMs)) / 1000 + DEADLINE_SLACK_SECONDS;
 }
 
 /** `get, patch on deployments.apps/api in namespace apps`, one line per object. */
@@ -233,7 +239,7 @@ export function manifestProblems(config: Config, objects: readonly K8sObject[]):
   const needed = minimumDeadlineSeconds(config);
   if (deadline === undefined || deadline < needed)
     problems.push(
-      `CronJob ${job.metadata.name}: activeDeadlineSeconds ${deadline ?? "(unset)"} does not cover ${targetsOf(config).length} workloads × ${waitsPerWorkload(config) === 2 ? "2 waits (onFailure: revert) × " : ""}rolloutTimeout ${config.rolloutTimeoutMs / 1000}s + ${DEADLINE_SLACK_SECONDS}s = ${needed}s`,
+      `CronJob ${job.metadata.name}: activeDeadlineSeconds ${deadline ?? "(unset)"} does not cover ${targetsOf(config).length} workloads × ${waitsPerWorkload(config) === 2 ? "2 waits (onFailure: revert) × " : ""}(rolloutTimeout ${config.rolloutTimeoutMs / 1000}s + verifyFor ${config.verifyForMs / 1000}s) + ${DEADLINE_SLACK_SECONDS}s = ${needed}s`,
     );
   return problems;
 }

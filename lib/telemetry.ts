@@ -28,6 +28,7 @@ export type MetricName =
   | "image_refresh.lockouts"
   | "image_refresh.repins"
   | "image_refresh.reverts"
+  | "image_refresh.regressions"
   | "image_refresh.paused"
   | "image_refresh.in_sync"
   | "image_refresh.unresolved_streak"

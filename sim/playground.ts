@@ -5,7 +5,7 @@
 import type { Config, WorkloadKind } from "../lib/config.ts";
 import { pinnedReference } from "../lib/registry/reference.ts";
 import { rolloutStatus } from "./apiserver/driver.ts";
-import type { SimApiServer } from "./apiserver/index.ts";
+import type { BadBuild, SimApiServer } from "./apiserver/index.ts";
 import type { SimRegistry } from "./registry.ts";
 
 export interface Workload {
@@ -23,8 +23,8 @@ export interface Playground {
   workloads: Workload[];
   /** Each repository's first build: the digest its image's tag points at when the playground starts. */
   firstBuilds: Map<string, string>;
-  /** Workloads whose next build never becomes available, keyed like `id()`. */
-  flapping: Set<string>;
+  /** Workloads whose next build is bad, keyed like `id()`, and how it fails. */
+  flapping: Map<string, BadBuild>;
 }
 
 /** The field manager a Helm 3 release writes as, for the seed and a re-render. */
@@ -83,7 +83,7 @@ export function seedPlayground(config: Config, api: SimApiServer, registry: SimR
       containers: [{ name: "app", image: "registry.k8s.io/pause:3.10" }],
       manager: HELM_MANAGER,
     });
-  return { config, api, registry, workloads, firstBuilds, flapping: new Set() };
+  return { config, api, registry, workloads, firstBuilds, flapping: new Map() };
 }
 
 /** An image by key or repository; the error names the known keys. */
@@ -127,20 +127,42 @@ export function publish(p: Playground, key: string | undefined): string {
   const bad = pinnedReference(img.registry.host, img.repository, digest);
   const failing: string[] = [];
   for (const w of p.workloads) {
-    if (!p.flapping.has(id(w)) || ![...w.containers.values()].includes(img.repository)) continue;
-    p.api.failImages(w.kind, w.namespace, w.name, [bad]);
+    const how = p.flapping.get(id(w));
+    if (!how || ![...w.containers.values()].includes(img.repository)) continue;
+    p.api.failImages(w.kind, w.namespace, w.name, [bad], how);
     p.flapping.delete(id(w));
-    failing.push(id(w));
+    failing.push(`${badNote(how)} on ${id(w)}`);
   }
-  const note = failing.length ? `; its pods never become available on ${failing.join(", ")}` : "";
+  const note = failing.length ? `; ${failing.join("; ")}` : "";
   return `published ${img.repository}:${img.tag} -> ${digest}${note}`;
+}
+
+function badNote(how: BadBuild): string {
+  if (typeof how === "string") return "its pods never become available";
+  if ("crashAfterMs" in how) return `its pods become Ready, then crash ${how.crashAfterMs / 1000}s later`;
+  return `its pods become Ready, then turn unready ${how.unreadyAfterMs / 1000}s later`;
 }
 
 /** The workload's next build (the next one published for it) never becomes available. */
 export function flap(p: Playground, ref: string | undefined): string {
   const w = workloadOf(p, ref);
-  p.flapping.add(id(w));
+  p.flapping.set(id(w), "flap");
   return `${id(w)}: the next build published for it will never become available (the old one still does)`;
+}
+
+/** The workload's next build becomes Ready, then crashes `seconds` later (a build that dies after its warm-up). */
+export function crash(
+  p: Playground,
+  ref: string | undefined,
+  seconds: string | undefined,
+  fallback: number,
+): string {
+  const w = workloadOf(p, ref);
+  const s = seconds === undefined ? fallback : Number(seconds);
+  if (!Number.isFinite(s) || s < 0)
+    throw new Error(`SECONDS must be a number of seconds, not ${JSON.stringify(seconds)}`);
+  p.flapping.set(id(w), { crashAfterMs: Math.round(s * 1000) });
+  return `${id(w)}: the next build published for it becomes Ready, then crashes ${s}s later (the old one stays fine)`;
 }
 
 /** From now on a rollout of the workload never finishes: not failed, just never done. */

@@ -52,6 +52,13 @@ export function seedScenario(
 
 /** The configuration (as a plain object, written out as JSON) that follows the scenario. */
 export function scenarioConfig(registryHost: string, settings: Record<string, unknown> = {}) {
-  const timing = { maxRefreshAttempts: 3, maxSkipTicks: 3, rolloutTimeout: "2s", requestTimeout: "1s" };
+  // verifyFor is short but not zero: every rollout of a story is verified, as in a cluster.
+  const timing = {
+    maxRefreshAttempts: 3,
+    maxSkipTicks: 3,
+    rolloutTimeout: "2s",
+    requestTimeout: "1s",
+    verifyFor: "200ms",
+  };
   return { ...exampleConfig(registryHost), ...timing, ...settings };
 }

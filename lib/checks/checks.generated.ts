@@ -2,7 +2,7 @@
 import * as R from "./refinements.ts";
 import { FAIL } from "./fail.ts";
 
-const C0 = new Set(["tag","registry","namespace","store","state","annotationPrefix","maxRefreshAttempts","maxSkipTicks","maxUnresolvedTicks","rolloutTimeout","requestTimeout","onFailure","reconcile","minimumAge","images"]);
+const C0 = new Set(["tag","registry","namespace","store","state","annotationPrefix","maxRefreshAttempts","maxSkipTicks","maxUnresolvedTicks","rolloutTimeout","requestTimeout","onFailure","reconcile","minimumAge","verifyFor","regressionWindow","images"]);
 const C1 = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
 const C2 = new Set(["host","endpoint","insecure","dockerConfigJson","auth","token"]);
 const C3 = /^[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?$/;
@@ -25,42 +25,42 @@ const C19 = new Set(["kind","namespace","name","container"]);
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkConfig(v: unknown): unknown {
-  return s44(v);
+  return s46(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkKubeconfig(v: unknown): unknown {
-  return s67(v);
+  return s69(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkConfigMap(v: unknown): unknown {
-  return s72(v);
+  return s74(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkWorkload(v: unknown): unknown {
-  return s97(v);
+  return s108(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkManagedFields(v: unknown): unknown {
-  return s101(v);
+  return s112(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkDockerConfig(v: unknown): unknown {
-  return s104(v);
+  return s115(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkDockerCfg(v: unknown): unknown {
-  return s103(v);
+  return s114(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkTokenResponse(v: unknown): unknown {
-  return s105(v);
+  return s116(v);
 }
 
 function s0(v: any): any {
@@ -316,30 +316,38 @@ function s34(v: any): any {
 }
 
 function s35(v: any): any {
+  return v === undefined ? "2m" : s33(v);
+}
+
+function s36(v: any): any {
+  return v === undefined ? "1h" : s26(v);
+}
+
+function s37(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(C17.test(v))) return FAIL;
   return v;
 }
 
-function s36(v: any): any {
+function s38(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(C18.test(v))) return FAIL;
   return v;
 }
 
-function s37(v: any): any {
-  return v === undefined ? undefined : s36(v);
-}
-
-function s38(v: any): any {
-  return v === undefined ? undefined : s0(v);
-}
-
 function s39(v: any): any {
-  return v === undefined ? undefined : s12(v);
+  return v === undefined ? undefined : s38(v);
 }
 
 function s40(v: any): any {
+  return v === undefined ? undefined : s0(v);
+}
+
+function s41(v: any): any {
+  return v === undefined ? undefined : s12(v);
+}
+
+function s42(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C19.has(k)) return FAIL;
   const o: any = {};
@@ -367,60 +375,6 @@ function s40(v: any): any {
   return o;
 }
 
-function s41(v: any): any {
-  if (!Array.isArray(v)) return FAIL;
-  if (!(v.length >= 1)) return FAIL;
-  const o = new Array(v.length);
-  for (let i = 0; i < v.length; i++) {
-    const r = s40(v[i]);
-    if (r === FAIL) return FAIL;
-    o[i] = r;
-  }
-  return o;
-}
-
-function s42(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  for (const k in v) if (!C16.has(k)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("repository" in v) {
-    r = s35(v["repository"]);
-    if (r === FAIL) return FAIL;
-    o["repository"] = r;
-  } else return FAIL;
-  if ("key" in v) {
-    r = s37(v["key"]);
-    if (r === FAIL) return FAIL;
-    o["key"] = r;
-  }
-  if ("tag" in v) {
-    r = s38(v["tag"]);
-    if (r === FAIL) return FAIL;
-    o["tag"] = r;
-  }
-  if ("registry" in v) {
-    r = s39(v["registry"]);
-    if (r === FAIL) return FAIL;
-    o["registry"] = r;
-  }
-  if ("pinned" in v) {
-    r = s5(v["pinned"]);
-    if (r === FAIL) return FAIL;
-    o["pinned"] = r;
-  } else {
-    r = s5(undefined);
-    if (r === FAIL) return FAIL;
-    o["pinned"] = r;
-  }
-  if ("targets" in v) {
-    r = s41(v["targets"]);
-    if (r === FAIL) return FAIL;
-    o["targets"] = r;
-  } else return FAIL;
-  return o;
-}
-
 function s43(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   if (!(v.length >= 1)) return FAIL;
@@ -434,6 +388,60 @@ function s43(v: any): any {
 }
 
 function s44(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  for (const k in v) if (!C16.has(k)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("repository" in v) {
+    r = s37(v["repository"]);
+    if (r === FAIL) return FAIL;
+    o["repository"] = r;
+  } else return FAIL;
+  if ("key" in v) {
+    r = s39(v["key"]);
+    if (r === FAIL) return FAIL;
+    o["key"] = r;
+  }
+  if ("tag" in v) {
+    r = s40(v["tag"]);
+    if (r === FAIL) return FAIL;
+    o["tag"] = r;
+  }
+  if ("registry" in v) {
+    r = s41(v["registry"]);
+    if (r === FAIL) return FAIL;
+    o["registry"] = r;
+  }
+  if ("pinned" in v) {
+    r = s5(v["pinned"]);
+    if (r === FAIL) return FAIL;
+    o["pinned"] = r;
+  } else {
+    r = s5(undefined);
+    if (r === FAIL) return FAIL;
+    o["pinned"] = r;
+  }
+  if ("targets" in v) {
+    r = s43(v["targets"]);
+    if (r === FAIL) return FAIL;
+    o["targets"] = r;
+  } else return FAIL;
+  return o;
+}
+
+function s45(v: any): any {
+  if (!Array.isArray(v)) return FAIL;
+  if (!(v.length >= 1)) return FAIL;
+  const o = new Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const r = s44(v[i]);
+    if (r === FAIL) return FAIL;
+    o[i] = r;
+  }
+  return o;
+}
+
+function s46(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C0.has(k)) return FAIL;
   const o: any = {};
@@ -548,28 +556,46 @@ function s44(v: any): any {
     if (r === FAIL) return FAIL;
     o["minimumAge"] = r;
   }
+  if ("verifyFor" in v) {
+    r = s35(v["verifyFor"]);
+    if (r === FAIL) return FAIL;
+    o["verifyFor"] = r;
+  } else {
+    r = s35(undefined);
+    if (r === FAIL) return FAIL;
+    o["verifyFor"] = r;
+  }
+  if ("regressionWindow" in v) {
+    r = s36(v["regressionWindow"]);
+    if (r === FAIL) return FAIL;
+    o["regressionWindow"] = r;
+  } else {
+    r = s36(undefined);
+    if (r === FAIL) return FAIL;
+    o["regressionWindow"] = r;
+  }
   if ("images" in v) {
-    r = s43(v["images"]);
+    r = s45(v["images"]);
     if (r === FAIL) return FAIL;
     o["images"] = r;
   } else return FAIL;
   return o;
 }
 
-function s45(v: any): any {
+function s47(v: any): any {
   if (typeof v !== "string") return FAIL;
   return v;
 }
 
-function s46(v: any): any {
-  return v === undefined ? undefined : s45(v);
+function s48(v: any): any {
+  return v === undefined ? undefined : s47(v);
 }
 
-function s47(v: any): any {
+function s49(v: any): any {
   return v === undefined ? undefined : s4(v);
 }
 
-function s48(v: any): any {
+function s50(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -589,14 +615,14 @@ function s48(v: any): any {
     o["certificate-authority-data"] = r;
   }
   if ("insecure-skip-tls-verify" in v) {
-    r = s47(v["insecure-skip-tls-verify"]);
+    r = s49(v["insecure-skip-tls-verify"]);
     if (r === FAIL) return FAIL;
     o["insecure-skip-tls-verify"] = r;
   }
   return o;
 }
 
-function s49(v: any): any {
+function s51(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -606,34 +632,26 @@ function s49(v: any): any {
     o["name"] = r;
   } else return FAIL;
   if ("cluster" in v) {
-    r = s48(v["cluster"]);
+    r = s50(v["cluster"]);
     if (r === FAIL) return FAIL;
     o["cluster"] = r;
   } else return FAIL;
   return o;
 }
 
-function s50(v: any): any {
+function s52(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s49(v[i]);
+    const r = s51(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s51(v: any): any {
-  return v === null ? null : s50(v);
-}
-
-function s52(v: any): any {
-  return v === undefined ? undefined : s51(v);
-}
-
 function s53(v: any): any {
-  return v;
+  return v === null ? null : s52(v);
 }
 
 function s54(v: any): any {
@@ -641,6 +659,14 @@ function s54(v: any): any {
 }
 
 function s55(v: any): any {
+  return v;
+}
+
+function s56(v: any): any {
+  return v === undefined ? undefined : s55(v);
+}
+
+function s57(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -675,27 +701,27 @@ function s55(v: any): any {
     o["client-key-data"] = r;
   }
   if ("exec" in v) {
-    r = s54(v["exec"]);
+    r = s56(v["exec"]);
     if (r === FAIL) return FAIL;
     o["exec"] = r;
   }
   if ("auth-provider" in v) {
-    r = s54(v["auth-provider"]);
+    r = s56(v["auth-provider"]);
     if (r === FAIL) return FAIL;
     o["auth-provider"] = r;
   }
   return o;
 }
 
-function s56(v: any): any {
-  return v === null ? null : s55(v);
-}
-
-function s57(v: any): any {
-  return v === undefined ? undefined : s56(v);
-}
-
 function s58(v: any): any {
+  return v === null ? null : s57(v);
+}
+
+function s59(v: any): any {
+  return v === undefined ? undefined : s58(v);
+}
+
+function s60(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -705,33 +731,33 @@ function s58(v: any): any {
     o["name"] = r;
   } else return FAIL;
   if ("user" in v) {
-    r = s57(v["user"]);
+    r = s59(v["user"]);
     if (r === FAIL) return FAIL;
     o["user"] = r;
   }
   return o;
 }
 
-function s59(v: any): any {
+function s61(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s58(v[i]);
+    const r = s60(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s60(v: any): any {
-  return v === null ? null : s59(v);
-}
-
-function s61(v: any): any {
-  return v === undefined ? undefined : s60(v);
-}
-
 function s62(v: any): any {
+  return v === null ? null : s61(v);
+}
+
+function s63(v: any): any {
+  return v === undefined ? undefined : s62(v);
+}
+
+function s64(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -741,19 +767,19 @@ function s62(v: any): any {
     o["cluster"] = r;
   } else return FAIL;
   if ("user" in v) {
-    r = s46(v["user"]);
+    r = s48(v["user"]);
     if (r === FAIL) return FAIL;
     o["user"] = r;
   }
   if ("namespace" in v) {
-    r = s46(v["namespace"]);
+    r = s48(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   }
   return o;
 }
 
-function s63(v: any): any {
+function s65(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -763,60 +789,60 @@ function s63(v: any): any {
     o["name"] = r;
   } else return FAIL;
   if ("context" in v) {
-    r = s62(v["context"]);
+    r = s64(v["context"]);
     if (r === FAIL) return FAIL;
     o["context"] = r;
   } else return FAIL;
   return o;
 }
 
-function s64(v: any): any {
+function s66(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s63(v[i]);
+    const r = s65(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s65(v: any): any {
-  return v === null ? null : s64(v);
-}
-
-function s66(v: any): any {
-  return v === undefined ? undefined : s65(v);
-}
-
 function s67(v: any): any {
+  return v === null ? null : s66(v);
+}
+
+function s68(v: any): any {
+  return v === undefined ? undefined : s67(v);
+}
+
+function s69(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("current-context" in v) {
-    r = s46(v["current-context"]);
+    r = s48(v["current-context"]);
     if (r === FAIL) return FAIL;
     o["current-context"] = r;
   }
   if ("clusters" in v) {
-    r = s52(v["clusters"]);
+    r = s54(v["clusters"]);
     if (r === FAIL) return FAIL;
     o["clusters"] = r;
   }
   if ("users" in v) {
-    r = s61(v["users"]);
+    r = s63(v["users"]);
     if (r === FAIL) return FAIL;
     o["users"] = r;
   }
   if ("contexts" in v) {
-    r = s66(v["contexts"]);
+    r = s68(v["contexts"]);
     if (r === FAIL) return FAIL;
     o["contexts"] = r;
   }
   return o;
 }
 
-function s68(v: any): any {
+function s70(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -828,83 +854,83 @@ function s68(v: any): any {
   return o;
 }
 
-function s69(v: any): any {
+function s71(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const p = Object.getPrototypeOf(v);
   if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
   const o: any = {};
   for (const k of Object.keys(v)) {
     if (k === "__proto__") continue;
-    const r = s45(v[k]);
+    const r = s47(v[k]);
     if (r === FAIL) return FAIL;
     o[k] = r;
   }
   return o;
 }
 
-function s70(v: any): any {
-  return v === null ? null : s69(v);
-}
-
-function s71(v: any): any {
-  return v === undefined ? undefined : s70(v);
-}
-
 function s72(v: any): any {
+  return v === null ? null : s71(v);
+}
+
+function s73(v: any): any {
+  return v === undefined ? undefined : s72(v);
+}
+
+function s74(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("metadata" in v) {
-    r = s68(v["metadata"]);
+    r = s70(v["metadata"]);
     if (r === FAIL) return FAIL;
     o["metadata"] = r;
   } else return FAIL;
   if ("data" in v) {
-    r = s71(v["data"]);
+    r = s73(v["data"]);
     if (r === FAIL) return FAIL;
     o["data"] = r;
   }
   return o;
 }
 
-function s73(v: any): any {
+function s75(v: any): any {
   if (typeof v !== "number" || !Number.isSafeInteger(v)) return FAIL;
   return v;
 }
 
-function s74(v: any): any {
-  return v === undefined ? 0 : s73(v);
-}
-
-function s75(v: any): any {
-  return R.emptyIfAbsent(v);
-}
-
 function s76(v: any): any {
-  const r = s71(v);
-  return r === FAIL ? FAIL : s75(r);
+  return v === undefined ? 0 : s75(v);
 }
 
 function s77(v: any): any {
+  return R.emptyIfAbsent(v);
+}
+
+function s78(v: any): any {
+  const r = s73(v);
+  return r === FAIL ? FAIL : s77(r);
+}
+
+function s79(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("name" in v) {
-    r = s45(v["name"]);
+    r = s47(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   if ("namespace" in v) {
-    r = s45(v["namespace"]);
+    r = s47(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   } else return FAIL;
   if ("generation" in v) {
-    r = s74(v["generation"]);
+    r = s76(v["generation"]);
     if (r === FAIL) return FAIL;
     o["generation"] = r;
   } else {
-    r = s74(undefined);
+    r = s76(undefined);
     if (r === FAIL) return FAIL;
     o["generation"] = r;
   }
@@ -914,212 +940,145 @@ function s77(v: any): any {
     o["resourceVersion"] = r;
   } else return FAIL;
   if ("annotations" in v) {
-    r = s76(v["annotations"]);
+    r = s78(v["annotations"]);
     if (r === FAIL) return FAIL;
     o["annotations"] = r;
   } else {
-    r = s76(undefined);
+    r = s78(undefined);
     if (r === FAIL) return FAIL;
     if (r !== undefined) o["annotations"] = r;
   }
   if ("uid" in v) {
-    r = s46(v["uid"]);
+    r = s48(v["uid"]);
     if (r === FAIL) return FAIL;
     o["uid"] = r;
   }
   if ("managedFields" in v) {
-    r = s54(v["managedFields"]);
+    r = s56(v["managedFields"]);
     if (r === FAIL) return FAIL;
     o["managedFields"] = r;
   }
   return o;
 }
 
-function s78(v: any): any {
-  return v === undefined ? undefined : s73(v);
-}
-
-function s79(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("partition" in v) {
-    r = s78(v["partition"]);
-    if (r === FAIL) return FAIL;
-    o["partition"] = r;
-  }
-  return o;
-}
-
 function s80(v: any): any {
-  return v === null ? null : s79(v);
+  return v === undefined ? undefined : s75(v);
 }
 
 function s81(v: any): any {
-  return v === undefined ? undefined : s80(v);
+  return v === undefined ? undefined : s71(v);
 }
 
 function s82(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("type" in v) {
-    r = s46(v["type"]);
-    if (r === FAIL) return FAIL;
-    o["type"] = r;
-  }
-  if ("rollingUpdate" in v) {
-    r = s81(v["rollingUpdate"]);
-    if (r === FAIL) return FAIL;
-    o["rollingUpdate"] = r;
-  }
-  return o;
-}
-
-function s83(v: any): any {
-  return v === undefined ? undefined : s82(v);
-}
-
-function s84(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("name" in v) {
-    r = s45(v["name"]);
-    if (r === FAIL) return FAIL;
-    o["name"] = r;
-  } else return FAIL;
-  if ("image" in v) {
-    r = s45(v["image"]);
-    if (r === FAIL) return FAIL;
-    o["image"] = r;
-  } else return FAIL;
-  return o;
-}
-
-function s85(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s84(v[i]);
+    const r = s47(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s86(v: any): any {
-  return v === undefined ? undefined : s85(v);
+function s83(v: any): any {
+  return v === null ? null : s82(v);
 }
 
-function s87(v: any): any {
+function s84(v: any): any {
+  return v === undefined ? undefined : s83(v);
+}
+
+function s85(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
-  if ("containers" in v) {
-    r = s85(v["containers"]);
+  if ("key" in v) {
+    r = s47(v["key"]);
     if (r === FAIL) return FAIL;
-    o["containers"] = r;
+    o["key"] = r;
   } else return FAIL;
-  if ("initContainers" in v) {
-    r = s86(v["initContainers"]);
+  if ("operator" in v) {
+    r = s47(v["operator"]);
     if (r === FAIL) return FAIL;
-    o["initContainers"] = r;
+    o["operator"] = r;
+  } else return FAIL;
+  if ("values" in v) {
+    r = s84(v["values"]);
+    if (r === FAIL) return FAIL;
+    o["values"] = r;
   }
   return o;
+}
+
+function s86(v: any): any {
+  if (!Array.isArray(v)) return FAIL;
+  const o = new Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const r = s85(v[i]);
+    if (r === FAIL) return FAIL;
+    o[i] = r;
+  }
+  return o;
+}
+
+function s87(v: any): any {
+  return v === undefined ? undefined : s86(v);
 }
 
 function s88(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
-  if ("spec" in v) {
-    r = s87(v["spec"]);
+  if ("matchLabels" in v) {
+    r = s81(v["matchLabels"]);
     if (r === FAIL) return FAIL;
-    o["spec"] = r;
-  } else return FAIL;
+    o["matchLabels"] = r;
+  }
+  if ("matchExpressions" in v) {
+    r = s87(v["matchExpressions"]);
+    if (r === FAIL) return FAIL;
+    o["matchExpressions"] = r;
+  }
   return o;
 }
 
 function s89(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("replicas" in v) {
-    r = s78(v["replicas"]);
-    if (r === FAIL) return FAIL;
-    o["replicas"] = r;
-  }
-  if ("paused" in v) {
-    r = s47(v["paused"]);
-    if (r === FAIL) return FAIL;
-    o["paused"] = r;
-  }
-  if ("updateStrategy" in v) {
-    r = s83(v["updateStrategy"]);
-    if (r === FAIL) return FAIL;
-    o["updateStrategy"] = r;
-  }
-  if ("template" in v) {
-    r = s88(v["template"]);
-    if (r === FAIL) return FAIL;
-    o["template"] = r;
-  } else return FAIL;
-  return o;
+  return v === undefined ? undefined : s88(v);
 }
 
 function s90(v: any): any {
-  return v === null ? null : s45(v);
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("partition" in v) {
+    r = s80(v["partition"]);
+    if (r === FAIL) return FAIL;
+    o["partition"] = r;
+  }
+  return o;
 }
 
 function s91(v: any): any {
-  return v === undefined ? undefined : s90(v);
+  return v === null ? null : s90(v);
 }
 
 function s92(v: any): any {
+  return v === undefined ? undefined : s91(v);
+}
+
+function s93(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("type" in v) {
-    r = s45(v["type"]);
+    r = s48(v["type"]);
     if (r === FAIL) return FAIL;
     o["type"] = r;
-  } else return FAIL;
-  if ("status" in v) {
-    r = s45(v["status"]);
-    if (r === FAIL) return FAIL;
-    o["status"] = r;
-  } else return FAIL;
-  if ("reason" in v) {
-    r = s46(v["reason"]);
-    if (r === FAIL) return FAIL;
-    o["reason"] = r;
   }
-  if ("message" in v) {
-    r = s46(v["message"]);
+  if ("rollingUpdate" in v) {
+    r = s92(v["rollingUpdate"]);
     if (r === FAIL) return FAIL;
-    o["message"] = r;
-  }
-  if ("lastUpdateTime" in v) {
-    r = s91(v["lastUpdateTime"]);
-    if (r === FAIL) return FAIL;
-    o["lastUpdateTime"] = r;
-  }
-  if ("lastTransitionTime" in v) {
-    r = s91(v["lastTransitionTime"]);
-    if (r === FAIL) return FAIL;
-    o["lastTransitionTime"] = r;
-  }
-  return o;
-}
-
-function s93(v: any): any {
-  if (!Array.isArray(v)) return FAIL;
-  const o = new Array(v.length);
-  for (let i = 0; i < v.length; i++) {
-    const r = s92(v[i]);
-    if (r === FAIL) return FAIL;
-    o[i] = r;
+    o["rollingUpdate"] = r;
   }
   return o;
 }
@@ -1132,219 +1091,372 @@ function s95(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
-  if ("observedGeneration" in v) {
-    r = s78(v["observedGeneration"]);
+  if ("name" in v) {
+    r = s47(v["name"]);
     if (r === FAIL) return FAIL;
-    o["observedGeneration"] = r;
-  }
-  if ("replicas" in v) {
-    r = s78(v["replicas"]);
+    o["name"] = r;
+  } else return FAIL;
+  if ("image" in v) {
+    r = s47(v["image"]);
     if (r === FAIL) return FAIL;
-    o["replicas"] = r;
-  }
-  if ("updatedReplicas" in v) {
-    r = s78(v["updatedReplicas"]);
-    if (r === FAIL) return FAIL;
-    o["updatedReplicas"] = r;
-  }
-  if ("readyReplicas" in v) {
-    r = s78(v["readyReplicas"]);
-    if (r === FAIL) return FAIL;
-    o["readyReplicas"] = r;
-  }
-  if ("availableReplicas" in v) {
-    r = s78(v["availableReplicas"]);
-    if (r === FAIL) return FAIL;
-    o["availableReplicas"] = r;
-  }
-  if ("currentReplicas" in v) {
-    r = s78(v["currentReplicas"]);
-    if (r === FAIL) return FAIL;
-    o["currentReplicas"] = r;
-  }
-  if ("updateRevision" in v) {
-    r = s46(v["updateRevision"]);
-    if (r === FAIL) return FAIL;
-    o["updateRevision"] = r;
-  }
-  if ("currentRevision" in v) {
-    r = s46(v["currentRevision"]);
-    if (r === FAIL) return FAIL;
-    o["currentRevision"] = r;
-  }
-  if ("desiredNumberScheduled" in v) {
-    r = s78(v["desiredNumberScheduled"]);
-    if (r === FAIL) return FAIL;
-    o["desiredNumberScheduled"] = r;
-  }
-  if ("updatedNumberScheduled" in v) {
-    r = s78(v["updatedNumberScheduled"]);
-    if (r === FAIL) return FAIL;
-    o["updatedNumberScheduled"] = r;
-  }
-  if ("numberAvailable" in v) {
-    r = s78(v["numberAvailable"]);
-    if (r === FAIL) return FAIL;
-    o["numberAvailable"] = r;
-  }
-  if ("conditions" in v) {
-    r = s94(v["conditions"]);
-    if (r === FAIL) return FAIL;
-    o["conditions"] = r;
-  }
+    o["image"] = r;
+  } else return FAIL;
   return o;
 }
 
 function s96(v: any): any {
-  return v === undefined ? {} : s95(v);
-}
-
-function s97(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("metadata" in v) {
-    r = s77(v["metadata"]);
-    if (r === FAIL) return FAIL;
-    o["metadata"] = r;
-  } else return FAIL;
-  if ("spec" in v) {
-    r = s89(v["spec"]);
-    if (r === FAIL) return FAIL;
-    o["spec"] = r;
-  } else return FAIL;
-  if ("status" in v) {
-    r = s96(v["status"]);
-    if (r === FAIL) return FAIL;
-    o["status"] = r;
-  } else {
-    r = s96(undefined);
-    if (r === FAIL) return FAIL;
-    o["status"] = r;
-  }
-  return o;
-}
-
-function s98(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const p = Object.getPrototypeOf(v);
-  if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
-  const o: any = {};
-  for (const k of Object.keys(v)) {
-    if (k === "__proto__") continue;
-    const r = s53(v[k]);
-    if (r === FAIL) return FAIL;
-    o[k] = r;
-  }
-  return o;
-}
-
-function s99(v: any): any {
-  return v === undefined ? undefined : s98(v);
-}
-
-function s100(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("manager" in v) {
-    r = s46(v["manager"]);
-    if (r === FAIL) return FAIL;
-    o["manager"] = r;
-  }
-  if ("operation" in v) {
-    r = s46(v["operation"]);
-    if (r === FAIL) return FAIL;
-    o["operation"] = r;
-  }
-  if ("time" in v) {
-    r = s46(v["time"]);
-    if (r === FAIL) return FAIL;
-    o["time"] = r;
-  }
-  if ("subresource" in v) {
-    r = s46(v["subresource"]);
-    if (r === FAIL) return FAIL;
-    o["subresource"] = r;
-  }
-  if ("fieldsV1" in v) {
-    r = s99(v["fieldsV1"]);
-    if (r === FAIL) return FAIL;
-    o["fieldsV1"] = r;
-  }
-  return o;
-}
-
-function s101(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s100(v[i]);
+    const r = s95(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s102(v: any): any {
+function s97(v: any): any {
+  return v === undefined ? undefined : s96(v);
+}
+
+function s98(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
-  if ("username" in v) {
-    r = s46(v["username"]);
+  if ("containers" in v) {
+    r = s96(v["containers"]);
     if (r === FAIL) return FAIL;
-    o["username"] = r;
-  }
-  if ("password" in v) {
-    r = s46(v["password"]);
+    o["containers"] = r;
+  } else return FAIL;
+  if ("initContainers" in v) {
+    r = s97(v["initContainers"]);
     if (r === FAIL) return FAIL;
-    o["password"] = r;
-  }
-  if ("auth" in v) {
-    r = s46(v["auth"]);
-    if (r === FAIL) return FAIL;
-    o["auth"] = r;
+    o["initContainers"] = r;
   }
   return o;
 }
 
+function s99(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("spec" in v) {
+    r = s98(v["spec"]);
+    if (r === FAIL) return FAIL;
+    o["spec"] = r;
+  } else return FAIL;
+  return o;
+}
+
+function s100(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("replicas" in v) {
+    r = s80(v["replicas"]);
+    if (r === FAIL) return FAIL;
+    o["replicas"] = r;
+  }
+  if ("selector" in v) {
+    r = s89(v["selector"]);
+    if (r === FAIL) return FAIL;
+    o["selector"] = r;
+  }
+  if ("paused" in v) {
+    r = s49(v["paused"]);
+    if (r === FAIL) return FAIL;
+    o["paused"] = r;
+  }
+  if ("updateStrategy" in v) {
+    r = s94(v["updateStrategy"]);
+    if (r === FAIL) return FAIL;
+    o["updateStrategy"] = r;
+  }
+  if ("template" in v) {
+    r = s99(v["template"]);
+    if (r === FAIL) return FAIL;
+    o["template"] = r;
+  } else return FAIL;
+  return o;
+}
+
+function s101(v: any): any {
+  return v === null ? null : s47(v);
+}
+
+function s102(v: any): any {
+  return v === undefined ? undefined : s101(v);
+}
+
 function s103(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("type" in v) {
+    r = s47(v["type"]);
+    if (r === FAIL) return FAIL;
+    o["type"] = r;
+  } else return FAIL;
+  if ("status" in v) {
+    r = s47(v["status"]);
+    if (r === FAIL) return FAIL;
+    o["status"] = r;
+  } else return FAIL;
+  if ("reason" in v) {
+    r = s48(v["reason"]);
+    if (r === FAIL) return FAIL;
+    o["reason"] = r;
+  }
+  if ("message" in v) {
+    r = s48(v["message"]);
+    if (r === FAIL) return FAIL;
+    o["message"] = r;
+  }
+  if ("lastUpdateTime" in v) {
+    r = s102(v["lastUpdateTime"]);
+    if (r === FAIL) return FAIL;
+    o["lastUpdateTime"] = r;
+  }
+  if ("lastTransitionTime" in v) {
+    r = s102(v["lastTransitionTime"]);
+    if (r === FAIL) return FAIL;
+    o["lastTransitionTime"] = r;
+  }
+  return o;
+}
+
+function s104(v: any): any {
+  if (!Array.isArray(v)) return FAIL;
+  const o = new Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const r = s103(v[i]);
+    if (r === FAIL) return FAIL;
+    o[i] = r;
+  }
+  return o;
+}
+
+function s105(v: any): any {
+  return v === undefined ? undefined : s104(v);
+}
+
+function s106(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("observedGeneration" in v) {
+    r = s80(v["observedGeneration"]);
+    if (r === FAIL) return FAIL;
+    o["observedGeneration"] = r;
+  }
+  if ("replicas" in v) {
+    r = s80(v["replicas"]);
+    if (r === FAIL) return FAIL;
+    o["replicas"] = r;
+  }
+  if ("updatedReplicas" in v) {
+    r = s80(v["updatedReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["updatedReplicas"] = r;
+  }
+  if ("readyReplicas" in v) {
+    r = s80(v["readyReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["readyReplicas"] = r;
+  }
+  if ("availableReplicas" in v) {
+    r = s80(v["availableReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["availableReplicas"] = r;
+  }
+  if ("currentReplicas" in v) {
+    r = s80(v["currentReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["currentReplicas"] = r;
+  }
+  if ("updateRevision" in v) {
+    r = s48(v["updateRevision"]);
+    if (r === FAIL) return FAIL;
+    o["updateRevision"] = r;
+  }
+  if ("currentRevision" in v) {
+    r = s48(v["currentRevision"]);
+    if (r === FAIL) return FAIL;
+    o["currentRevision"] = r;
+  }
+  if ("desiredNumberScheduled" in v) {
+    r = s80(v["desiredNumberScheduled"]);
+    if (r === FAIL) return FAIL;
+    o["desiredNumberScheduled"] = r;
+  }
+  if ("updatedNumberScheduled" in v) {
+    r = s80(v["updatedNumberScheduled"]);
+    if (r === FAIL) return FAIL;
+    o["updatedNumberScheduled"] = r;
+  }
+  if ("numberAvailable" in v) {
+    r = s80(v["numberAvailable"]);
+    if (r === FAIL) return FAIL;
+    o["numberAvailable"] = r;
+  }
+  if ("conditions" in v) {
+    r = s105(v["conditions"]);
+    if (r === FAIL) return FAIL;
+    o["conditions"] = r;
+  }
+  return o;
+}
+
+function s107(v: any): any {
+  return v === undefined ? {} : s106(v);
+}
+
+function s108(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("metadata" in v) {
+    r = s79(v["metadata"]);
+    if (r === FAIL) return FAIL;
+    o["metadata"] = r;
+  } else return FAIL;
+  if ("spec" in v) {
+    r = s100(v["spec"]);
+    if (r === FAIL) return FAIL;
+    o["spec"] = r;
+  } else return FAIL;
+  if ("status" in v) {
+    r = s107(v["status"]);
+    if (r === FAIL) return FAIL;
+    o["status"] = r;
+  } else {
+    r = s107(undefined);
+    if (r === FAIL) return FAIL;
+    o["status"] = r;
+  }
+  return o;
+}
+
+function s109(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const p = Object.getPrototypeOf(v);
   if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
   const o: any = {};
   for (const k of Object.keys(v)) {
     if (k === "__proto__") continue;
-    const r = s102(v[k]);
+    const r = s55(v[k]);
     if (r === FAIL) return FAIL;
     o[k] = r;
   }
   return o;
 }
 
-function s104(v: any): any {
+function s110(v: any): any {
+  return v === undefined ? undefined : s109(v);
+}
+
+function s111(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("manager" in v) {
+    r = s48(v["manager"]);
+    if (r === FAIL) return FAIL;
+    o["manager"] = r;
+  }
+  if ("operation" in v) {
+    r = s48(v["operation"]);
+    if (r === FAIL) return FAIL;
+    o["operation"] = r;
+  }
+  if ("time" in v) {
+    r = s48(v["time"]);
+    if (r === FAIL) return FAIL;
+    o["time"] = r;
+  }
+  if ("subresource" in v) {
+    r = s48(v["subresource"]);
+    if (r === FAIL) return FAIL;
+    o["subresource"] = r;
+  }
+  if ("fieldsV1" in v) {
+    r = s110(v["fieldsV1"]);
+    if (r === FAIL) return FAIL;
+    o["fieldsV1"] = r;
+  }
+  return o;
+}
+
+function s112(v: any): any {
+  if (!Array.isArray(v)) return FAIL;
+  const o = new Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const r = s111(v[i]);
+    if (r === FAIL) return FAIL;
+    o[i] = r;
+  }
+  return o;
+}
+
+function s113(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("username" in v) {
+    r = s48(v["username"]);
+    if (r === FAIL) return FAIL;
+    o["username"] = r;
+  }
+  if ("password" in v) {
+    r = s48(v["password"]);
+    if (r === FAIL) return FAIL;
+    o["password"] = r;
+  }
+  if ("auth" in v) {
+    r = s48(v["auth"]);
+    if (r === FAIL) return FAIL;
+    o["auth"] = r;
+  }
+  return o;
+}
+
+function s114(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const p = Object.getPrototypeOf(v);
+  if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
+  const o: any = {};
+  for (const k of Object.keys(v)) {
+    if (k === "__proto__") continue;
+    const r = s113(v[k]);
+    if (r === FAIL) return FAIL;
+    o[k] = r;
+  }
+  return o;
+}
+
+function s115(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("auths" in v) {
-    r = s103(v["auths"]);
+    r = s114(v["auths"]);
     if (r === FAIL) return FAIL;
     o["auths"] = r;
   } else return FAIL;
   return o;
 }
 
-function s105(v: any): any {
+function s116(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("token" in v) {
-    r = s46(v["token"]);
+    r = s48(v["token"]);
     if (r === FAIL) return FAIL;
     o["token"] = r;
   }
   if ("access_token" in v) {
-    r = s46(v["access_token"]);
+    r = s48(v["access_token"]);
     if (r === FAIL) return FAIL;
     o["access_token"] = r;
   }

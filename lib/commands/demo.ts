@@ -4,7 +4,9 @@
 // refreshes beside it, a human rejecting the bad build, the next build rolling out, an image
 // the registry cannot resolve turning stale (a loud failure) instead of a quiet no-op, and the
 // live spec: adoption of containers that name the tag, a Helm re-render re-pinned, a human's pin
-// stood back from, and a GitOps controller's endless revert contested instead of looped.
+// stood back from, and a GitOps controller's endless revert contested instead of looped; and bad
+// builds that become Ready first: one that crashes inside its verification window, reverted by the
+// tick that rolled it out, and one that crashes after it, reverted by the next tick as a regression.
 // The demo is loaded only by `image-refresh demo` (a chunk of its own), so the simulators it
 // imports cost a tick nothing.
 
@@ -178,6 +180,7 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
   outcomes.push(await tick("the registry answers again: the streak is removed"));
   outcomes.push(...(await liveSpec(api, registry, tick)));
   outcomes.push(...(await soakChapter({ api, registry, tick, runtime, files })));
+  outcomes.push(...(await crashChapter({ api, registry, tick, files })));
   const want = [
     "recorded",
     "refreshed",
@@ -195,6 +198,7 @@ async function story(api: SimApiServer, registry: SimRegistry, ca: string): Prom
     "noop",
     ...LIVE_IMAGE_OUTCOMES,
     ...SOAK_OUTCOMES,
+    ...CRASH_OUTCOMES,
   ];
   const ok = want.every((w, i) => outcomes[i] === w);
   out(
@@ -236,6 +240,49 @@ async function soakChapter(d: {
   outcomes.push(await tick("the first build has aged: it rolls out by digest, though the tag moved on"));
   await untilAged(api, second);
   outcomes.push(await tick("the newer build has aged too: it rolls out, no candidate is left"));
+  return outcomes;
+}
+
+const CRASH_OUTCOMES = ["failed", "refreshed", "failed", "refreshed"];
+
+/**
+ * Bad builds that become Ready first, as real bad builds often do: one crashes inside verifyFor
+ * (failed by the tick that rolled it out), one after it (a regression, reverted by the next tick,
+ * the fix rolling out on the tick after).
+ */
+async function crashChapter(d: {
+  api: SimApiServer;
+  registry: SimRegistry;
+  tick: Tick;
+  files: Record<string, string>;
+}): Promise<string[]> {
+  const { api, registry, tick } = d;
+  const outcomes: string[] = [];
+  const pin = (digest: string) => `${registry.host}/myorg/api@${digest}`;
+  out(
+    "\n── back to `minimumAge: 0s`, and `verifyFor: 1s`: a rollout counts once its new pods stayed Ready that long",
+  );
+  d.files["/demo/config.json"] = JSON.stringify(
+    scenarioConfig(registry.host, { ...DEMO_SETTINGS, verifyFor: "1s" }),
+  );
+  const early = registry.push("myorg/api", "stable");
+  api.failImages("Deployment", "apps", "api-proxy", [pin(early)], { crashAfterMs: 300 });
+  outcomes.push(
+    await tick(
+      "a new api build becomes Ready on api-proxy, then crashes 0.3 s later: failed verification, reverted",
+    ),
+  );
+  const late = registry.push("myorg/api", "stable");
+  api.failImages("Deployment", "apps", "api-proxy", [pin(late)], { crashAfterMs: 2500 });
+  outcomes.push(await tick("the next build stays Ready through its verification: refreshed and recorded"));
+  await waitFor(api, "Deployment", "apps", "api-proxy", (o) => !settled(o), 10_000);
+  outcomes.push(
+    await tick(
+      "its pods crash 2.5 s after Ready: within regressionWindow, a regression: reverted to the build before",
+    ),
+  );
+  registry.push("myorg/api", "stable");
+  outcomes.push(await tick("a fixed build is pushed: nothing is frozen in front of it, it rolls out"));
   return outcomes;
 }
 

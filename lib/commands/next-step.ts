@@ -50,6 +50,8 @@ const NEXT_STEP: Record<Reason, (a: Ask) => string> = {
   rollout_failed: () => NOTHING,
   rollout_failed_reverted: () => NOTHING,
   revert_failed: () => NOTHING,
+  regressed: ({ key }) =>
+    `nothing: the next tick rolls out the registry's build (a newer one, or the regressed one again, counted); \`image-refresh reject ${key}\` keeps the regressed build out`,
   reset_failed: () => NOTHING,
   record_failed: () => NOTHING,
   store_unreadable: () => NOTHING,

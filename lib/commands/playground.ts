@@ -22,6 +22,8 @@ import { parseYaml } from "../yaml.ts";
 
 /** Rollouts in the simulator take about 100 ms; a user's 10m would make a failed one wait 10 minutes. */
 export const PLAYGROUND_ROLLOUT_TIMEOUT_MS = 10_000;
+/** A user's 2m verification would make every playground tick wait minutes; 5 s shows the same. */
+export const PLAYGROUND_VERIFY_FOR_MS = 5_000;
 /** The namespace the kubeconfig's context names: where image-refresh itself would run. */
 const OWN_NAMESPACE = "image-refresh";
 
@@ -40,6 +42,16 @@ const MOVES: Record<string, Move> = {
     usage: "flap WORKLOAD",
     help: "the next build published for it never becomes available (the old one does)",
     run: (p, a) => moves.flap(p, a[0]),
+  },
+  crash: {
+    usage: "crash WORKLOAD [SECONDS]",
+    help: "the next build published for it becomes Ready, then crashes SECONDS later (default 2): inside verifyFor, the tick that rolls it out reverts it",
+    run: (p, a) => moves.crash(p, a[0], a[1], 2),
+  },
+  "crash-later": {
+    usage: "crash-later WORKLOAD [SECONDS]",
+    help: "the same, SECONDS later (default 30): past verifyFor, a later tick reverts it as a regression",
+    run: (p, a) => moves.crash(p, a[0], a[1], 30),
   },
   hang: {
     usage: "hang WORKLOAD",
@@ -99,6 +111,7 @@ export function playgroundConfigText(text: string, config: Config, registryUrl: 
   doc.tag = config.tag;
   if (config.rolloutTimeoutMs > PLAYGROUND_ROLLOUT_TIMEOUT_MS)
     doc.rolloutTimeout = formatDuration(PLAYGROUND_ROLLOUT_TIMEOUT_MS);
+  if (config.verifyForMs > PLAYGROUND_VERIFY_FOR_MS) doc.verifyFor = formatDuration(PLAYGROUND_VERIFY_FOR_MS);
   return `# Written by image-refresh playground: your config, with the registry's endpoint on the simulator.\n${Bun.YAML.stringify(doc, null, 2)}\n`;
 }
 

@@ -17,6 +17,7 @@ import {
   observeWorkload,
   parseCandidates,
   plan,
+  regressionSuspects,
   stamp,
 } from "../tick/index.ts";
 import { describeWorkload, distinctTargets, workloadId } from "../workload.ts";
@@ -100,7 +101,7 @@ const raw = <T>(f: Field<T> | undefined): string | null => (f ? (rawOf(f) ?? nul
 export async function buildReport(rt: Runtime, named: readonly string[] = []): Promise<StatusReport> {
   const c = rt.config;
   // The tick's own reads, with a dry-run context: nothing is written.
-  const obs = await observe(rt.tickContext(true));
+  const obs = await observe(rt.tickContext(true), (o) => regressionSuspects(c, o));
   const verdicts = new Map(plan(obs.observed, c).images.map((v) => [v.key, v]));
   const wanted = c.images.filter((i) => named.length === 0 || named.includes(i.key));
   const shown = await forDisplay(rt, obs.observed, wanted);

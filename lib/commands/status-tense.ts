@@ -3,7 +3,7 @@
 // verdict is a forecast: a refresh is "due", never "refreshed", until a tick has done it.
 import type { Outcome } from "../outcomes.ts";
 import { type Attempt, type Ending, seenToFail, stamp } from "../state/values.ts";
-import type { ImageVerdict } from "../tick/model.ts";
+import type { ImageVerdict } from "../tick/index.ts";
 
 /** The headline's word for the next tick's verdict: a state, never a deed not yet done. */
 const HEADLINE: Record<Outcome, string> = {

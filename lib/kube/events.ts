@@ -15,6 +15,7 @@ export const EVENT_REASONS = [
   "RolloutFailed",
   "RolloutReverted",
   "RevertFailed",
+  "BuildRegressed",
   "RefreshFrozen",
   "RefreshLockedOut",
   "RefreshPaused",

@@ -30,8 +30,17 @@ export const workloadSchema = lazy((z) => {
     managedFields: z.optional(z.unknown()),
   });
 
+  // Which pods are the workload's: listed by it to verify a rollout and to see a regression.
+  const SelectorSchema = z.object({
+    matchLabels: z.optional(z.record(z.string(), text)),
+    matchExpressions: z.optional(
+      z.array(z.object({ key: text, operator: text, values: z.nullish(z.array(text)) })),
+    ),
+  });
+
   const SpecSchema = z.object({
     replicas: count,
+    selector: z.optional(SelectorSchema),
     paused: z.optional(z.boolean()),
     // Deployments call it `strategy`; only DaemonSet/StatefulSet `updateStrategy` matters to the rules.
     updateStrategy: z.optional(

@@ -11,12 +11,21 @@ import { describeWorkload, WORKLOAD_KIND_TABLE, workloadAttributes } from "../wo
 import { ApiError } from "./errors.ts";
 import { abortableSleep } from "./http.ts";
 import { containerImages, type ObjectRef, parseWorkload, type Workload } from "./objects.ts";
+import { pace } from "./pace.ts";
+import { describeEvidence, podEvidence, podsRunning } from "./pod-evidence.ts";
+import { watchPods } from "./pod-watch.ts";
 import { deadlineExceeded, rolloutStatus } from "./settled.ts";
 import type { KubeClient } from "./workloads.ts";
 
 export type RolloutResult =
   | { ok: true; message: string }
-  | { ok: false; reason: "deadline_exceeded" | "timeout" | "deleted" | "changed" | "error"; message: string };
+  | {
+      ok: false;
+      reason: "deadline_exceeded" | "timeout" | "deleted" | "changed" | "crashed" | "unverified" | "error";
+      message: string;
+      /** What a pod showed against the build (crashed, unverified). */
+      evidence?: string;
+    };
 
 export interface RolloutOptions {
   /** metadata.generation from the PATCH response: the spec the controller must have observed. */
@@ -40,11 +49,18 @@ export interface RolloutOptions {
   /** Upper bound of one watch request's timeoutSeconds; the server then ends it cleanly. */
   maxWatchSeconds?: number;
   /**
-   * Least time between the starts of two watches: a proxy that answers a watch with an empty
-   * 200 would otherwise be asked again in a tight loop until the deadline. Default 1000, as
-   * client-go's RetryWatcher waits at least a second between restarts.
+   * Least time between the starts of two watches, and of two lists: a proxy that answers a watch
+   * with an empty 200, or a server that answers every watch 410 Expired, would otherwise be
+   * asked again in a tight loop until the deadline. Default 1000, as client-go's RetryWatcher
+   * waits at least a second between restarts.
    */
   minWatchIntervalMs?: number;
+  /**
+   * The workload's pods (its selector): the wait fails as soon as a container of a pod running
+   * `expectImages` restarts or waits in CrashLoopBackOff, ImagePullBackOff or ErrImagePull,
+   * instead of waiting out the deadline for a build that crashes.
+   */
+  podSelector?: string;
 }
 
 /** How long past its timeoutSeconds a watch may stay silent before we end it ourselves. */
@@ -60,10 +76,19 @@ export function waitForRollout(
   const attributes = workloadAttributes(ref);
   return opts.telemetry.span("rollout.wait", { kind: "internal", attributes }, async (span) => {
     const deadline = AbortSignal.timeout(opts.timeoutMs);
-    const waiter = new Waiter(client, ref, { ...opts, signal: AbortSignal.any([opts.signal, deadline]) });
+    const crashed = new AbortController();
+    const signal = AbortSignal.any([opts.signal, deadline, crashed.signal]);
+    const waiter = new Waiter(client, ref, { ...opts, signal });
+    const settledOrStopped = new AbortController();
+    const crash = watchForCrash(client, ref, opts, AbortSignal.any([signal, settledOrStopped.signal]));
+    void crash.then((e) => e && crashed.abort());
     let result = await waiter.run().catch((e: unknown) => waiter.failure(e, deadline));
+    settledOrStopped.abort();
+    const evidence = await crash;
+    // A rollout that settled wins over a crash seen in the same moment: the verification judges it.
+    if (!result.ok && evidence) result = { ok: false, reason: "crashed", message: evidence, evidence };
     // Only the deadline re-reads: the tick's own signal (SIGTERM) ends the wait at once.
-    if (!result.ok && result.reason === "timeout" && !opts.signal.aborted)
+    else if (!result.ok && result.reason === "timeout" && !opts.signal.aborted)
       result = await waiter.atDeadline(opts.signal);
     span.setAttributes({ "image_refresh.rollout.result": result.ok ? "ok" : result.reason });
     if (!result.ok) span.setError(result.reason, result.message);
@@ -73,9 +98,43 @@ export function waitForRollout(
 
 type Step = { result: RolloutResult } | { relist: true } | { eof: string };
 
+/**
+ * Watches the pods running the expected images for a crash or a failed pull; resolves with what
+ * one showed, or undefined once `signal` ends the watch. Pods that cannot be read leave the wait
+ * to kubectl's rules alone (a WARNING): a missing grant is no verdict on the build.
+ */
+async function watchForCrash(
+  client: KubeClient,
+  ref: ObjectRef,
+  opts: RolloutOptions,
+  signal: AbortSignal,
+): Promise<string | undefined> {
+  const images = opts.expectImages;
+  if (!opts.podSelector || !images || Object.keys(images).length === 0) return undefined;
+  try {
+    const found = await watchPods(client.pods, {
+      namespace: ref.namespace,
+      labelSelector: opts.podSelector,
+      signal,
+      log: opts.log,
+      minWatchIntervalMs: opts.minWatchIntervalMs,
+      judge: (pods) => podEvidence(podsRunning(pods, images), { unready: "none" }),
+    });
+    return found && `${describeWorkload(ref)}: ${describeEvidence(ref.namespace, found)}`;
+  } catch (e) {
+    opts.log.warn(`cannot watch the pods of ${describeWorkload(ref)}: ${(e as Error).message}`, {
+      workload: describeWorkload(ref),
+    });
+    return undefined;
+  }
+}
+
 class Waiter {
   private lastMessage = "";
   private readonly started = Date.now();
+  /** When the last list and the last watch began: each is paced by minWatchIntervalMs. */
+  private lastList = Number.NEGATIVE_INFINITY;
+  private lastWatch = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly client: KubeClient,
@@ -86,6 +145,7 @@ class Waiter {
   async run(): Promise<RolloutResult> {
     for (;;) {
       try {
+        this.lastList = await pace(this.lastList, this.opts);
         const listed = await untilAborted(this.client.list(this.ref), this.opts.signal);
         const first = listed.items[0];
         if (!first) return this.deleted();
@@ -103,12 +163,8 @@ class Waiter {
 
   /** Watches from `rv`, reconnecting on clean EOF from the last version seen, at a bounded rate. */
   private async watchFrom(rv: string): Promise<Step> {
-    const interval = this.opts.minWatchIntervalMs ?? 1000;
-    let lastStart = Number.NEGATIVE_INFINITY;
     for (;;) {
-      const wait = lastStart + interval - Date.now();
-      if (wait > 0) await abortableSleep(wait, this.opts.signal);
-      lastStart = Date.now();
+      this.lastWatch = await pace(this.lastWatch, this.opts);
       const step = await this.watchOnce(rv).catch((e: unknown) => this.garbled(e));
       if (!("eof" in step)) return step;
       rv = step.eof;
@@ -167,7 +223,7 @@ class Waiter {
     return { eof: rv };
   }
 
-  /** 410 Expired (history compacted) re-lists at once; other in-stream errors after a pause. */
+  /** 410 Expired (history compacted) re-lists as soon as lists are paced to; other in-stream errors after a pause. */
   private async watchError(object: unknown): Promise<Step> {
     const s = (object ?? {}) as { code?: unknown; reason?: unknown; message?: unknown };
     this.opts.log.debug(`watch of ${describeWorkload(this.ref)} ended with an error event`, {

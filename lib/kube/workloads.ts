@@ -11,6 +11,7 @@ import {
   type Workload,
   WorkloadParseError,
 } from "./objects.ts";
+import { type PodApi, podApi } from "./pods.ts";
 import { type WatchEvent, watchEvents } from "./watch.ts";
 
 export type { ObjectRef, Workload, WorkloadKind } from "./objects.ts";
@@ -38,6 +39,8 @@ export interface KubeClient {
   createEvent(namespace: string, event: unknown): Promise<void>;
   /** image-refresh's own store. */
   configMaps: ConfigMapApi;
+  /** The targets' pods, listed and watched by label selector (verification, regressions). */
+  pods: PodApi;
 }
 
 export type KubeClientOptions = Pick<
@@ -79,6 +82,7 @@ export function createKubeClient(conn: Connection, opts: KubeClientOptions): Kub
     jsonPatch: patch("application/json-patch+json"),
     list: (ref) => list(http, ref),
     configMaps: configMapApi(http, fieldManager),
+    pods: podApi(http),
     watch: (ref, w) => watch(http, ref, w),
     createEvent: async (namespace, event) => {
       await http.json({

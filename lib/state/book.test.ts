@@ -194,7 +194,15 @@ describe("the operations and the one write they make", () => {
   test("the lists are the table's", () => {
     // adopt: an install adopted by a refresh that settled has nothing left to adopt.
     expect(fieldsFor("reset")).toEqual(["attempt", "flap", "failed", "traceparent", "adopt"]);
-    expect(fieldsFor("rearm")).toEqual(["attempt", "flap", "failed", "traceparent", "repin", "rejected"]);
+    expect(fieldsFor("rearm")).toEqual([
+      "attempt",
+      "flap",
+      "failed",
+      "traceparent",
+      "repin",
+      "rejected",
+      "regressed",
+    ]);
     expect(fieldsFor("migrate")).not.toContain("failed");
   });
 });

@@ -27,7 +27,10 @@ export type ImageField =
   | "rejected"
   | "candidates"
   | "paused"
-  | "adopt";
+  | "adopt"
+  | "previous"
+  | "verifiedAt"
+  | "regressed";
 
 export interface KeyRow {
   /** The data key for an image key, e.g. `refresh-attempt-api`. */
@@ -106,6 +109,24 @@ export const IMAGE_KEYS = {
     kind: "list",
     ops: ["record", "migrate"],
     meaning: "builds waiting out minimumAge, <digest>=<first seen>, newest first",
+  },
+  previous: {
+    name: (k) => `previous-${k}-digest`,
+    kind: "digest",
+    ops: ["record"],
+    meaning: "the build the targets ran before the last verified refresh: what a regression goes back to",
+  },
+  verifiedAt: {
+    name: (k) => `verified-${k}-at`,
+    kind: "time",
+    ops: ["record"],
+    meaning: "when the last refresh was verified (the tick's clock): the start of its regressionWindow",
+  },
+  regressed: {
+    name: (k) => `regressed-${k}-digest`,
+    kind: "digest",
+    ops: ["rearm"],
+    meaning: "the build that last regressed: a verified retry of it keeps the count, so it still locks out",
   },
   // Not a published key: the live image whose pause was announced, so its Event is posted once.
   paused: {

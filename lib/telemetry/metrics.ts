@@ -41,6 +41,12 @@ export const METRICS = [
     description: "Failed rollouts of an image whose workloads were patched back to the images they had",
   },
   {
+    name: "image_refresh.regressions",
+    kind: "counter",
+    unit: "{regression}",
+    description: "Verified builds of an image whose pods failed within regressionWindow: failed attempts",
+  },
+  {
     name: "image_refresh.repins",
     kind: "counter",
     unit: "{repin}",

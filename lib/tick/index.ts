@@ -11,6 +11,7 @@ export { dueAt, parseCandidates, stamp } from "./plan/candidates.ts";
 export { lastAttempt } from "./plan/last-attempt.ts";
 export { type LiveContainer, liveImage, noSuchContainer } from "./plan/live.ts";
 export { plan } from "./plan/plan.ts";
+export { regressionSuspects } from "./plan/regression.ts";
 export { ofMax } from "./plan/settle.ts";
 export { age } from "./plan/soak.ts";
 export { runTick, type TickResult } from "./run.ts";

@@ -1,6 +1,7 @@
 // What the tick observes and what it decides: the vocabulary shared by observe, plan and apply.
 import type { EventReason } from "../kube/events.ts";
 import type { FieldOwner } from "../kube/managed-fields.ts";
+import type { Pod } from "../kube/pods.ts";
 import type { Outcome } from "../outcomes.ts";
 import type { Book } from "../state/book.ts";
 import type { Change } from "../state/change.ts";
@@ -38,6 +39,8 @@ export const REASONS = [
   "rollout_failed",
   "rollout_failed_reverted",
   "revert_failed",
+  // A verified build whose pods failed within regressionWindow: a failed attempt, reverted.
+  "regressed",
   "reset_failed",
   "record_failed",
   "store_unreadable",
@@ -63,6 +66,8 @@ export type ObservedWorkload =
       /** Each container's JSON-pointer path in the object, by container name: what a patch addresses. */
       paths?: Record<string, string>;
       blocked?: string;
+      /** Its spec.selector as a labelSelector: where its pods are listed. */
+      selector?: string;
       /** kubectl rollout status' verdict: settled, and what it says when not. */
       settled: boolean;
       settleMessage: string;
@@ -82,6 +87,11 @@ export interface Observed {
   digests?: Record<string, ObservedDigest>;
   /** Every target of every image that is not pinned, by workloadId, read before any decision. */
   workloads?: Record<string, ObservedWorkload>;
+  /**
+   * The pods of each unsettled target that runs a build still inside its regressionWindow, by
+   * workloadId (an error when they could not be listed): what a regression is judged from.
+   */
+  pods?: Record<string, Pod[] | { error: string }>;
   /** Images whose attempt count another tick raised while this one was deciding: that tick owns them. */
   claimed?: string[];
   /**
@@ -137,8 +147,11 @@ export interface ImageVerdict {
 export interface StateWrite {
   /** Store keys to set or remove, except the attempt keys below. */
   change: Change;
-  /** Each due image's new count; apply adds the count, this tick's traceparent and the digest tried. */
-  attempts: Record<string, { count: number; digest: string }>;
+  /**
+   * Each due image's new count; apply adds the count, this tick's traceparent and the digest tried.
+   * `regressed`: the count is a regression's, its digest the build that failed after verification.
+   */
+  attempts: Record<string, { count: number; digest: string; regressed?: boolean }>;
   /** Due images whose rollout is a re-pin to the recorded digest (a tag re-rendered over the pin). */
   repins: string[];
   /** Images whose unresolved or skip streak goes up: the write must land, or the tick fails. */
@@ -166,6 +179,8 @@ export interface Rollout {
   images: string[];
   /** The images that move together with this rollout (those sharing workloads with it). */
   group: number;
+  /** Back to the build before a regression: a revert, so a failure is not reverted again. */
+  back?: boolean;
 }
 
 export type Action =
@@ -181,6 +196,8 @@ export type Action =
       /** Keys that ride with this write when the tick makes no earlier one (the installation's, an adopt marker). */
       also?: Record<string, string | null>;
     }
+  /** After a regression's revert settled: the build the targets are back on is the one recorded. */
+  | { type: "record-revert"; digests: Record<string, string> }
   /** Re-pinned images whose rollouts settled: one PinRestored Event naming who had removed the pin. */
   | { type: "pin-restored"; images: string[] }
   /** An Event about each of `regarding` (the image's targets; for a freeze, the workload that does not settle). */

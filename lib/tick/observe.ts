@@ -7,6 +7,7 @@ import type { Config } from "../config.ts";
 import type { ConfigMapRef } from "../kube/configmaps.ts";
 import { type FieldOwner, ownersOf } from "../kube/managed-fields.ts";
 import { containerImages } from "../kube/objects.ts";
+import { type Pod, selectorText } from "../kube/pods.ts";
 import { rolloutBlocked, rolloutStatus } from "../kube/settled.ts";
 import type { KubeClient, Workload } from "../kube/workloads.ts";
 import { registryHostKey } from "../registry/reference.ts";
@@ -75,7 +76,14 @@ export class StoreUnreadable extends Error {
   }
 }
 
-export async function observe(ctx: TickContext): Promise<Observation> {
+/** The workloads whose pods a tick lists (plan's regressionSuspects), given what it read so far. */
+export type PodsToList = (o: Observed) => Array<{ ref: WorkloadRef; selector: string }>;
+
+/**
+ * `podsToList` is plan's choice, passed in so that observe imports nothing of plan: which
+ * targets may have regressed is a rule, reading their pods is I/O.
+ */
+export async function observe(ctx: TickContext, podsToList?: PodsToList): Promise<Observation> {
   const c = ctx.config;
   const refs = distinctTargets(c, "unpinned");
   const legacyRef = stateRef(c);
@@ -103,8 +111,12 @@ export async function observe(ctx: TickContext): Promise<Observation> {
         r instanceof Error ? { found: false, message: r.message } : observeWorkload(r);
   });
   const observed: Observed = { book, workloads, clock };
+  // Beside the registry: the pods of a recorded build that may have regressed (rarely any).
+  const pods = podsToList ? suspectPods(ctx, podsToList(observed)) : Promise.resolve(undefined);
   const resolved = await resolving;
   mark("resolved");
+  const listed = await pods;
+  if (listed) observed.pods = listed;
   observed.digests = resolved.digests;
   observed.registries = resolved.registries;
   const migration = legacy ? migrationChange(store.book, legacy.input) : {};
@@ -121,6 +133,31 @@ export async function observe(ctx: TickContext): Promise<Observation> {
 
 const readWorkload = (kube: KubeClient, ref: WorkloadRef): Promise<Workload | Error> =>
   kube.get(ref).catch((err: Error) => err);
+
+/**
+ * The pods of every unsettled target that runs a build inside its regressionWindow, listed by
+ * the workload's selector; a list that fails is kept as its error (no evidence, so the settled
+ * guard judges the workload as before). Undefined when no target is suspect.
+ */
+async function suspectPods(ctx: TickContext, suspects: ReturnType<PodsToList>): Promise<Observed["pods"]> {
+  if (suspects.length === 0) return undefined;
+  const lists = await Promise.all(
+    suspects.map(({ ref, selector }) =>
+      ctx.kube.pods.list(ref.namespace, selector).then(
+        (l) => l.items,
+        (err: Error) => {
+          ctx.log.warn(`cannot list the pods of ${describeWorkload(ref)}: ${err.message}`, {
+            workload: describeWorkload(ref),
+          });
+          return { error: err.message };
+        },
+      ),
+    ),
+  );
+  return Object.fromEntries(
+    suspects.map(({ ref }, i) => [workloadId(ref), lists[i] as Pod[] | { error: string }]),
+  );
+}
 
 interface Early {
   legacy: Observation["legacy"];
@@ -244,7 +281,16 @@ export function observeWorkload(w: Workload): ObservedWorkload {
   }
   // A workload that can start no rollout has no rollout to settle: the blocked rule holds it.
   const settled = { settled: status.done || !!blocked, settleMessage: status.error ?? status.message };
-  return { found: true, images, owners, paths, ...settled, ...(blocked ? { blocked } : {}) };
+  const selector = w.spec.selector ? selectorText(w.spec.selector) : "";
+  return {
+    found: true,
+    images,
+    owners,
+    paths,
+    ...settled,
+    ...(blocked ? { blocked } : {}),
+    ...(selector ? { selector } : {}),
+  };
 }
 
 export type { ConfigMapRef };

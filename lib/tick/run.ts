@@ -12,6 +12,7 @@ import type { TickContext } from "./context.ts";
 import type { Decision, ImageVerdict, Reason } from "./model.ts";
 import { type Observation, observe, StoreUnreadable } from "./observe.ts";
 import { plan } from "./plan/plan.ts";
+import { regressionSuspects } from "./plan/regression.ts";
 
 export interface TickResult {
   outcome: Outcome;
@@ -53,7 +54,7 @@ async function decideAndApply(ctx: TickContext, root: SpanHandle): Promise<Round
   for (let round = 1; round <= MAX_ROUNDS; round++) {
     let obs: Observation;
     try {
-      obs = await observe(ctx);
+      obs = await observe(ctx, (o) => regressionSuspects(ctx.config, o));
     } catch (err) {
       // Only a failed read of the store is store_unreadable; anything else that escaped
       // observing (a bug, never a registry answer: those are per-image WARNINGs) is unexpected.

@@ -4,10 +4,30 @@
 // rollout gets, which is how tests get flapping, stuck or crash-looping workloads.
 import { DEPLOYMENT_REVISION, templateHash, type WorkloadKind } from "./objects.ts";
 import type { JsonObject } from "./patch.ts";
+import { type DesiredPod, type PodHealth, podSuffix, syncPods } from "./pods.ts";
 import { type RolloutPoint, renderStatus } from "./render.ts";
 import type { Store } from "./store.ts";
 
 export type ControllerMode = "healthy" | "flap" | "deadline" | "unsettled" | "slow" | "crashloop";
+
+/**
+ * How a bad build's pods behave. "flap": running, never Ready (a failing readiness probe), so the
+ * rollout never settles; "deadline": the same, and a Deployment runs out of its progress deadline;
+ * "crashloop": the containers exit at once and back off (restartCount growing); "pull": the image
+ * cannot be pulled; `crashAfterMs`: Ready, the rollout settles, then the containers crash that long
+ * after the pods became Ready (a build that dies after warm-up); `unreadyAfterMs`: Ready, then
+ * unready without a crash.
+ */
+export type BadBuild =
+  | "flap"
+  | "deadline"
+  | "crashloop"
+  | "pull"
+  | { crashAfterMs: number }
+  | { unreadyAfterMs: number };
+
+/** How often a crash-looping container is restarted (the kubelet's back-off, compressed). */
+const RESTART_MS = 1000;
 
 interface Workload {
   kind: WorkloadKind;
@@ -29,11 +49,20 @@ interface Workload {
   currentHash: string;
   updateHash: string;
   changedAt: number;
-  /** Images this workload's pods never become available on (a bad build), whatever its mode. */
+  /** Images this workload's pods fail on (a bad build), whatever its mode. */
   badImages?: Set<string>;
-  /** How a rollout to a bad image fails: "flap" never settles, "deadline" runs out of its progress deadline. */
-  badMode: "flap" | "deadline";
+  /** How a rollout to a bad image fails. */
+  badMode: BadBuild;
   timer?: ReturnType<typeof setTimeout>;
+  /** Each template's containers by its hash: what the pods of that revision run. */
+  templates: Map<string, Array<{ name: string; image: string }>>;
+  labels: JsonObject;
+  pods: string[];
+  /** The new pods of a settled rollout to a build that fails later: crashed, or unready. */
+  broken: "no" | "crash" | "unready";
+  restarts: number;
+  breakTimer?: ReturnType<typeof setTimeout>;
+  restartTimer?: ReturnType<typeof setInterval>;
 }
 
 /** Steps the earlier rollout's pods take to go (their grace period) after a revert brought an old ReplicaSet back. */
@@ -69,6 +98,11 @@ export class Controllers {
       deadlineExceeded: false,
       leftOverDeadline: false,
       badMode: "flap",
+      templates: new Map([[hash, templateContainers(obj)]]),
+      labels: templateLabels(obj),
+      pods: [],
+      broken: "no",
+      restarts: 0,
       currentHash: hash,
       updateHash: hash,
       changedAt: Date.now(),
@@ -109,13 +143,18 @@ export class Controllers {
     ns: string,
     name: string,
     images: readonly string[],
-    how: "flap" | "deadline" = "flap",
+    how: BadBuild = "flap",
   ): void {
     const w = this.#workloads.get(keyOf(kind, ns, name));
     if (!w) throw new Error(`Cannot set bad images of ${kind} ${ns}/${name}: no such workload`);
     w.badImages = new Set(images);
     w.badMode = how;
     this.#schedule(w, this.stepMs);
+  }
+
+  /** How the pods of the wanted template behave when it names a bad image. */
+  #badBuild(w: Workload): BadBuild | undefined {
+    return this.#runsBadImage(w) ? w.badMode : undefined;
   }
 
   #runsBadImage(w: Workload): boolean {
@@ -133,13 +172,22 @@ export class Controllers {
 
   forget(kind: WorkloadKind, ns: string, name: string): void {
     const w = this.#workloads.get(keyOf(kind, ns, name));
-    if (w?.timer) clearTimeout(w.timer);
+    if (w) this.#clearTimers(w);
+    if (w) for (const pod of w.pods) this.store.remove("Pod", ns, pod);
     this.#workloads.delete(keyOf(kind, ns, name));
   }
 
   stop(): void {
     this.#stopped = true;
-    for (const w of this.#workloads.values()) if (w.timer) clearTimeout(w.timer);
+    for (const w of this.#workloads.values()) this.#clearTimers(w);
+  }
+
+  #clearTimers(w: Workload): void {
+    if (w.timer) clearTimeout(w.timer);
+    if (w.breakTimer) clearTimeout(w.breakTimer);
+    if (w.restartTimer) clearInterval(w.restartTimer);
+    w.breakTimer = undefined;
+    w.restartTimer = undefined;
   }
 
   #changed(kind: WorkloadKind, ns: string, name: string): void {
@@ -185,6 +233,8 @@ export class Controllers {
     if (hash !== w.updateHash) {
       if (w.step === 4) w.currentHash = w.updateHash;
       w.updateHash = hash;
+      w.templates.set(hash, templateContainers(obj));
+      this.#heal(w);
       w.step = rollsOnItsOwn(obj) ? 1 : 0;
       const reused = w.kind === "Deployment" && this.store.replicaSets.find(obj) !== undefined;
       w.leftOverDeadline = w.deadlineExceeded && reused;
@@ -219,7 +269,9 @@ export class Controllers {
       w.deadlineExceeded = false;
       return this.stepMs;
     }
-    switch (this.#runsBadImage(w) ? w.badMode : w.mode) {
+    const bad = this.#badBuild(w);
+    // A build that fails only later rolls out as the workload's mode says.
+    switch (typeof bad === "string" ? (bad === "deadline" ? bad : "flap") : w.mode) {
       case "healthy":
         w.deadlineExceeded = false;
         w.flicker = false;
@@ -257,13 +309,130 @@ export class Controllers {
       step: w.step,
       flicker: w.flicker,
       deadlineExceeded: w.deadlineExceeded,
+      broken: w.step === 4 && w.broken !== "no",
       currentName: `${w.name}-${w.currentHash}`,
       updateName: `${w.name}-${w.updateHash}`,
       now: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
     };
     const status = renderStatus(w.kind, point, obj.status as JsonObject | undefined);
     this.store.updateStatus(w.kind, w.ns, w.name, status, annotations);
+    if (w.step === 4) this.#armBreak(w);
+    this.#syncPods(w, point.replicas);
   }
+
+  /** A settled rollout to a build that fails later: its pods break that long after they became Ready. */
+  #armBreak(w: Workload): void {
+    const bad = this.#badBuild(w);
+    if (!bad || typeof bad === "string" || w.broken !== "no" || w.breakTimer || this.#stopped) return;
+    const crash = "crashAfterMs" in bad;
+    const after = crash ? bad.crashAfterMs : bad.unreadyAfterMs;
+    w.breakTimer = setTimeout(() => {
+      w.breakTimer = undefined;
+      w.broken = crash ? "crash" : "unready";
+      if (crash) w.restarts = 1;
+      this.#writeCurrent(w);
+    }, after);
+  }
+
+  /** A new template: its pods are new, nothing of the old ones' trouble carries over. */
+  #heal(w: Workload): void {
+    if (w.breakTimer) clearTimeout(w.breakTimer);
+    if (w.restartTimer) clearInterval(w.restartTimer);
+    w.breakTimer = undefined;
+    w.restartTimer = undefined;
+    w.broken = "no";
+    w.restarts = 0;
+  }
+
+  /** What the new pods show: a bad build's failure, a later break, or the rollout's progress. */
+  #newHealth(w: Workload, last: boolean): PodHealth {
+    const bad = this.#badBuild(w);
+    if (bad === "crashloop" || w.broken === "crash" || (!bad && w.mode === "crashloop" && !w.flicker))
+      return { kind: "crashing", restarts: Math.max(1, w.restarts) };
+    if (bad === "pull") return { kind: "pull", backoff: w.restarts % 2 === 1 };
+    if (bad === "flap" || bad === "deadline" || w.broken === "unready")
+      return { kind: "unready", restarts: 0 };
+    if (!bad && w.mode === "crashloop") return { kind: "ready", restarts: w.restarts };
+    if (w.step === 4) return { kind: "ready", restarts: 0 };
+    if (!bad && (w.mode === "flap" || w.mode === "deadline")) return { kind: "unready", restarts: 0 };
+    // "unsettled": a workload that cannot settle through no fault of its build (no node to run
+    // its new pod): the pod stays Pending.
+    if (!bad && w.mode === "unsettled") return { kind: "starting" };
+    // The pod the workload's status still counts as unavailable at this step (render.ts).
+    const waiting = w.step === 1 || (w.step === 2 ? w.kind !== "Deployment" : w.kind === "Deployment");
+    return last && waiting ? { kind: "starting" } : { kind: "ready", restarts: 0 };
+  }
+
+  /** Keeps the restart count of crash-looping (and image-pulling) pods moving while they do. */
+  #tickRestarts(w: Workload, health: PodHealth): void {
+    const looping = health.kind === "crashing" || health.kind === "pull";
+    if (!looping || this.#stopped) {
+      if (w.restartTimer) clearInterval(w.restartTimer);
+      w.restartTimer = undefined;
+      return;
+    }
+    w.restartTimer ??= setInterval(() => {
+      w.restarts += 1;
+      this.#syncPods(w, this.#replicas(w));
+    }, RESTART_MS);
+  }
+
+  #replicas(w: Workload): number {
+    const obj = this.store.get(w.kind, w.ns, w.name);
+    return w.kind === "DaemonSet" ? w.nodes : Number((obj?.spec as JsonObject | undefined)?.replicas ?? 1);
+  }
+
+  #syncPods(w: Workload, total: number): void {
+    const fresh = w.step === 4 ? total : w.step === 0 ? 0 : w.step === 1 ? Math.min(1, total) : total;
+    const old =
+      w.step === 4
+        ? 0
+        : w.kind !== "Deployment"
+          ? total - fresh
+          : w.step === 1
+            ? total
+            : w.step === 2
+              ? 1
+              : 0;
+    const health = this.#newHealth(w, false);
+    this.#tickRestarts(w, health);
+    const pod = (hash: string, i: number, h: PodHealth): DesiredPod => ({
+      name: podName(w, hash, i),
+      hash: w.kind === "StatefulSet" ? `${w.name}-${hash}` : hash,
+      nodeName: `node-${(i % Math.max(1, w.nodes)) + 1}`,
+      containers: w.templates.get(hash) ?? [],
+      health: h,
+    });
+    const desired: DesiredPod[] = [];
+    // DaemonSet and StatefulSet pods are replaced in place (one per node, one per ordinal, the
+    // highest first); a Deployment's new ReplicaSet grows beside the old one.
+    for (let i = 0; i < old; i++) desired.push(pod(w.currentHash, i, { kind: "ready", restarts: 0 }));
+    const base = w.kind === "Deployment" ? 0 : old;
+    for (let i = 0; i < fresh; i++)
+      desired.push(pod(w.updateHash, base + i, i === fresh - 1 ? this.#newHealth(w, true) : health));
+    const owner = { kind: w.kind, namespace: w.ns, name: w.name, labels: w.labels };
+    w.pods = syncPods(this.store, owner, w.pods, desired);
+  }
+}
+
+function podName(w: Workload, hash: string, i: number): string {
+  if (w.kind === "StatefulSet") return `${w.name}-${i}`;
+  if (w.kind === "DaemonSet") return `${w.name}-${podSuffix(`${w.name}/${hash}/${i}`)}`;
+  return `${w.name}-${hash}-${podSuffix(`${w.name}/${hash}/${i}`)}`;
+}
+
+function templateContainers(obj: JsonObject): Array<{ name: string; image: string }> {
+  const spec = ((obj.spec as JsonObject).template as JsonObject).spec as JsonObject;
+  const all = [
+    ...((spec.initContainers as JsonObject[]) ?? []),
+    ...((spec.containers as JsonObject[]) ?? []),
+  ];
+  return all.map((c) => ({ name: String(c.name), image: String(c.image) }));
+}
+
+function templateLabels(obj: JsonObject): JsonObject {
+  const t = (obj.spec as JsonObject).template as JsonObject;
+  return { ...(((t.metadata as JsonObject | undefined)?.labels as JsonObject | undefined) ?? {}) };
 }
 
 /** OnDelete DaemonSets and StatefulSets only replace a pod when someone deletes it. */

@@ -7,7 +7,7 @@ import type { Socket } from "node:net";
 import { type FaultRule, FaultSet } from "../faults.ts";
 import { generateTls, type TlsMaterial } from "../tls.ts";
 import { ConfigMaps } from "./configmaps.ts";
-import { type ControllerMode, Controllers } from "./controller.ts";
+import { type BadBuild, type ControllerMode, Controllers } from "./controller.ts";
 import { applyFault, type Ctx, type RequestLogEntry, readContext, sendStatus } from "./http.ts";
 import { renderKubeconfig } from "./kubeconfig.ts";
 import { manifest, type WorkloadKind } from "./objects.ts";
@@ -16,9 +16,10 @@ import { authorize, type RbacPolicy } from "./rbac.ts";
 import { authorized, type RouterState, route } from "./router.ts";
 import { failure, type Status } from "./status.ts";
 import { Store } from "./store.ts";
+import { labelsMatch } from "./workloads.ts";
 
 export type { FaultRule } from "../faults.ts";
-export type { ControllerMode } from "./controller.ts";
+export type { BadBuild, ControllerMode } from "./controller.ts";
 export type { RequestLogEntry } from "./http.ts";
 export type { WorkloadKind } from "./objects.ts";
 export type { RbacPolicy, RbacRule } from "./rbac.ts";
@@ -131,16 +132,21 @@ export interface SimApiServer {
   putConfigMap(namespace: string, name: string, data: Record<string, string> | null): void;
   /**
    * A bad build for this workload: a rollout to a template that names one of these images never
-   * becomes available (as "flap"), or with `how` "deadline" runs out of its progress deadline (a
-   * Deployment), while a rollout back to other images settles as its mode says.
+   * becomes available (as "flap", its pods running but never Ready), with `how` "deadline" runs
+   * out of its progress deadline (a Deployment), "crashloop" crash-loops, "pull" cannot pull its
+   * image, `{ crashAfterMs }` settles Ready and then crashes, `{ unreadyAfterMs }` settles Ready
+   * and then turns unready; a rollout back to other images settles as its mode says.
    */
   failImages(
     kind: WorkloadKind,
     namespace: string,
     name: string,
     images: readonly string[],
-    how?: "flap" | "deadline",
+    how?: BadBuild,
   ): void;
+  /** The pods the simulated kubelet keeps for a workload, as stored. */
+  // biome-ignore lint/suspicious/noExplicitAny: API objects are free-form JSON for the tests that read them
+  pods(namespace: string, labelSelector?: string): any[];
   faults: { add(rule: FaultRule): void; clear(): void };
   readonly log: RequestLogEntry[];
   clearLog(): void;
@@ -330,6 +336,11 @@ function makeHandle(rt: Runtime, d: HandleDeps): SimApiServer {
     },
     setMode: (kind, ns, name, mode, o) => d.controllers.setMode(kind, ns, name, mode, o),
     failImages: (kind, ns, name, images, how) => d.controllers.failImages(kind, ns, name, images, how),
+    pods: (ns, selector) =>
+      store
+        .list("Pod", ns)
+        .filter((p) => labelsMatch(p, selector))
+        .map((p) => clone(p)),
     deleteObject(kind, ns, name) {
       requireObject(store, kind, ns, name);
       d.controllers.forget(kind, ns, name);

@@ -15,6 +15,8 @@ export interface RolloutPoint {
   /** The new pods are momentarily Ready (crashloop). */
   flicker: boolean;
   deadlineExceeded: boolean;
+  /** The rollout settled, then its new pods crashed or turned unready: none is available. */
+  broken?: boolean;
   /** ReplicaSet / ControllerRevision names of the rolled-out and the wanted template. */
   currentName: string;
   updateName: string;
@@ -60,6 +62,7 @@ export function withTimes(conditions: Condition[], previous: unknown, now: strin
 function deploymentCounts(p: RolloutPoint): { replicas: number; updated: number; available: number } {
   const r = p.replicas;
   if (r === 0) return { replicas: 0, updated: 0, available: 0 };
+  if (p.broken) return { replicas: r, updated: r, available: 0 };
   switch (p.step) {
     case 1:
       return { replicas: r + 1, updated: 1, available: p.flicker ? r + 1 : r };
@@ -130,7 +133,7 @@ function deploymentStatus(p: RolloutPoint, previous: JsonObject | undefined): Js
 function daemonSetStatus(p: RolloutPoint): JsonObject {
   const d = p.replicas;
   const updated = p.step === 0 ? 0 : p.step === 1 ? Math.min(1, d) : d;
-  let available = p.step === 1 || p.step === 2 ? Math.max(0, d - 1) : d;
+  let available = p.broken ? 0 : p.step === 1 || p.step === 2 ? Math.max(0, d - 1) : d;
   let ready = available;
   // A crash-looping pod is Ready for a moment; it never counts as available when it would finish the rollout.
   if (p.flicker) {
@@ -159,7 +162,7 @@ function statefulSetStatus(p: RolloutPoint): JsonObject {
   const r = p.replicas;
   const done = p.step === 4;
   const updated = { 0: 0, 1: r >= 2 ? 1 : 0, 2: r, 3: r, 4: r }[p.step];
-  let ready = p.step === 1 || p.step === 2 ? Math.max(0, r - 1) : r;
+  let ready = p.broken ? 0 : p.step === 1 || p.step === 2 ? Math.max(0, r - 1) : r;
   if (p.flicker) ready = r;
   const status: JsonObject = {
     observedGeneration: p.generation,

@@ -4,11 +4,12 @@ import { type ConfigMaps, serveConfigMaps } from "./configmaps.ts";
 import { discovery } from "./discovery.ts";
 import { createEvent, type EventApi } from "./events.ts";
 import { type Ctx, sendJson, sendStatus } from "./http.ts";
+import { labelsMatch } from "./labels.ts";
 import { byPlural } from "./objects.ts";
 import type { JsonObject } from "./patch.ts";
 import { badRequest, methodNotAllowed, notFound, pathNotFound, unauthorized } from "./status.ts";
 import type { Store } from "./store.ts";
-import type { WatchOptions } from "./watch.ts";
+import { isWatch, serveWatch, type WatchOptions } from "./watch.ts";
 import { serveReplicaSets, serveWorkloads } from "./workloads.ts";
 
 export interface RouterState {
@@ -22,6 +23,7 @@ export interface RouterState {
 
 const WORKLOAD_PATH = /^\/apis\/apps\/v1\/(?:namespaces\/([^/]+)\/)?([a-z]+)(?:\/([^/]+))?(?:\/([^/]+))?$/;
 const CONFIGMAP_PATH = /^\/api\/v1\/(?:namespaces\/([^/]+)\/)?configmaps(?:\/([^/]+))?$/;
+const POD_PATH = /^\/api\/v1\/(?:namespaces\/([^/]+)\/)?pods(?:\/([^/]+))?$/;
 const NAMESPACE_PATH = /^\/api\/v1\/namespaces(?:\/([^/]+))?$/;
 const EVENT_PATH =
   /^\/(?:api\/v1|apis\/events\.k8s\.io\/v1)\/(?:namespaces\/([^/]+)\/)?events(?:\/([^/]+))?$/;
@@ -46,12 +48,37 @@ export function route(ctx: Ctx, state: RouterState) {
   }
   const cm = CONFIGMAP_PATH.exec(ctx.path);
   if (cm) return serveConfigMaps(ctx, state.store, state.configMaps, cm[1], cm[2]);
+  const pod = POD_PATH.exec(ctx.path);
+  if (pod) return servePods(ctx, state, pod[1], pod[2]);
   const ns = NAMESPACE_PATH.exec(ctx.path);
   if (ns) return serveNamespaces(ctx, state.store, ns[1]);
   const e = EVENT_PATH.exec(ctx.path);
   if (e)
     return serveEvents(ctx, state, ctx.path.startsWith("/api/v1") ? "core" : "events.k8s.io", e[1], e[2]);
   sendStatus(ctx, pathNotFound());
+}
+
+/** GET, LIST and WATCH of the simulated kubelet's pods (read-only, like the ReplicaSets). */
+function servePods(ctx: Ctx, state: RouterState, namespace?: string, name?: string) {
+  const { store } = state;
+  if (ctx.method !== "GET") return sendStatus(ctx, methodNotAllowed());
+  const labelSelector = ctx.query.labelSelector;
+  if (isWatch(ctx.query.watch))
+    return serveWatch(ctx, store, { kind: "Pod", namespace, name, labelSelector }, state.watch);
+  if (name) {
+    const found = namespace ? store.get("Pod", namespace, name) : undefined;
+    return found ? sendJson(ctx, 200, found) : sendStatus(ctx, notFound({ plural: "pods", group: "" }, name));
+  }
+  const items = store
+    .list("Pod", namespace)
+    .filter((o) => labelsMatch(o, labelSelector))
+    .map(({ apiVersion: _a, kind: _k, ...rest }) => rest);
+  sendJson(ctx, 200, {
+    kind: "PodList",
+    apiVersion: "v1",
+    metadata: { resourceVersion: String(store.rv) },
+    items,
+  });
 }
 
 function serveNamespaces(ctx: Ctx, store: Store, name?: string) {

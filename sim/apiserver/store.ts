@@ -2,6 +2,7 @@
 // event history so watches can start "at exact" from an older RV, and the write rules of
 // the registry strategies (status preserved on main writes, spec preserved on status writes).
 
+import { randomUUID } from "node:crypto";
 import {
   CONTROLLER_MANAGER,
   type ManagedWrite,
@@ -23,18 +24,20 @@ import { ReplicaSets } from "./replicasets.ts";
 import { badRequest, conflict, notFound, type Status } from "./status.ts";
 
 export type EventType = "ADDED" | "MODIFIED" | "DELETED";
+/** Workloads, and the pods the simulated kubelet keeps for them. */
+export type StoredKind = WorkloadKind | "Pod";
 
 export interface StoredEvent {
   rv: number;
   type: EventType;
-  kind: WorkloadKind;
+  kind: StoredKind;
   namespace: string;
   name: string;
   object: JsonObject;
 }
 
 export interface Watcher {
-  kind: WorkloadKind;
+  kind: StoredKind;
   namespace?: string;
   name?: string;
   send(ev: StoredEvent): void;
@@ -48,7 +51,7 @@ export class WriteError extends Error {
 }
 
 const HISTORY_LIMIT = 5000;
-const keyOf = (kind: WorkloadKind, ns: string, name: string): string => `${kind}/${ns}/${name}`;
+const keyOf = (kind: StoredKind, ns: string, name: string): string => `${kind}/${ns}/${name}`;
 const meta = (o: JsonObject): JsonObject => o.metadata as JsonObject;
 
 export class Store {
@@ -70,11 +73,11 @@ export class Store {
   /** The clock of managedFields times (tests pin it to see a time bumped or kept). */
   now: () => Date = () => new Date();
 
-  get(kind: WorkloadKind, ns: string, name: string): JsonObject | undefined {
+  get(kind: StoredKind, ns: string, name: string): JsonObject | undefined {
     return this.#objects.get(keyOf(kind, ns, name));
   }
 
-  list(kind: WorkloadKind, ns?: string, name?: string): JsonObject[] {
+  list(kind: StoredKind, ns?: string, name?: string): JsonObject[] {
     return [...this.#objects.values()].filter(
       (o) =>
         o.kind === kind &&
@@ -96,7 +99,7 @@ export class Store {
     this.rv += 1;
     meta(obj).resourceVersion = String(this.rv);
     const m = meta(obj);
-    const kind = obj.kind as WorkloadKind;
+    const kind = obj.kind as StoredKind;
     const ev: StoredEvent = {
       rv: this.rv,
       type,
@@ -231,6 +234,19 @@ export class Store {
     const w = { live, requested: live, before: old, after: next, creating: false };
     this.#track(next, w, { manager: CONTROLLER_MANAGER, subresource: "status" });
     return this.#commit("MODIFIED", next);
+  }
+
+  /** A pod as the simulated kubelet writes it: created with a new uid, or its status replaced. */
+  put(obj: JsonObject): void {
+    const m = meta(obj);
+    const old = this.get(obj.kind as StoredKind, String(m.namespace), String(m.name));
+    m.uid = old ? (meta(old).uid ?? randomUUID()) : randomUUID();
+    this.#commit(old ? "MODIFIED" : "ADDED", obj);
+  }
+
+  remove(kind: StoredKind, ns: string, name: string): void {
+    const old = this.get(kind, ns, name);
+    if (old) this.#commit("DELETED", clone(old));
   }
 
   delete(kind: WorkloadKind, ns: string, name: string): JsonObject | undefined {

@@ -2,13 +2,15 @@
 // "start at exact" from a resourceVersion, 410 Expired for a compacted one (in-stream, like
 // the watch cache), bookmarks only when asked, and a clean EOF at timeoutSeconds.
 import { type Ctx, finish } from "./http.ts";
-import type { WorkloadKind } from "./objects.ts";
+import { labelsMatch } from "./labels.ts";
 import { clone, type JsonObject } from "./patch.ts";
 import { badRequest, expired } from "./status.ts";
-import type { Store, StoredEvent } from "./store.ts";
+import type { Store, StoredEvent, StoredKind } from "./store.ts";
 
 export interface WatchTarget {
-  kind: WorkloadKind;
+  kind: StoredKind;
+  /** Only objects whose labels match (a pod watch's labelSelector). */
+  labelSelector?: string;
   namespace?: string;
   name?: string;
 }
@@ -73,7 +75,7 @@ function stream(ctx: Ctx, store: Store, target: WatchTarget, opts: WatchOptions,
   const bookmark = (extra?: Record<string, string>) =>
     send("BOOKMARK", {
       kind: target.kind,
-      apiVersion: "apps/v1",
+      apiVersion: target.kind === "Pod" ? "v1" : "apps/v1",
       metadata: { resourceVersion: String(store.rv), ...(extra ? { annotations: extra } : {}) },
     });
   const bookmarks = ctx.query.allowWatchBookmarks === "true";
@@ -86,14 +88,18 @@ function stream(ctx: Ctx, store: Store, target: WatchTarget, opts: WatchOptions,
   if (start.initial) {
     last = store.rv;
     for (const obj of store.list(target.kind, target.namespace, target.name))
-      send("ADDED", clone(obj as JsonObject));
+      if (labelsMatch(obj, target.labelSelector)) send("ADDED", clone(obj as JsonObject));
     // WatchList (sendInitialEvents=true) ends its initial burst with a marked bookmark.
     if (ctx.query.sendInitialEvents === "true" && bookmarks)
       bookmark({ "k8s.io/initial-events-end": "true" });
   } else {
-    for (const ev of store.history(start.from)) if (matches(ev, target)) deliver(ev);
+    for (const ev of store.history(start.from))
+      if (matches(ev, target) && labelsMatch(ev.object, target.labelSelector)) deliver(ev);
   }
-  const unwatch = store.watch({ ...target, send: deliver });
+  const unwatch = store.watch({
+    ...target,
+    send: (ev) => labelsMatch(ev.object, target.labelSelector) && deliver(ev),
+  });
   const timers = [setTimeout(() => close(), timeoutMs(ctx))];
   if (bookmarks) timers.push(setInterval(() => bookmark(), opts.bookmarkMs));
   const untrack = opts.track(() => close());

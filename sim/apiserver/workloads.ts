@@ -1,5 +1,6 @@
 // GET, LIST, WATCH and PATCH of apps/v1 workloads.
 import { type Ctx, sendJson, sendStatus } from "./http.ts";
+import { labelsMatch } from "./labels.ts";
 import { fieldManagerProblems, managerOrUserAgent } from "./managed-fields.ts";
 import { RESOURCES, type ResourceInfo } from "./objects.ts";
 import {
@@ -74,14 +75,7 @@ function fieldSelectorName(selector: string | undefined): string | undefined | E
   return name;
 }
 
-export function labelsMatch(obj: JsonObject, selector: string | undefined): boolean {
-  if (!selector) return true;
-  const labels = ((obj.metadata as JsonObject).labels ?? {}) as JsonObject;
-  return selector.split(",").every((term) => {
-    const [k = "", v] = term.split(/==|=/);
-    return v === undefined ? k in labels : labels[k] === v;
-  });
-}
+export { labelsMatch } from "./labels.ts";
 
 function list(ctx: Ctx, store: Store, route: WorkloadRoute) {
   const byName = fieldSelectorName(ctx.query.fieldSelector);

@@ -63,6 +63,7 @@ describe("first observation and no-op", () => {
 describe("refresh", () => {
   test("writes in order: attempt, one patch per workload, reset, digest record, Event", async () => {
     await recorded(w);
+    const before = w.ours()[k("last-refreshed-api-digest")];
     const digest = w.registry.push("myorg/api", "stable");
     const r = await w.run();
     expect(r.code).toBe(0);
@@ -87,7 +88,13 @@ describe("refresh", () => {
         "last-attempt-api": expect.stringMatching(new RegExp(`^${digest} verified \\S+Z$`)),
       },
     });
-    expect(bodies[2].data).toEqual({ "last-refreshed-api-digest": digest });
+    // The record: the verified build, the one it replaced (what a regression goes back to) and
+    // when it was verified, by the API server's clock.
+    expect(bodies[2].data).toEqual({
+      "last-refreshed-api-digest": digest,
+      "previous-api-digest": before,
+      "verified-api-at": expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
+    });
     expect(
       w.api.events
         .filter((e) => e.reason === "Refreshed")

@@ -133,6 +133,12 @@ function broken(name: string, edit: (objects: Obj[]) => void): string {
 const role = (objects: Obj[], ns: string) =>
   objects.find((o) => o.kind === "Role" && o.metadata.namespace === ns) as Obj;
 const job = (objects: Obj[]) => objects.find((o) => o.kind === "CronJob") as Obj;
+/** Removes the Role's rule on `resource`. */
+const drop = (r: Obj, resource: string) =>
+  r.rules.splice(
+    r.rules.findIndex((x: { resources: string[] }) => x.resources.includes(resource)),
+    1,
+  );
 
 describe("validate --manifests on broken overlays", () => {
   const CASES: Array<[string, (o: Obj[]) => void, string]> = [
@@ -143,13 +149,18 @@ describe("validate --manifests on broken overlays", () => {
     ],
     [
       "no Events",
-      (o) => role(o, "apps").rules.pop(),
+      (o) => drop(role(o, "apps"), "events"),
       "RBAC does not grant create on events.events.k8s.io in namespace apps",
     ],
     [
       "no Events where the DaemonSet is",
-      (o) => role(o, "agents").rules.pop(),
+      (o) => drop(role(o, "agents"), "events"),
       "RBAC does not grant create on events.events.k8s.io in namespace agents",
+    ],
+    [
+      "no pods",
+      (o) => drop(role(o, "apps"), "pods"),
+      "RBAC does not grant list, watch on pods in namespace apps",
     ],
     [
       "no create of the store",
@@ -218,7 +229,7 @@ describe("validate --manifests on broken overlays", () => {
     [
       "a short deadline",
       (o) => (job(o).spec.jobTemplate.spec.activeDeadlineSeconds = 3600),
-      "CronJob image-refresh: activeDeadlineSeconds 3600 does not cover 3 workloads × 2 waits (onFailure: revert) × rolloutTimeout 600s + 120s = 3720s",
+      "CronJob image-refresh: activeDeadlineSeconds 3600 does not cover 3 workloads × 2 waits (onFailure: revert) × (rolloutTimeout 600s + verifyFor 120s) + 120s = 4440s",
     ],
     [
       "no deadline",
@@ -232,7 +243,7 @@ describe("validate --manifests on broken overlays", () => {
           name: "ROLLOUT_TIMEOUT",
           value: "15m",
         }),
-      "activeDeadlineSeconds 3900 does not cover 3 workloads × 2 waits (onFailure: revert) × rolloutTimeout 900s + 120s = 5520s",
+      "activeDeadlineSeconds 4620 does not cover 3 workloads × 2 waits (onFailure: revert) × (rolloutTimeout 900s + verifyFor 120s) + 120s = 6240s",
     ],
     [
       "the placeholder image left in",

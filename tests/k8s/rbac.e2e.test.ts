@@ -65,7 +65,7 @@ function shipped(dir: string): Shipped {
   const sa = { namespace: job.metadata.namespace ?? "default", name: pod.serviceAccountName ?? "default" };
   const envList = pod.containers[0]?.env ?? [];
   const cm = objects.find((o) => o.kind === "ConfigMap") as unknown as { data: Record<string, string> };
-  // The path is passed as --config; the timeouts are shortened below (a 10m wait per flap).
+  // The path is passed as --config; the timeouts are shortened below (a 10m wait per flap, a 2m verification).
   const dropped = new Set(["IMAGE_REFRESH_CONFIG", "ROLLOUT_TIMEOUT", "REQUEST_TIMEOUT"]);
   return {
     config: shippedConfig(objects, envList),
@@ -108,7 +108,7 @@ async function worldFor(s: Shipped, rules?: RbacRule[]): Promise<World> {
   }
   for (const image of config.images) if (image.pinned !== true) w.registry.push(image.repository, config.tag);
   const registry = { ...(s.raw.registry as object), host: w.registry.host };
-  const file = { ...s.raw, registry, rolloutTimeout: "2s", requestTimeout: "2s" };
+  const file = { ...s.raw, registry, rolloutTimeout: "2s", requestTimeout: "2s", verifyFor: "200ms" };
   writeFileSync(w.configPath, JSON.stringify(file, null, 2));
   if (rules) w.api.setRbac({ user: s.user, rules });
   return w;

@@ -108,6 +108,30 @@ describe("moves", () => {
     expect(moves.publish(p, "agent")).not.toContain("never become available");
   });
 
+  test("crash: the next build becomes Ready, settles, then crashes the seconds given later", async () => {
+    moves.crash(p, "daemonset/agent", "0.3", 2);
+    const line = moves.publish(p, "agent");
+    expect(line).toContain("its pods become Ready, then crash 0.3s later on infra/daemonset/agent");
+    const bad = `docker.io/myorg/agent@${line.split(" -> ")[1]?.split(";")[0]}`;
+    const before = image("DaemonSet", "infra", "agent", "agent");
+    api.setImage("DaemonSet", "infra", "agent", "agent", bad, { manager: "image-refresh" });
+    expect(await settlesWithin("DaemonSet", "infra", "agent", 2000)).toBe(true);
+    await Bun.sleep(500);
+    expect(settled(api.getObject("DaemonSet", "infra", "agent"))).toBe(false);
+    const waiting = api
+      .pods("infra", "app=agent")
+      .filter((x: { spec: { containers: Array<{ image: string }> } }) => x.spec.containers[0]?.image === bad)
+      .map(
+        (x: { status: { containerStatuses: Array<{ state: { waiting?: { reason: string } } }> } }) =>
+          x.status.containerStatuses[0]?.state.waiting?.reason,
+      );
+    expect(waiting.length).toBeGreaterThan(0);
+    expect(new Set(waiting)).toEqual(new Set(["CrashLoopBackOff"]));
+    api.setImage("DaemonSet", "infra", "agent", "agent", before, { manager: "image-refresh" });
+    expect(await settlesWithin("DaemonSet", "infra", "agent", 2000)).toBe(true);
+    expect(() => moves.crash(p, "daemonset/agent", "soon", 2)).toThrow("SECONDS must be a number");
+  });
+
   test("hang: every rollout from now on never finishes, until heal", async () => {
     moves.hang(p, "shop/deployment/web");
     expect(settled(api.getObject("Deployment", "shop", "web"))).toBe(true); // nothing changed yet

@@ -1,13 +1,23 @@
 // A fake kubelet (and scheduler) for the real control plane, over HTTPS with fetch: it registers
 // Ready Nodes, binds unscheduled pods, writes pod status as a kubelet would, finishes graceful
 // deletions and completes Job pods. How a pod's containers behave is chosen by the test per image
-// digest, so a build can be healthy, slow, never Ready or flapping (Ready, then not, again and
-// again, with a growing restartCount, as a crash-looping container looks).
+// digest, so a build can be healthy, slow, never Ready, flapping (Ready, then not, again and
+// again, with a growing restartCount, as a crash-looping container looks), unable to pull its
+// image (ErrImagePull, ImagePullBackOff), or Ready first and then crashing (CrashLoopBackOff,
+// restarts growing) or turning unready, some time after it became Ready: a build that dies after
+// its warm-up.
 import type { Api } from "./api.ts";
 import { expectStatus } from "./api.ts";
-import { type PodLike, podStatus } from "./pod-status.ts";
+import { type PodLike, type PodShows, podStatus } from "./pod-status.ts";
 
-export type Build = "healthy" | "slow" | "never" | "flapping";
+export type Build =
+  | "healthy"
+  | "slow"
+  | "never"
+  | "flapping"
+  | "pull"
+  | { crashAfterMs: number }
+  | { unreadyAfterMs: number };
 
 export interface KubeletOptions {
   nodes?: string[];
@@ -35,15 +45,22 @@ interface Timing {
   downMs: number;
 }
 
-/** Whether a pod `ageMs` old whose worst image is `build` is Ready, and its restart count. */
-export function readiness(build: Build, ageMs: number, t: Timing): { ready: boolean; restarts: number } {
+/** Whether a pod `ageMs` old whose worst image is `build` is Ready, its restart count and why it waits. */
+export function readiness(build: Build, ageMs: number, t: Timing): PodShows {
+  if (typeof build === "object") return later(build, ageMs, t);
   switch (build) {
     case "healthy":
       return { ready: ageMs >= t.startMs, restarts: 0 };
     case "slow":
       return { ready: ageMs >= t.slowMs, restarts: 0 };
+    // Running, never Ready (a readiness probe that never passes): no restart, so only the
+    // controller's progress deadline or rolloutTimeout ends a wait for it.
     case "never":
-      return { ready: false, restarts: Math.floor(ageMs / t.downMs) };
+      return { ready: false, restarts: 0 };
+    case "pull": {
+      const backoff = Math.floor(ageMs / t.downMs) % 2 === 1;
+      return { ready: false, restarts: 0, waiting: backoff ? "ImagePullBackOff" : "ErrImagePull" };
+    }
     case "flapping": {
       const period = t.upMs + t.downMs;
       const into = Math.max(0, ageMs - t.startMs);
@@ -52,7 +69,18 @@ export function readiness(build: Build, ageMs: number, t: Timing): { ready: bool
   }
 }
 
-const WORST: Build[] = ["never", "flapping", "slow", "healthy"];
+/** Ready from startMs, then crashing (or unready) from startMs + the build's delay. */
+function later(build: Exclude<Build, string>, ageMs: number, t: Timing): PodShows {
+  const crash = "crashAfterMs" in build;
+  const breaks = t.startMs + (crash ? build.crashAfterMs : build.unreadyAfterMs);
+  if (ageMs < breaks) return { ready: ageMs >= t.startMs, restarts: 0 };
+  if (!crash) return { ready: false, restarts: 0 };
+  return { ready: false, restarts: 1 + Math.floor((ageMs - breaks) / t.downMs), waiting: "CrashLoopBackOff" };
+}
+
+/** The worst first; a build that fails later ranks after those that never work. */
+const WORST = ["pull", "never", "flapping", "later", "slow", "healthy"];
+const rank = (b: Build) => WORST.indexOf(typeof b === "object" ? "later" : b);
 
 export async function startKubelet(api: Api, opts: KubeletOptions = {}): Promise<Kubelet> {
   const nodes = opts.nodes ?? ["node-1"];
@@ -68,7 +96,7 @@ export async function startKubelet(api: Api, opts: KubeletOptions = {}): Promise
   const buildOf = (pod: PodLike): Build => {
     const images = [...(pod.spec.containers ?? []), ...(pod.spec.initContainers ?? [])].map((c) => c.image);
     const named = images.map((i) => builds.get(/@(sha256:[0-9a-f]{64})$/.exec(i)?.[1] ?? "") ?? "healthy");
-    return WORST.find((b) => named.includes(b)) ?? "healthy";
+    return named.sort((a, b) => rank(a) - rank(b))[0] ?? "healthy";
   };
   let stopped = false;
   const step = async () => {

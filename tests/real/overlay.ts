@@ -55,7 +55,14 @@ export function writeTickConfig(
   const registry = { ...(o.raw.registry as object), host };
   writeFileSync(
     path,
-    JSON.stringify({ ...o.raw, registry, rolloutTimeout: "20s", requestTimeout: "5s", ...tweak }),
+    JSON.stringify({
+      ...o.raw,
+      registry,
+      rolloutTimeout: "20s",
+      requestTimeout: "5s",
+      verifyFor: "2s",
+      ...tweak,
+    }),
   );
 }
 

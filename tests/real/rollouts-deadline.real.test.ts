@@ -78,7 +78,7 @@ describe.skipIf(missing)("a progress deadline left over from an earlier rollout"
     // The forward wait ended on the controller's condition, the revert's wait on completion.
     expect(messages(r, "info")).toContain(`deployment "one" exceeded its progress deadline`);
     expect(messages(r, "info")).toContain(
-      `Deployment ${NS}/one is back on its old images: deployment "one" successfully rolled out`,
+      `Deployment ${NS}/one is back on its old images: deployment "one" successfully rolled out; verified for 2s`,
     );
     expect(await s.image("one")).toBe(before);
     expect(await eventReasons()).toContain("RolloutReverted");

@@ -35,6 +35,7 @@ describe.skipIf(missing)("rollouts by the real controllers", () => {
         store: { namespace: NS, name: "image-refresh-state" },
         rolloutTimeout: "90s",
         requestTimeout: "5s",
+        verifyFor: "2s",
         images: [
           {
             repository: `${NS}/web`,

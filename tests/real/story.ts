@@ -43,6 +43,8 @@ export function storyConfig(
     store: { namespace: s.ns, name: store },
     rolloutTimeout: "60s",
     requestTimeout: "5s",
+    // Every rollout is verified, as by default, only for less long.
+    verifyFor: "2s",
     images: repos.map((r) => ({
       repository: `${s.ns}/${r}`,
       targets: [{ kind: "Deployment", namespace: s.ns, name: r, container: r }],

@@ -16,6 +16,7 @@ export const COUNTERS = [
   "image_refresh.skips",
   "image_refresh.reverts",
   "image_refresh.repins",
+  "image_refresh.regressions",
 ] as const;
 /** Gauges of the installation (no image attribute), at most one point a tick. */
 export const GAUGES = ["image_refresh.last_success_timestamp"] as const;

@@ -3,6 +3,7 @@
 // counter increments and its gauges as the tick left the store.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import type { Outcome } from "../../lib/outcomes.ts";
+import { settled, waitFor } from "../../sim/apiserver/driver.ts";
 import { type Collector, childrenOf, rootSpan, startCollector, sumOf } from "../../sim/collector.ts";
 import { PREFIX, STORE_PATH, startWorld, type World, writes } from "../support/world.ts";
 import {
@@ -436,3 +437,32 @@ test("a dry run exports its spans, marked as a dry run, and no metrics", async (
   // Nothing was attempted, reset or changed: counting it would raise alerts and move gauges.
   expect(e.metrics).toEqual([]);
 });
+
+test("each verification is a rollout.verify span; a regression is a span event and a counter", async () => {
+  w.writeConfig((x) => (x.verifyFor = "300ms"));
+  await recorded(w);
+  const bad = w.registry.push("myorg/api", "stable");
+  w.api.failImages("Deployment", "apps", "api-proxy", [`${w.registry.host}/myorg/api@${bad}`], {
+    crashAfterMs: 1000,
+  });
+  const rolled = await runWith(w, c, "http/protobuf");
+  expect(rolled.code).toBe(0);
+  const verified = rolled.spans
+    .filter((x) => x.name === "rollout.verify")
+    .map((x) => `${x.attributes["k8s.deployment.name"]} ${x.attributes["image_refresh.verify.result"]}`);
+  expect(verified).toEqual(["api ok", "api-proxy ok"]);
+  expect(sumOf(rolled, "image_refresh.regressions")).toBe(0);
+  await waitFor(w.api, "Deployment", "apps", "api-proxy", (o) => !settled(o), 5000);
+  const e = await runWith(w, c, "http/protobuf");
+  expect(e.code).toBe(1);
+  const root = rootSpan(e);
+  expect(root.events.map((ev) => ev.name)).toEqual(["attempt", "regressed"]);
+  expect(root.events[1]?.attributes).toMatchObject({
+    "image_refresh.image": "api",
+    "image_refresh.attempt": 1,
+  });
+  expect(sumOf(e, "image_refresh.regressions", { "image_refresh.image": "api" })).toBe(1);
+  expect(sumOf(e, "image_refresh.attempts", { "image_refresh.image": "api" })).toBe(1);
+  // The way back is verified too.
+  expect(e.spans.filter((x) => x.name === "rollout.verify").length).toBe(2);
+}, 30_000);

@@ -53,7 +53,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | 
 What the Roles grant, from the config, as JSON: namespace -> {"group|resource": [names]} for the targets
 of every image that is not pinned (get, patch, list, watch: the rollout wait lists and watches
 by name), the legacy state object where it is not a target (get, patch), and the namespaces
-where Events are created (the targets': Events are about the workloads they concern). A pinned image's targets are
+where Events are created and pods listed and watched (the targets': Events are about the workloads
+they concern, and their pods verify a rollout and show a regression). A pinned image's targets are
 never read or patched, so they get nothing.
 */}}
 {{- define "image-refresh.rbacPlan" -}}
@@ -84,7 +85,7 @@ never read or patched, so they get nothing.
 {{- end -}}
 {{- $events := keys $targets -}}
 {{- $namespaces := concat (keys $targets) (keys $state) $events | uniq | sortAlpha -}}
-{{- toJson (dict "namespaces" $namespaces "targets" $targets "state" $state "events" ($events | uniq | sortAlpha)) -}}
+{{- toJson (dict "namespaces" $namespaces "targets" $targets "state" $state "events" ($events | uniq | sortAlpha) "pods" ($events | uniq | sortAlpha)) -}}
 {{- end -}}
 
 {{/* Milliseconds of a duration as the config writes it (500ms, 15s, 10m, 1h30m). */}}
@@ -100,8 +101,8 @@ never read or patched, so they get nothing.
 {{- end -}}
 
 {{/*
-The Job's deadline: above workloads x rolloutTimeout, twice with onFailure: revert (the wait
-forward and the wait back), plus 300 s for the reads, writes and telemetry flush, so Kubernetes
+The Job's deadline: above workloads x (rolloutTimeout + verifyFor), twice with onFailure: revert
+(the wait forward and the wait back, each verified), plus 300 s for the reads, writes and telemetry flush, so Kubernetes
 never kills a tick that is still inside its own rollout deadlines.
 */}}
 {{- define "image-refresh.activeDeadlineSeconds" -}}
@@ -116,11 +117,11 @@ never kills a tick that is still inside its own rollout deadlines.
 {{- end -}}
 {{- end -}}
 {{- $waits := eq ($c.onFailure | default "revert") "revert" | ternary 2 1 -}}
-{{- $ms := include "image-refresh.durationMs" ($c.rolloutTimeout | default "10m") | atoi -}}
+{{- $ms := add (include "image-refresh.durationMs" ($c.rolloutTimeout | default "10m") | atoi) (include "image-refresh.durationMs" ($c.verifyFor | default "2m") | atoi) -}}
 {{- $needed := add (div (add (mul (len $workloads) $waits $ms) 999) 1000) 300 -}}
 {{- with .Values.activeDeadlineSeconds -}}
 {{- if lt (int .) (int $needed) -}}
-{{- fail (printf "activeDeadlineSeconds %v does not cover %d workloads x %d waits x rolloutTimeout + 300 s = %d s: raise it or leave it empty" . (len $workloads) $waits $needed) -}}
+{{- fail (printf "activeDeadlineSeconds %v does not cover %d workloads x %d waits x (rolloutTimeout + verifyFor) + 300 s = %d s: raise it or leave it empty" . (len $workloads) $waits $needed) -}}
 {{- end -}}
 {{- . -}}
 {{- else -}}

@@ -13,6 +13,7 @@ import type { Action, Decision, ImageVerdict, Reason, StateWrite } from "../mode
 import type { Observation } from "../observe.ts";
 import { summarise } from "../plan/combine.ts";
 import { pinRestored, recordDigests, reset } from "./record.ts";
+import { recordRevert } from "./regression.ts";
 import { rolloutGroup } from "./rollouts.ts";
 import {
   describeStore,
@@ -107,6 +108,8 @@ async function step(run: Run, a: Action): Promise<void> {
       return reset(run, a.counts);
     case "record-digests":
       return recordDigests(run, a.digests, a.candidates, a.also);
+    case "record-revert":
+      return recordRevert(run, a.digests);
     case "pin-restored":
       return pinRestored(run, a.images);
     case "event":
@@ -146,7 +149,13 @@ async function writeState(run: Run, w: StateWrite): Promise<void> {
   for (const [key, a] of Object.entries(w.attempts)) {
     change[IMAGE_KEYS.attempt.name(key)] = String(a.count);
     change[IMAGE_KEYS.traceparent.name(key)] = traceparent;
-    Object.assign(change, setField(key, "last", { digest: a.digest, ending: "started", at: tickClock(run) }));
+    const ending = a.regressed ? "regressed" : "started";
+    Object.assign(change, setField(key, "last", { digest: a.digest, ending, at: tickClock(run) }));
+    // A regression was seen before anything is touched: its build is named failed with its count.
+    if (a.regressed) {
+      change[IMAGE_KEYS.failed.name(key)] = a.digest;
+      change[IMAGE_KEYS.regressed.name(key)] = a.digest;
+    }
   }
   const removalsOnly =
     Object.keys(w.attempts).length + w.streaks.length + w.flaps.length + w.firstSeen.length === 0;
@@ -165,13 +174,17 @@ async function writeState(run: Run, w: StateWrite): Promise<void> {
     return;
   }
   run.attempts = { ...w.attempts };
-  for (const [key, { count: n }] of Object.entries(w.attempts)) {
+  for (const [key, { count: n, regressed }] of Object.entries(w.attempts)) {
     // The count stands until the reset removes it: a failed rollout leaves it, and so must the gauge.
     const v = run.verdicts.get(key) as ImageVerdict;
     v.attemptCount = n;
     v.lockedOut = n >= ctx.config.maxRefreshAttempts;
     run.root.addEvent("attempt", { "image_refresh.image": key, "image_refresh.attempt": n });
     ctx.telemetry.counter("image_refresh.attempts", 1, baseAttrs(run, key));
+    if (regressed) {
+      run.root.addEvent("regressed", { "image_refresh.image": key, "image_refresh.attempt": n });
+      ctx.telemetry.counter("image_refresh.regressions", 1, baseAttrs(run, key));
+    }
     if (w.repins.includes(key)) {
       run.root.addEvent("repin", { "image_refresh.image": key, "image_refresh.attempt": n });
       ctx.telemetry.counter("image_refresh.repins", 1, baseAttrs(run, key));

@@ -3,7 +3,7 @@
 // the Events that say so. Each has its own failure policy.
 import { type Change, merge, reset as resetKeys, setField } from "../../state/change.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
-import { countOf } from "../../state/values.ts";
+import { countOf, stamp } from "../../state/values.ts";
 import { baseAttrs } from "../attributes.ts";
 import type { ImageVerdict } from "../model.ts";
 import { workloadId } from "../model.ts";
@@ -85,6 +85,7 @@ export async function recordDigests(
     const out: Record<string, string | null> = { ...also };
     for (const [key, d] of entries) {
       out[IMAGE_KEYS.digest.name(key)] = d;
+      if (run.verdicts.get(key)?.outcome === "refreshed") Object.assign(out, verifiedWrites(run, key, d));
       // A rejected build is history once another build of the image is recorded.
       if (run.book.images[key]?.rejected.kind !== "absent") out[IMAGE_KEYS.rejected.name(key)] = null;
       if (key in candidates) out[IMAGE_KEYS.candidates.name(key)] = candidates[key] as string | null;
@@ -111,6 +112,26 @@ export async function recordDigests(
     if (v.outcome === "refreshed") v.inSync = true;
   }
   await refreshedEvent(run, digests);
+}
+
+/**
+ * A verified refresh also records the build its targets ran before (what a regression goes back
+ * to) and when it was verified, by the tick's clock: the start of its regressionWindow.
+ */
+function verifiedWrites(run: Run, key: string, digest: string): Record<string, string | null> {
+  const before = run.book.images[key]?.digest;
+  const regressed = run.book.images[key]?.regressed;
+  const clock = run.obs.observed.clock ?? run.ctx.now();
+  return {
+    // Another build verified: the regressed one is history (its count was reset with this record).
+    ...(regressed && regressed.kind !== "absent" && regressed.raw !== digest
+      ? { [IMAGE_KEYS.regressed.name(key)]: null }
+      : {}),
+    ...(before?.kind === "trusted" && before.value !== digest
+      ? { [IMAGE_KEYS.previous.name(key)]: before.value }
+      : {}),
+    [IMAGE_KEYS.verifiedAt.name(key)]: stamp(clock),
+  };
 }
 
 /**

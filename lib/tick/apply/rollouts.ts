@@ -52,11 +52,34 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
     ctx.log.info(`${what} rolled out: ${r.message}`, { workload: what });
     return;
   }
-  // Only a rollout that did not settle in time, or reached its progress deadline, saw the build
-  // fail; a wait the API cut short (forbidden, the workload deleted or changed by someone else) did not.
-  const seen = r.reason === "timeout" || r.reason === "deadline_exceeded";
-  const message = `rollout of ${what} did not settle (${r.reason}): ${r.message}`;
+  // Only a rollout that did not settle in time, reached its progress deadline, crashed or failed
+  // its verification saw the build fail; a wait the API cut short (forbidden, the workload deleted
+  // or changed by someone else) did not.
+  const seen = SEEN_TO_FAIL.has(r.reason);
+  const how =
+    r.reason === "unverified"
+      ? "failed its verification"
+      : r.reason === "crashed"
+        ? "failed: a new pod crashed"
+        : "did not settle";
+  const message = `rollout of ${what} ${how} (${r.reason}): ${r.message}`;
+  if (a.back) return backFailed(run, a, { updated, message });
   return rolloutFailed(run, a, { updated, message, seen });
+}
+
+/** The wait's endings that saw the build itself fail. */
+const SEEN_TO_FAIL = new Set(["timeout", "deadline_exceeded", "crashed", "unverified"]);
+
+/**
+ * The way back from a regression failed. Its attempt was counted, and its build named, before
+ * anything was touched (the regression was seen): nothing is given back, nothing reverted again.
+ */
+async function backFailed(run: Run, a: Rollout, r: { updated?: Workload; message: string }): Promise<void> {
+  const failure: Failure = { outcome: "failed", reason: "revert_failed", message: r.message };
+  failGroup(run, a, failure);
+  if (r.updated === undefined) return;
+  const note = `${failure.message} (images ${run.groups[a.group]?.join(", ")})`;
+  await postEvent(run, { eventType: "Warning", reason: "RolloutFailed", note }, [r.updated]);
 }
 
 /**
@@ -65,11 +88,13 @@ export async function rolloutGroup(run: Run, a: Rollout): Promise<void> {
  * build run, so the attempt ends without calling it failed, and what was patched goes back.
  */
 async function patchFailed(run: Run, a: Rollout, err: unknown): Promise<void> {
+  const message = `cannot re-image ${describeWorkload(a.workload)}: ${(err as Error).message}`;
+  if (a.back) return backFailed(run, a, { message });
   if (isRefusal(err) && !run.started.has(a.group)) return refused(run, a, err);
   const f: Failure = {
     outcome: "failed",
     reason: "rollout_failed",
-    message: `cannot re-image ${describeWorkload(a.workload)}: ${(err as Error).message}`,
+    message,
   };
   failGroup(run, a, f);
   // A stopped tick writes nothing more: its attempt stays `started`, told as abandoned.

@@ -40,10 +40,20 @@ export function combine(o: Observed, c: Config, given: Map<string, Judgement>): 
         regarding: e.regarding ?? targetsOf(img),
       });
   }
-  const due = [...judged.values()].filter((j) => j.due);
+  // A regression's count is a failure: it is never reset, and only its revert is recorded.
+  const due = [...judged.values()].filter((j) => j.due && !j.due.regression);
   actions.push(...rollouts(o, c, judged, groups).map((r): Action => ({ type: "rollout", ...r })));
-  if (due.length) {
-    const counts = Object.fromEntries(due.map((j) => [j.verdict.key, j.due?.count as number]));
+  const back = [...judged.values()].filter((j) => j.due?.regression?.back);
+  if (back.length)
+    actions.push({
+      type: "record-revert",
+      digests: Object.fromEntries(back.map((j) => [j.verdict.key, j.due?.digest as string])),
+    });
+  // A verified retry of a build that regressed keeps its count: it passed verifyFor before too,
+  // and only a count that survives it stops the build going out and regressing for ever.
+  const resets = due.filter((j) => !retriesRegressed(o, j));
+  if (resets.length) {
+    const counts = Object.fromEntries(resets.map((j) => [j.verdict.key, j.due?.count as number]));
     actions.push({ type: "reset", counts });
   }
   const record: Record<string, string> = {};
@@ -51,7 +61,7 @@ export function combine(o: Observed, c: Config, given: Map<string, Judgement>): 
   const rider: Record<string, string | null> = { ...answer.rider };
   for (const j of judged.values()) {
     // A re-pin's digest is the recorded one already.
-    if (j.due && !j.due.repin) record[j.verdict.key] = j.due.digest;
+    if (j.due && !j.due.repin && !j.due.regression) record[j.verdict.key] = j.due.digest;
     else if (j.firstSeen && !write) {
       record[j.verdict.key] = j.firstSeen;
       if (j.adopt) rider[IMAGE_KEYS.adopt.name(j.verdict.key)] = "1";
@@ -78,6 +88,12 @@ export function combine(o: Observed, c: Config, given: Map<string, Judgement>): 
     groups: groupKeys,
     actions,
   };
+}
+
+/** The due build is the one that regressed last (regressed-<key>-digest). */
+function retriesRegressed(o: Observed, j: Judgement): boolean {
+  const f = o.book.images[j.verdict.key]?.regressed;
+  return f?.kind === "trusted" && f.value === j.due?.digest;
 }
 
 /** The distinct workloads of an image's targets, in config order: what its Events are about. */
@@ -201,7 +217,10 @@ function stateWrite(
     const key = j.verdict.key;
     if (j.countsStreak) w.streaks.push(key);
     if (j.flap) w.flaps.push(key);
-    if (j.due) w.attempts[key] = { count: j.due.count, digest: j.due.digest };
+    if (j.due?.regression) {
+      if (j.due.regression.counted !== false)
+        w.attempts[key] = { count: j.due.count, digest: j.due.regression.failed, regressed: true };
+    } else if (j.due) w.attempts[key] = { count: j.due.count, digest: j.due.digest };
     if (j.due?.repin) {
       w.repins.push(key);
       const b = o.book.images[key];
@@ -231,6 +250,8 @@ function rollouts(
   const rolls = new Map<string, Rollout>();
   for (const img of c.images) {
     const due = judged.get(img.key)?.due;
+    // A regression without a build to go back to (or with onFailure: keep) is only counted.
+    if (due?.regression && !due.regression.back) continue;
     for (const t of img.targets) {
       const id = workloadId(t);
       if (!rolls.has(id))
@@ -252,6 +273,7 @@ function rollouts(
       );
       if (!roll.images.includes(img.key)) roll.images.push(img.key);
       roll.group = groups.get(img.key) as number;
+      if (due.regression) roll.back = true;
     }
   }
   return [...rolls.values()].filter((r) => r.containers.length > 0);

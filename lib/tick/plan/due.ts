@@ -24,6 +24,12 @@ export interface Judgement {
     only?: string[];
     /** minimumAge: `candidates-<key>` as the write that records this rollout leaves it (null: removed). */
     candidates?: string | null;
+    /**
+     * A regression: `failed` is the verified build whose pods failed (the attempt's build);
+     * `digest` is the build to go back to, rolled out only when `back`. `counted: false` is a
+     * rejected build rolled back: a revert, not an attempt, so no count is written.
+     */
+    regression?: { failed: string; back: boolean; counted?: false };
   };
   /** This image holds every workload it has a container in (lockout, untrusted count, pause). */
   blocks: boolean;

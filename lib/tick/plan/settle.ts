@@ -11,6 +11,7 @@ import type { Observed, WorkloadRef } from "../model.ts";
 import { describeWorkload, workloadId } from "../model.ts";
 import type { ImageCase } from "./case.ts";
 import { amend, type Judgement, say } from "./due.ts";
+import { regressed } from "./regression.ts";
 
 /** The image's targets that were read and are not settled, with what kubectl would say. */
 export function unsettled(img: ImageConfig, o: Observed): Array<{ ref: WorkloadRef; message: string }> {
@@ -44,6 +45,9 @@ export function settledGuard(given: Judgement, imageCase: ImageCase): { j: Judge
     const writes = b.skip.kind !== "absent" ? { [name]: null } : {};
     return { j: amend(given, { writes, verdict: { skipStreak: 0, frozen: false } }), held: false };
   }
+  // A regression is not a skip: the recorded build's own pods failing is a failed attempt.
+  const regression = regressed(given, imageCase);
+  if (regression) return { j: regression, held: true };
   return { j: unsettledVerdict(amend(given, { blocks: true }), imageCase, waiting), held: true };
 }
 

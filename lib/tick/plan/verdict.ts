@@ -13,6 +13,7 @@ import type { ImageVerdict, Observed } from "../model.ts";
 import type { ImageCase } from "./case.ts";
 import { amend, type DueInput, due, type Judgement, say } from "./due.ts";
 import { liveImage } from "./live.ts";
+import { rollBackRejected } from "./regression.ts";
 import { ofMax, settledGuard } from "./settle.ts";
 import { soak } from "./soak.ts";
 import {
@@ -115,6 +116,8 @@ function judgeResolved(given: Judgement, imageCase: ImageCase, L: string): Judge
   if (pins.length > 0) return paused(j, imageCase, pins);
   const k =
     announcedPause(b) !== undefined ? amend(j, { writes: { [IMAGE_KEYS.paused.name(img.key)]: null } }) : j;
+  const rollback = rollBackRejected(k, img, b, o, { ...c, L });
+  if (rollback) return rollback;
   if (trusted(b.rejected) === L) {
     const msg = `${img.key}: the registry's ${L} was rejected by a human; waiting for the next build of ${img.repository}:${img.tag}`;
     return say(amend(k, { blocks: true, verdict: { paused: true } }), "paused", "build_rejected", msg);

@@ -69,6 +69,7 @@ describe.skipIf(missing)("the chart installed by helm, a tick as its ServiceAcco
             // No store namespace: the chart writes the release's into the rendered config, so the
             // tick run here, outside a pod, finds the store as a laptop copy of the config would.
             rolloutTimeout: "60s",
+            verifyFor: "2s",
             images: [{ repository: repo, targets: [{ kind: "Deployment", name: "web", container: "web" }] }],
           },
         }),

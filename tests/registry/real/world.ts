@@ -57,6 +57,8 @@ function configFor(images: RealImage[], reg: RegistrySettings, dockerConfig?: st
     maxSkipTicks: 3,
     rolloutTimeout: "5s",
     requestTimeout: "3s",
+    // Rollouts are verified, as by default, only for less long.
+    verifyFor: "200ms",
     images: images.map((i) => ({
       repository: i.repository,
       key: i.key,

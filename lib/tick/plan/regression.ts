@@ -1,0 +1,135 @@
+// A regression is not a skip: within regressionWindow of a verified refresh, a target that runs
+// the recorded build and does not settle because that build's own pods fail (a restart since the
+// verification, CrashLoopBackOff, running but not Ready) is a failed attempt of that build. It is
+// counted (and its build named) before anything is touched, and with onFailure: revert the
+// image's targets go back to previous-<key>-digest. A workload unsettled for any other reason
+// (pods Pending, a NotReady node) is left to the settled guard. Pure, like the rest of plan.
+import type { Config, ImageConfig } from "../../config.ts";
+import { describeEvidence, type Evidence, podEvidence, podsRunning } from "../../kube/pod-evidence.ts";
+import type { Book, ImageBook } from "../../state/book.ts";
+import { countOf, stamp, trusted } from "../../state/values.ts";
+import type { Observed, WorkloadRef } from "../model.ts";
+import { describeWorkload, workloadId } from "../model.ts";
+import type { ImageCase } from "./case.ts";
+import { amend, type Judgement, say } from "./due.ts";
+import { liveImage } from "./live.ts";
+
+/** The verification time of the recorded build, while the tick's clock is inside its window. */
+function windowOpen(b: ImageBook, clock: number | undefined, c: Config): number | undefined {
+  const at = trusted(b.verifiedAt);
+  if (at === undefined || clock === undefined || trusted(b.digest) === undefined) return undefined;
+  return clock - at <= c.regressionWindowMs ? at : undefined;
+}
+
+/** The image's targets that are unsettled and run its recorded build inside the window. */
+function suspects(img: ImageConfig, b: ImageBook, o: Observed, c: Config) {
+  const recorded = trusted(b.digest);
+  if (img.pinned || windowOpen(b, o.clock, c) === undefined) return [];
+  const live = liveImage(img, o, c);
+  return (live?.containers ?? []).filter((x) => {
+    const w = o.workloads?.[workloadId(x.target)];
+    return w?.found && !w.settled && w.selector && x.digest === recorded;
+  });
+}
+
+/**
+ * The workloads whose pods observe must list (with their selector): the unsettled targets that
+ * run a build still inside its regressionWindow. None on a tick where everything settled.
+ */
+export function regressionSuspects(c: Config, o: Observed): Array<{ ref: WorkloadRef; selector: string }> {
+  const out = new Map<string, { ref: WorkloadRef; selector: string }>();
+  for (const img of c.images) {
+    const b = bookOrEmpty(o.book, img.key);
+    for (const x of suspects(img, b, o, c)) {
+      const w = o.workloads?.[workloadId(x.target)];
+      const ref = { kind: x.target.kind, namespace: x.target.namespace, name: x.target.name };
+      if (w?.found && w.selector) out.set(workloadId(ref), { ref, selector: w.selector });
+    }
+  }
+  return [...out.values()];
+}
+
+const bookOrEmpty = (book: Book, key: string): ImageBook => book.images[key] as ImageBook;
+
+/** What the pods of the recorded build show against it, on the first target that shows anything. */
+function evidence(img: ImageConfig, b: ImageBook, o: Observed, c: Config) {
+  const since = windowOpen(b, o.clock, c);
+  for (const x of suspects(img, b, o, c)) {
+    const pods = o.pods?.[workloadId(x.target)];
+    if (!pods || !Array.isArray(pods)) continue;
+    const running = podsRunning(pods, { [x.target.container]: x.image });
+    const found: Evidence | undefined = podEvidence(running, {
+      unready: "all",
+      ...(since !== undefined ? { restartsSince: stamp(since) } : {}),
+    });
+    const ref = { kind: x.target.kind, namespace: x.target.namespace, name: x.target.name };
+    if (found) return { ref, found };
+  }
+  return undefined;
+}
+
+/** The regression's judgement, or undefined when the recorded build shows nothing against it. */
+export function regressed(j: Judgement, { img, b, o, c }: ImageCase) {
+  const seen = evidence(img, b, o, c);
+  const count = countOf(b.attempt);
+  // An untrusted count or a lockout is judged by the rules that hold the image anyway.
+  if (!seen || count === undefined || count >= c.maxRefreshAttempts) return undefined;
+  const failed = trusted(b.digest) as string;
+  const previous = trusted(b.previous);
+  const n = count + 1;
+  const max = c.maxRefreshAttempts;
+  const showed = describeEvidence(seen.ref.namespace, seen.found);
+  const head = `${img.key}: build ${failed} regressed within regressionWindow of its verification: ${describeWorkload(seen.ref)} does not settle, ${showed}; failed attempt ${n}/${max}`;
+  const back = previous !== undefined && previous !== failed && c.onFailure === "revert";
+  const tail = back
+    ? `; putting its targets back on ${previous}`
+    : previous === undefined || previous === failed
+      ? `; no earlier build is recorded to go back to: set its targets to a good build by hand (kubectl set image) or \`image-refresh reject ${img.key}\` and push a fix`
+      : "; onFailure: keep leaves it running";
+  const event = { reason: "BuildRegressed" as const, note: `${head}${tail}`, regarding: [seen.ref] };
+  const next = amend(j, {
+    due: { digest: back ? (previous as string) : failed, count: n, regression: { failed, back } },
+    events: [event],
+    verdict: {
+      short: `attempt ${n}/${max}`,
+      attempt: n,
+      attemptCount: n,
+      lockedOut: n >= max,
+      inSync: false,
+    },
+  });
+  return say(next, "failed", "regressed", `${head}${tail}`);
+}
+
+/**
+ * A build a human rejected that runs on the image's targets (put there by image-refresh) while the
+ * registry has nothing newer (`L` is that build) is rolled back to previous-<key>-digest: a
+ * revert, not an attempt (no count). A newer build replaces it the usual way; a locked-out or
+ * untrusted count, or a container a human pinned to it, is left to the rules that hold the image;
+ * without an earlier build there is nothing to go back to (the pause says what to run by hand).
+ */
+export function rollBackRejected(
+  j: Judgement,
+  img: ImageConfig,
+  b: ImageBook,
+  o: Observed,
+  c: Config & { L: string },
+) {
+  const rejected = trusted(b.rejected);
+  const previous = trusted(b.previous);
+  const count = countOf(b.attempt);
+  if (!rejected || rejected !== c.L || count === undefined || count >= c.maxRefreshAttempts) return undefined;
+  const running = liveImage(img, o, c)?.containers.filter((x) => x.digest === rejected) ?? [];
+  if (running.length === 0 || running.some((x) => !x.ours)) return undefined;
+  const where = [...new Set(running.map((x) => describeWorkload(x.target)))].join(", ");
+  if (previous === undefined || previous === rejected) {
+    const msg = `${img.key}: the rejected build ${rejected} runs on ${where} and no earlier build is recorded to go back to: put them back by hand (kubectl rollout undo, or kubectl set image to a good build)`;
+    return say(amend(j, { blocks: true, verdict: { paused: true } }), "paused", "build_rejected", msg);
+  }
+  const msg = `${img.key}: the rejected build ${rejected} runs on ${where}: rolling back to ${previous}`;
+  const next = amend(j, {
+    due: { digest: previous, count, regression: { failed: rejected, back: true, counted: false } },
+    verdict: { paused: true, inSync: false },
+  });
+  return say(next, "paused", "build_rejected", msg);
+}

@@ -1,0 +1,106 @@
+// The simulated kubelet's pods: labelled by revision, served over LIST and WATCH with a label
+// selector, and showing each way a build fails as a real kubelet shows it.
+import { afterAll, describe, expect, test } from "bun:test";
+import { call, objectPath, patch, settled, waitFor } from "../../sim/apiserver/driver.ts";
+import { type BadBuild, startApiServer, type WorkloadKind } from "../../sim/apiserver/index.ts";
+
+const sim = await startApiServer({ stepMs: 5 });
+afterAll(() => sim.stop());
+
+let n = 0;
+function fresh(kind: WorkloadKind, bad?: BadBuild) {
+  const name = `p${++n}`;
+  sim.addWorkload({
+    kind,
+    namespace: "apps",
+    name,
+    containers: [{ name: "app", image: "myorg/app:1" }],
+    replicas: 2,
+  });
+  if (bad) sim.failImages(kind, "apps", name, ["myorg/app:2"], bad);
+  return name;
+}
+const roll = (kind: WorkloadKind, name: string) =>
+  patch(sim, objectPath(kind, "apps", name), "application/strategic-merge-patch+json", {
+    spec: { template: { spec: { containers: [{ name: "app", image: "myorg/app:2" }] } } },
+  });
+// biome-ignore lint/suspicious/noExplicitAny: pods are free-form JSON
+type Pod = any;
+const ready = (p: Pod) => p.status.conditions.find((c: Pod) => c.type === "Ready")?.status === "True";
+const onImage = (name: string, image: string) =>
+  sim.pods("apps", `app=${name}`).filter((p: Pod) => p.spec.containers[0].image === image);
+async function until(pred: () => boolean, ms = 3000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!pred()) {
+    if (Date.now() > end) throw new Error("condition not reached");
+    await Bun.sleep(10);
+  }
+}
+
+describe("pods", () => {
+  for (const kind of ["Deployment", "DaemonSet", "StatefulSet"] as WorkloadKind[]) {
+    test(`${kind}: a healthy rollout leaves only Ready pods of the new revision`, async () => {
+      const name = fresh(kind);
+      await roll(kind, name);
+      await waitFor(sim, kind, "apps", name, settled);
+      await until(() =>
+        sim.pods("apps", `app=${name}`).every((p: Pod) => p.spec.containers[0].image === "myorg/app:2"),
+      );
+      const pods = sim.pods("apps", `app=${name}`);
+      expect(pods.length).toBe(2);
+      expect(pods.map((p: Pod) => [p.metadata.name, ready(p)])).toEqual(
+        pods.map((p: Pod) => [p.metadata.name, true]),
+      );
+      const label = kind === "Deployment" ? "pod-template-hash" : "controller-revision-hash";
+      expect(new Set(pods.map((p: Pod) => p.metadata.labels[label])).size).toBe(1);
+    });
+  }
+
+  test("a build that crashes after warm-up: Ready and settled first, then CrashLoopBackOff and unsettled", async () => {
+    const name = fresh("Deployment", { crashAfterMs: 300 });
+    await roll("Deployment", name);
+    await waitFor(sim, "Deployment", "apps", name, settled);
+    await until(() => onImage(name, "myorg/app:2").length === 2 && onImage(name, "myorg/app:2").every(ready));
+    await until(() => onImage(name, "myorg/app:2").every((p: Pod) => !ready(p)));
+    const c = onImage(name, "myorg/app:2")[0].status.containerStatuses[0];
+    expect(c.restartCount).toBeGreaterThanOrEqual(1);
+    expect(c.state.waiting.reason).toBe("CrashLoopBackOff");
+    expect(settled(sim.getObject("Deployment", "apps", name))).toBe(false);
+  });
+
+  test("a build that turns unready: no restart, not Ready", async () => {
+    const name = fresh("StatefulSet", { unreadyAfterMs: 100 });
+    await roll("StatefulSet", name);
+    await waitFor(sim, "StatefulSet", "apps", name, settled);
+    await until(() => onImage(name, "myorg/app:2").every((p: Pod) => !ready(p)));
+    const c = onImage(name, "myorg/app:2")[0].status.containerStatuses[0];
+    expect([c.restartCount, Object.keys(c.state)]).toEqual([0, ["running"]]);
+  });
+
+  for (const [bad, reason] of [
+    ["crashloop", "CrashLoopBackOff"],
+    ["pull", "ErrImagePull"],
+  ] as const) {
+    test(`${bad}: the new pod waits in ${reason} and the rollout never settles`, async () => {
+      const name = fresh("Deployment", bad);
+      await roll("Deployment", name);
+      await until(() => onImage(name, "myorg/app:2").length === 1);
+      await Bun.sleep(50);
+      const c = onImage(name, "myorg/app:2")[0].status.containerStatuses[0];
+      expect(c.state.waiting.reason).toBe(reason);
+      expect(settled(sim.getObject("Deployment", "apps", name))).toBe(false);
+    });
+  }
+
+  test("LIST and WATCH by label selector, with pods' own resourceVersions", async () => {
+    const name = fresh("Deployment");
+    const list = await call(sim, `/api/v1/namespaces/apps/pods?labelSelector=app%3D${name}`);
+    expect(list.status).toBe(200);
+    const body = list.json as { kind: string; items: Pod[] };
+    expect(body.kind).toBe("PodList");
+    expect(body.items.map((p) => p.metadata.labels.app)).toEqual(expect.arrayContaining([name]));
+    expect(body.items.every((p) => p.metadata.labels.app === name)).toBe(true);
+    const other = await call(sim, `/api/v1/namespaces/apps/pods?labelSelector=app%20in%20(${name},nope)`);
+    expect((other.json as { items: Pod[] }).items.length).toBe(body.items.length);
+  });
+});
