@@ -3,9 +3,9 @@
 // (namespaces, mounts and cgroups). Missing, a file skips with one line each; under CI it fails.
 import { test } from "bun:test";
 import { inCi, needTools } from "../../support/tools.ts";
-import { needPeers } from "../peers.ts";
+import { needPeers, type PeerModule } from "../peers.ts";
 
-export function needNode(file: string): boolean {
+export function needNode(file: string, morePeers: PeerModule[] = []): boolean {
   const tools = needTools(
     [
       { tool: "containerd", apt: "containerd" },
@@ -24,7 +24,7 @@ export function needNode(file: string): boolean {
     ],
     file,
   );
-  const peers = needPeers(["kube", "node"], file);
+  const peers = needPeers(["kube", "node", ...morePeers], file);
   let root = false;
   if (process.getuid?.() !== 0) {
     root = true;
