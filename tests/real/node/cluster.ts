@@ -173,6 +173,7 @@ export async function startNodeCluster(opts: NodeClusterOptions = {}): Promise<N
         ...IN,
         ...["unshare", "--mount", "--propagation", "private", "sh", join(HERE, "node.sh"), dir, name],
         ...[peer("node", "kubelet"), peer("node", "kube-proxy"), nodeKubeconfig, NODE_NAME, NODE_IP],
+        String(process.pid),
       ],
       { dir: logs, hardLimitS },
     );

@@ -5,6 +5,7 @@
 // of the cluster is left.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { ok } from "../kubectl.ts";
 import { list, namespace } from "../manifests.ts";
 import { type NodeCluster, startNodeCluster } from "./cluster.ts";
@@ -46,6 +47,18 @@ async function watchPods(c: NodeCluster, app: string, ms: number): Promise<PodVi
     await Bun.sleep(500);
   }
   return seen;
+}
+
+const KINDS = ["mounts", "iptables", "sysctls", "netns", "links", "paths"] as const;
+
+/** Every kind of host state as it was, all at once, so that a failure names everything left. */
+function expectNothingLeft(before: HostState, after: HostState): void {
+  const diff = (k: (typeof KINDS)[number]) => ({
+    added: after[k].filter((x) => !before[k].includes(x)),
+    removed: before[k].filter((x) => !after[k].includes(x)),
+  });
+  const none = Object.fromEntries(KINDS.map((k) => [k, { added: [], removed: [] }]));
+  expect(Object.fromEntries(KINDS.map((k) => [k, diff(k)]))).toEqual(none);
 }
 
 describe.skipIf(missing)("a real node: containerd, kubelet, kube-proxy in a namespace of their own", () => {
@@ -111,13 +124,35 @@ describe.skipIf(missing)("a real node: containerd, kubelet, kube-proxy in a name
     expect(after.cgroups).toEqual([]);
     expect(leftoverProcesses(netns, dir)).toEqual([]);
     expect(existsSync(dir)).toBe(false);
-    const kinds = ["mounts", "iptables", "sysctls", "netns", "links", "paths"] as const;
-    // Every kind at once, so a failure names all that was left.
-    const diff = (k: (typeof kinds)[number]) => ({
-      added: after[k].filter((x) => !before[k].includes(x)),
-      removed: before[k].filter((x) => !after[k].includes(x)),
-    });
-    const none = Object.fromEntries(kinds.map((k) => [k, { added: [], removed: [] }]));
-    expect(Object.fromEntries(kinds.map((k) => [k, diff(k)]))).toEqual(none);
+    expectNothingLeft(before, after);
   }, 60_000);
+
+  test("a test process killed with SIGKILL takes its cluster with it: nothing is left", async () => {
+    const child = Bun.spawn([process.execPath, join(import.meta.dir, "orphan.ts")], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const reader = child.stdout.getReader();
+    let out = "";
+    while (!out.includes("\n")) {
+      const { value, done } = await reader.read();
+      if (done)
+        throw new Error(
+          `orphan.ts ended before its cluster was up:\n${await new Response(child.stderr).text()}`,
+        );
+      out += new TextDecoder().decode(value);
+    }
+    const { dir, name, netns } = JSON.parse(out) as { dir: string; name: string; netns: string };
+    expect(hostState(name).cgroups.length).toBeGreaterThan(0);
+    child.kill("SIGKILL");
+    const t0 = Date.now();
+    while (Date.now() - t0 < 60_000) {
+      if (!existsSync(dir) && leftoverProcesses(netns, dir).length === 0) break;
+      await Bun.sleep(500);
+    }
+    console.log(`node tier: an orphaned cluster was gone ${Date.now() - t0} ms after its test process`);
+    const after = hostState(name);
+    expect([after.cgroups, leftoverProcesses(netns, dir), existsSync(dir)]).toEqual([[], [], false]);
+    expectNothingLeft(before, after);
+  }, 240_000);
 });

@@ -10,11 +10,13 @@
 # The cgroups the kubelet and runc create are on the host's cgroupfs (no namespace for those):
 # all of them live under one directory named for this cluster, removed on the way out.
 #
-#   sh node.sh <state dir> <cgroup name> <kubelet> <kube-proxy> <node kubeconfig> <node name> <node ip>
+#   sh node.sh <state dir> <cgroup name> <kubelet> <kube-proxy> <node kubeconfig> <node name> <node ip> <test pid>
 #
 # On TERM or INT (the watchdog's, or the test's stop) it tears everything down and writes
-# <state dir>/node.down when done. With "teardown" as an eighth argument it only tears down.
-S=$1; CG=$2; KUBELET=$3; PROXY=$4; KUBECONFIG=$5; NAME=$6; IP=$7
+# <state dir>/node.down when done; when the test process is gone (nobody is left to remove the
+# state directory) it removes the directory instead. With "teardown" as a ninth argument it only
+# tears down.
+S=$1; CG=$2; KUBELET=$3; PROXY=$4; KUBECONFIG=$5; NAME=$6; IP=$7; OWNER=$8
 SOCK=$S/containerd.sock
 
 alive() { st=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null); [ -n "$st" ] && [ "$st" != Z ]; }
@@ -54,12 +56,27 @@ teardown() {
     [ -z "$(ls -d /sys/fs/cgroup/*/"$CG" 2>/dev/null)" ] && break
     sleep 0.3
   done
-  # The containers' files (overlay snapshots; their mounts were in this namespace only).
+  # The containers' files: their mounts (overlay roots, shm, projected volumes) exist in this
+  # mount namespace only, but here they would keep rm from removing them.
+  awk -v d="$S/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
+    umount -l "$m"
+  done
   rm -rf "$S/containerd"
   touch "$S/node.down"
+  if ! kill -0 "$OWNER" 2>/dev/null; then
+    # The control plane's peers are stopping by their watchdogs too: let them go first. The
+    # pattern is read from a file so that no grep names the directory on its own command line.
+    printf '%s\n' "$S" > /run/owner-dir
+    for _ in $(seq 1 50); do
+      grep -l -F -f /run/owner-dir /proc/[0-9]*/cmdline > /run/others 2>/dev/null
+      grep -q -v -x -e "/proc/$$/cmdline" /run/others || break
+      sleep 0.2
+    done
+    rm -rf "$S"
+  fi
 }
 
-if [ "${8:-}" = teardown ]; then teardown; exit 0; fi
+if [ "${9:-}" = teardown ]; then teardown; exit 0; fi
 # On TERM the watchdog's `timeout` signals this whole process group and kills it 5 s later: the
 # teardown runs in a session of its own so that it finishes (it stays in these namespaces).
 trap 'trap "" TERM INT; setsid sh "$0" "$@" teardown > "$S/teardown.log" 2>&1 < /dev/null & exit 143' TERM INT
