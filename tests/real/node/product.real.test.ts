@@ -105,6 +105,10 @@ describe.skipIf(missing)("the product's image as the chart's CronJob on a real n
     expect(store.data["last-refreshed-web-digest"]).toBe(build);
     const events = await productEvents(c);
     expect(events).toContainEqual({ type: "Normal", reason: "Refreshed", about: `${APPS} Deployment/web` });
+    // Another command of the same image as a Job: status reads what the ticks left.
+    const status = await p.command(["status"]);
+    expect([status.exitCode, status.condition]).toEqual([0, "Complete"]);
+    expect(status.log).toContain(`recorded: ${build}`);
     console.log(
       `node tier: ticks as Jobs took ${[first, adopt, refresh].map((t) => `${t.ms} ms`).join(", ")}`,
     );
@@ -116,14 +120,18 @@ describe.skipIf(missing)("the product's image as the chart's CronJob on a real n
       .filter((l) => l.startsWith("{"))
       .map((l) => JSON.parse(l))
       .filter((e) => e.user?.username === SA_USER && e.stage === "ResponseComplete");
-    expect(audit.length).toBeGreaterThan(0);
     const prefix = POD_CIDR.split(".").slice(0, 3).join(".");
-    for (const e of audit) {
-      // A projected token names the pod it was bound to; a pod address means kube-proxy's DNAT.
-      expect(e.user.extra?.["authentication.kubernetes.io/pod-name"]?.[0]).toStartWith("tick-");
-      expect(e.sourceIPs[0]).toStartWith(`${prefix}.`);
-      expect([401, 403]).not.toContain(e.responseStatus.code);
-    }
+    // A projected token names the pod it was bound to; a pod address means kube-proxy's DNAT.
+    const seen = audit.map((e) => ({
+      pod: String(e.user.extra?.["authentication.kubernetes.io/pod-name"]?.[0]).replace(/-[a-z0-9]{5}$/, ""),
+      fromPod: String(e.sourceIPs[0]).startsWith(`${prefix}.`),
+      refused: [401, 403].includes(e.responseStatus.code),
+    }));
+    // Three ticks and the status Job of story 1, each its own pod.
+    const pods = [...new Set(seen.map((x) => x.pod))];
+    expect([pods.map((x) => x.split("-")[0]).sort(), pods]).toEqual([["cmd", "tick", "tick", "tick"], pods]);
+    for (const x of seen)
+      expect(x).toEqual({ pod: expect.stringMatching(/^(tick|cmd)-/), fromPod: true, refused: false });
   });
 
   test("story 2: the CronJob fires by itself on its schedule", async () => {

@@ -34,6 +34,8 @@ export interface Product {
   digest: string;
   /** A tick as a Job made from the CronJob now. */
   tick(): Promise<Tick>;
+  /** Another command (status, rearm, reject ...) as a Job from the CronJob's template with these args. */
+  command(args: string[]): Promise<Tick>;
   /** Waits for the next Job the CronJob makes itself (at most `ms`), and its end. */
   scheduled(ms: number): Promise<Tick>;
   /** helm upgrade with these values merged over the installed ones. */
@@ -92,6 +94,28 @@ export async function installProduct(c: NodeCluster, config: Obj): Promise<Produ
         c.kubectl(["create", "job", `--from=cronjob/${CRONJOB}`, job, "-n", RELEASE_NS]),
         "create job",
       );
+      return await finished(c, job, t0);
+    },
+    async command(args) {
+      const job = `cmd-${++jobs}-${Date.now() % 100000}`;
+      const t0 = Date.now();
+      const made = await ok(
+        c.kubectl([
+          "create",
+          "job",
+          `--from=cronjob/${CRONJOB}`,
+          job,
+          "-n",
+          RELEASE_NS,
+          "--dry-run=client",
+          "-o",
+          "json",
+        ]),
+        "render job",
+      );
+      const manifest = JSON.parse(made);
+      manifest.spec.template.spec.containers[0].args = args;
+      await ok(c.kubectl(["create", "-f", "-"], { stdin: JSON.stringify(manifest) }), "create job");
       return await finished(c, job, t0);
     },
     async scheduled(ms) {
