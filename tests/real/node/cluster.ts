@@ -165,6 +165,7 @@ export async function startNodeCluster(opts: NodeClusterOptions = {}): Promise<N
     const pushHost = `127.0.0.1:${reg.port}`;
     await waitReady(registry, async () => (await fetch(`http://${pushHost}/v2/`)).status === 200, 20_000);
     const imgs = images(pushHost, dir);
+    closers.push(imgs.remove);
     await imgs.pause(peer("node", "pause"), PAUSE_IMAGE);
 
     node = spawnPeer(
@@ -177,10 +178,10 @@ export async function startNodeCluster(opts: NodeClusterOptions = {}): Promise<N
       ],
       { dir: logs, hardLimitS },
     );
-    const nodeLog = node;
-    await until("a Ready node", () => nodeReady(admin), 90_000, {
-      ...nodeLog,
-      log: join(dir, "kubelet.log"),
+    const nodePeer = node;
+    // Fails at once, with node.sh's words, if the node exits; the kubelet's log says the rest.
+    await waitReady(nodePeer, () => nodeReady(admin), 90_000).catch((e: Error) => {
+      throw new Error(`${e.message}\nkubelet.log:\n${tail({ ...nodePeer, log: join(dir, "kubelet.log") })}`);
     });
     await until(
       "the default ServiceAccount",

@@ -1,7 +1,15 @@
 // Images the kubelet pulls for real, built with buildah FROM scratch and pushed with skopeo to the
 // node tier's registry: the pause image every pod's sandbox runs, the product's own image as CI
 // builds it, and small test servers whose readiness is set per build.
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { assembleRootfs, buildImage, compile, containerEnv, must, run } from "../../image/rootfs.ts";
 
@@ -34,6 +42,10 @@ while :; do $B sleep 3600 & wait $!; done
 export interface Images {
   /** Where skopeo pushes: 127.0.0.1:<port>, forwarded into the cluster's namespace. */
   pushHost: string;
+  /** buildah's storage for these builds (its own, like the image tests'). */
+  storage: string;
+  /** Removes that storage. */
+  remove(): void;
   /** Builds and pushes a test server as `repo:tag`; returns the pushed manifest's digest. */
   server(repo: string, tag: string, b: Behaviour): Promise<string>;
   /** The pause image (the sandbox's), from the node peer's pause binary. */
@@ -58,7 +70,8 @@ function scratchImage(env: Record<string, string>, files: Array<[string, string]
 }
 
 export function images(pushHost: string, work: string): Images {
-  const c = containerEnv();
+  // Inside the cluster's directory: removed with it, even when the test process died.
+  const c = containerEnv(work);
   const dir = mkdtempSync(join(work, "images-"));
   // Asynchronous: the registry is reached through this process's own forwarder (forward.ts),
   // which a synchronous spawn would block.
@@ -85,6 +98,8 @@ export function images(pushHost: string, work: string): Images {
   let builds = 0;
   return {
     pushHost,
+    storage: c.dir,
+    remove: () => rmSync(c.dir, { recursive: true, force: true }),
     server(repo, tag, b) {
       const d = join(dir, `server-${++builds}`);
       mkdirSync(d);

@@ -33,6 +33,8 @@ stop() {
 cgroup_pids() { find /sys/fs/cgroup/*/"$CG" -name cgroup.procs -exec cat {} + 2>/dev/null; }
 
 teardown() {
+  # Also the handler of a failed start, which runs under set -e: no step here may end it early.
+  set +e; trap - EXIT
   stop kubelet
   # Every process in the cluster's cgroups (the containers and their pause processes), then the
   # shims of this containerd, found by its socket on their command line.
@@ -42,7 +44,7 @@ teardown() {
     kill -9 $pids 2>/dev/null; sleep 0.3
   done
   for d in /proc/[0-9]*; do
-    case "$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null)" in
+    case "$(tr '\0' ' ' 2>/dev/null < "$d/cmdline")" in
       *containerd-shim*"-address $SOCK "*) kill -9 "${d#/proc/}" 2>/dev/null ;;
     esac
   done
@@ -65,22 +67,33 @@ teardown() {
   touch "$S/node.down"
   if ! kill -0 "$OWNER" 2>/dev/null; then
     # The control plane's peers are stopping by their watchdogs too: let them go first. The
-    # pattern is read from a file so that no grep names the directory on its own command line.
-    printf '%s\n' "$S" > /run/owner-dir
+    # pattern is read from a file named relative to the directory, so that no grep names the
+    # directory on its own command line.
+    cd "$S" && printf '%s\n' "$S" > owner-dir
     for _ in $(seq 1 50); do
-      grep -l -F -f /run/owner-dir /proc/[0-9]*/cmdline > /run/others 2>/dev/null
-      grep -q -v -x -e "/proc/$$/cmdline" /run/others || break
+      grep -l -F -f owner-dir /proc/[0-9]*/cmdline > others 2>/dev/null
+      grep -q -v -x -e "/proc/$$/cmdline" others || break
       sleep 0.2
     done
-    rm -rf "$S"
+    cd / && rm -rf "$S"
   fi
 }
 
 if [ "${9:-}" = teardown ]; then teardown; exit 0; fi
 # On TERM the watchdog's `timeout` signals this whole process group and kills it 5 s later: the
 # teardown runs in a session of its own so that it finishes (it stays in these namespaces).
-trap 'trap "" TERM INT; setsid sh "$0" "$@" teardown > "$S/teardown.log" 2>&1 < /dev/null & exit 143' TERM INT
+trap 'trap - EXIT; trap "" TERM INT; setsid sh "$0" "$@" teardown > "$S/teardown.log" 2>&1 < /dev/null & exit 143' TERM INT
 
+# These machines mount cgroup v1 (plus the unified hierarchy beside it); on a cgroup v2 host the
+# globs below would create the cluster's directory inside every top-level cgroup.
+if [ -e /sys/fs/cgroup/cgroup.controllers ]; then
+  echo "node.sh: cgroup v2 hosts are not supported yet (this tier was built on cgroup v1)" >&2
+  touch "$S/node.down"
+  exit 1
+fi
+
+# A step of the start that fails tears down what the steps before it made.
+trap 'teardown' EXIT
 set -e
 for kv in vm/overcommit_memory=1 vm/panic_on_oom=0 kernel/panic=10 kernel/panic_on_oops=1 \
   kernel/keys/root_maxkeys=1000000 kernel/keys/root_maxbytes=25000000; do
@@ -92,8 +105,11 @@ for h in /sys/fs/cgroup/*/; do mkdir -p "$h$CG"; done
 
 containerd --config "$S/containerd.toml" > "$S/containerd.log" 2>&1 &
 echo $! > "$S/containerd.pid"
-i=0; until ctr -a "$SOCK" version >/dev/null 2>&1; do
-  i=$((i + 1)); [ $i -gt 300 ] && { echo "containerd did not start" >&2; teardown; exit 1; }
+t0=$(date +%s)
+until timeout 2 ctr -a "$SOCK" version >/dev/null 2>&1; do
+  if [ $(($(date +%s) - t0)) -gt 30 ]; then
+    echo "containerd did not start in 30 s:" >&2; tail -5 "$S/containerd.log" >&2; exit 1
+  fi
   sleep 0.1
 done
 "$PROXY" --config="$S/kube-proxy.yaml" --v=1 > "$S/kube-proxy.log" 2>&1 &
@@ -102,6 +118,7 @@ echo $! > "$S/kube-proxy.pid"
   --cert-dir="$S/kubelet/pki" --hostname-override="$NAME" --node-ip="$IP" --v=1 > "$S/kubelet.log" 2>&1 &
 echo $! > "$S/kubelet.pid"
 set +e
+trap - EXIT
 touch "$S/node.up"
 # `wait` returns early when a signal arrives, so the trap runs at once.
 while :; do wait; sleep 1; done
