@@ -1,6 +1,7 @@
 #!/bin/sh
 # Builds the real peers the test tier runs against (kube-apiserver, kube-controller-manager,
-# kubectl, etcd, helm v3 and v4, kube-state-metrics, Jaeger v2) from the pinned Go modules beside this script, into a cache
+# kubectl, etcd, helm v3 and v4, kube-state-metrics, Jaeger v2; and for the node tier kubelet,
+# kube-scheduler, kube-proxy and the pause binary) from the pinned Go modules beside this script, into a cache
 # keyed by each module's go.sum, so a second run builds nothing. Prints one line per module:
 # "<module> <directory holding its binaries>".
 #
@@ -26,7 +27,11 @@ binaries() {
     helm4) echo "helm=helm.sh/helm/v4/cmd/helm" ;;
     ksm) echo "kube-state-metrics=k8s.io/kube-state-metrics/v2" ;;
     jaeger) echo "jaeger=github.com/jaegertracing/jaeger/cmd/jaeger" ;;
-    *) echo "Cannot build peer module $1: known modules are kube, helm3, helm4, ksm, jaeger" >&2; exit 2 ;;
+    # The node's binaries: a module of its own, because they need modules the control plane's
+    # go.sum lacks, and adding them there would move peers/kube's cache key.
+    node) echo "kubelet=k8s.io/kubernetes/cmd/kubelet kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler" \
+               "kube-proxy=k8s.io/kubernetes/cmd/kube-proxy" ;;
+    *) echo "Cannot build peer module $1: known modules are kube, helm3, helm4, ksm, jaeger, node" >&2; exit 2 ;;
   esac
 }
 
@@ -68,6 +73,19 @@ required_version() {
   sed -n "s#^\(require\)\?\s*$2 \(v[0-9.]*\)\( //.*\)\?\$#\2#p" "$here/$1/go.mod" | head -1
 }
 
+# The sandbox ("pause") container's program, as the kubernetes module's build/pause/Makefile
+# compiles it: a static C binary, stamped with the module's version. The node tier packs it into
+# the image containerd starts every pod's sandbox from.
+build_pause() {
+  if ! command -v gcc >/dev/null 2>&1; then
+    echo "Cannot build pause: gcc is not on PATH (apt-get install gcc libc6-dev)" >&2; exit 3
+  fi
+  src=$(cd "$here/node" && GOTOOLCHAIN=local GOFLAGS="-mod=readonly" go list -m -f '{{.Dir}}' k8s.io/kubernetes)
+  echo "building node/pause ($src/build/pause/linux/pause.c)" >&2
+  gcc -Os -Wall -Werror -static -DVERSION="$(required_version node k8s.io/kubernetes)" \
+    -o "$1/pause" "$src/build/pause/linux/pause.c"
+}
+
 build_one() {
   mod=$1
   binaries "$mod" >/dev/null
@@ -83,6 +101,7 @@ build_one() {
     (cd "$here/$mod" && CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" \
       go build -trimpath -tags=selinux,notest -ldflags "$(ldflags "$mod")" -o "$tmp/$name" "$pkg")
   done
+  if [ "$mod" = node ]; then build_pause "$tmp"; fi
   touch "$tmp/.complete"
   rm -rf "$out"; mv "$tmp" "$out"
   echo "$mod $out"
@@ -94,5 +113,5 @@ if [ "$cached_only" = 0 ] && ! command -v go >/dev/null 2>&1; then
   echo "Cannot build the real peers: go is not on PATH (install Go >= 1.26 from https://go.dev/dl)" >&2
   exit 3
 fi
-mods=${*:-kube helm3 helm4 ksm jaeger}
+mods=${*:-kube helm3 helm4 ksm jaeger node}
 for m in $mods; do build_one "$m"; done

@@ -82,8 +82,8 @@ export function assembleRootfs(binary: string, arch: Arch = "amd64"): string {
  * containers on these machines), the machine's real file limit, and a private storage root so
  * that parallel runs never share state.
  */
-export function containerEnv(): { env: Record<string, string>; dir: string } {
-  const dir = mkdtempSync(join(tmpdir(), "image-refresh-containers-"));
+export function containerEnv(parent = tmpdir()): { env: Record<string, string>; dir: string } {
+  const dir = mkdtempSync(join(parent, "image-refresh-containers-"));
   mkdirSync(join(dir, "tmp"));
   // Short names (FROM oven/bun) mean docker.io, as for Docker; --pull=never keeps it local.
   writeFileSync(

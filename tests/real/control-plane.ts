@@ -57,7 +57,7 @@ export const CONTROLLERS = [
 
 const SERVICE_CIDR = "10.0.0.0/24";
 
-function kubeconfig(server: string, caPath: string, token: string, name: string): string {
+export function kubeconfig(server: string, caPath: string, token: string, name: string): string {
   return JSON.stringify({
     apiVersion: "v1",
     kind: "Config",
@@ -68,9 +68,16 @@ function kubeconfig(server: string, caPath: string, token: string, name: string)
   });
 }
 
-/** CA, serving pair, ServiceAccount key and the static token file, written into `dir`. */
-function writePki(dir: string, adminToken: string) {
-  const tls = generateTls({ hosts: ["127.0.0.1", "localhost"] });
+/**
+ * CA, serving pair, ServiceAccount key and the static token file, written into `dir`. `hosts` are
+ * the serving certificate's names; `moreTokens` are further lines of the token file.
+ */
+export function writePki(
+  dir: string,
+  adminToken: string,
+  opts: { hosts?: string[]; moreTokens?: string } = {},
+) {
+  const tls = generateTls({ hosts: opts.hosts ?? ["127.0.0.1", "localhost"] });
   const sa = generateKeyPairSync("rsa", { modulusLength: 2048 });
   const files = {
     ca: join(dir, "ca.crt"),
@@ -86,7 +93,7 @@ function writePki(dir: string, adminToken: string) {
   writeFileSync(files.key, tls.keyPem);
   writeFileSync(files.sa, sa.privateKey.export({ type: "pkcs1", format: "pem" }));
   // token,user,uid,"group1,group2" (the static token file's CSV)
-  writeFileSync(files.tokens, `${adminToken},admin,admin-uid,"system:masters"\n`);
+  writeFileSync(files.tokens, `${adminToken},admin,admin-uid,"system:masters"\n${opts.moreTokens ?? ""}`);
   // Every request's user, verb, object and status code, so a story can assert that nothing
   // the product asked was forbidden (the log backend writes synchronously by default).
   writeFileSync(
@@ -126,12 +133,17 @@ async function startEtcd(dir: string, hardLimitS: number): Promise<{ peer: Peer;
   return { peer: p, url };
 }
 
-function apiserverArgs(f: ReturnType<typeof writePki>["files"], etcd: string, port: number): string[] {
+export function apiserverArgs(
+  f: ReturnType<typeof writePki>["files"],
+  etcd: string,
+  port: number,
+  address = "127.0.0.1",
+): string[] {
   return [
     peer("kube", "kube-apiserver"),
     `--etcd-servers=${etcd}`,
-    "--bind-address=127.0.0.1",
-    "--advertise-address=127.0.0.1",
+    `--bind-address=${address}`,
+    `--advertise-address=${address}`,
     `--secure-port=${port}`,
     `--tls-cert-file=${f.cert}`,
     `--tls-private-key-file=${f.key}`,
