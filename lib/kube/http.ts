@@ -244,13 +244,16 @@ class HttpContext {
     // HTTP client conventions: the status goes on every request span, not only on failures.
     span.setAttributes({ "http.response.status_code": res.status });
     a.req.onHeaders?.(res.headers);
-    const text = await res.text().catch((e) => {
-      throw this.transportError(a, e);
-    });
-    if (!res.ok) throw this.statusError(a, res, text);
+    if (!res.ok) {
+      const text = await res.text().catch((e) => {
+        throw this.transportError(a, e);
+      });
+      throw this.statusError(a, res, text);
+    }
     try {
-      return JSON.parse(text);
-    } catch {
+      return await res.json();
+    } catch (e) {
+      if (!(e instanceof SyntaxError)) throw this.transportError(a, e);
       throw this.error(a, { code: res.status, reason: "MalformedResponse", message: "response is not JSON" });
     }
   }
