@@ -83,6 +83,8 @@ export interface BenchWorld {
    * clearLogs, when the client first reached for the cluster (before any TLS byte).
    */
   firstConnectionAt(): number | undefined;
+  /** TCP connections accepted since the last clearLogs by each relay asked for (undefined without). */
+  connections(): { api?: number; registry?: number };
   /** Pushes a new build of every repository, so the next tick must refresh. */
   pushAll(): void;
   /**
@@ -144,6 +146,11 @@ export interface WorldOptions {
   tls?: TlsMaterial;
   /** Puts a TCP relay in front of the API server that times each client's first connection. */
   relay?: boolean;
+  /**
+   * Puts a TCP relay in front of the registry's API (config's registry.endpoint), counting the
+   * connections a tick opens to it; the token endpoint its challenge names stays direct.
+   */
+  registryRelay?: boolean;
 }
 
 export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWorld> {
@@ -164,6 +171,10 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
     ? startRelay({ hostname: "127.0.0.1", port: Number(new URL(api.url).port) })
     : undefined;
   const apiUrl = relay?.url ?? api.url;
+  const [registryHost, registryPort] = registry.host.split(":") as [string, string];
+  const registryRelay: Relay | undefined = opts.registryRelay
+    ? startRelay({ hostname: registryHost, port: Number(registryPort) })
+    : undefined;
   const dir = mkdtempSync(join(tmpdir(), "image-refresh-bench-"));
   const caPath = join(dir, "ca.pem");
   const kubeconfigPath = join(dir, "kubeconfig");
@@ -175,7 +186,9 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
   // namespace exists, as the install makes it, and the first tick creates the ConfigMap.
   const store = model.storeKey && !model.stateRequired;
   if (store) (api as unknown as { ensureNamespace(ns: string): void }).ensureNamespace(STORE.namespace);
-  writeFileSync(configPath, JSON.stringify(configFor(registry.host, images, model), null, 2));
+  const config = configFor(registry.host, images, model);
+  if (registryRelay) config.registry.endpoint = registryRelay.url;
+  writeFileSync(configPath, JSON.stringify(config, null, 2));
   // The same, with the token endpoint configured: no challenge probe (README, registry.token).
   const tokenConfigPath = join(dir, "config-token.json");
   const withToken = configFor(registry.host, images, model);
@@ -203,6 +216,7 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
       api.clearLog();
       registry.clearLog();
       relay?.clear();
+      registryRelay?.clear();
     },
     counts: () => ({ api: api.log.length, registry: registry.log.length }),
     requests: () => [
@@ -214,6 +228,10 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
       return starts.length ? Math.min(...starts) : undefined;
     },
     firstConnectionAt: () => relay?.connections[0]?.accepted,
+    connections: () => ({
+      api: relay?.connections.length,
+      registry: registryRelay?.connections.length,
+    }),
     pushAll() {
       for (const img of images) registry.push(img.repository, TAG, { multiArch: img.key === "node-agent" });
     },
@@ -240,6 +258,7 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
     },
     async stop() {
       relay?.stop();
+      registryRelay?.stop();
       await Promise.all([api.stop(), registry.stop()]);
       rmSync(dir, { recursive: true, force: true });
     },
@@ -294,7 +313,11 @@ const BINARY = join(import.meta.dir, "..", "dist", "image-refresh");
 function configFor(host: string, images: Image[], model: ReturnType<typeof configModel>) {
   return {
     tag: TAG,
-    registry: { host } as { host: string; token?: { realm: string; service: string } },
+    registry: { host } as {
+      host: string;
+      endpoint?: string;
+      token?: { realm: string; service: string };
+    },
     // Named outside a pod, where the store's namespace cannot default to the pod's.
     ...(model.storeKey ? { store: STORE } : {}),
     // With the store, an installation keeps nothing on a workload: no legacy state object.

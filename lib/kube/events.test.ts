@@ -107,3 +107,29 @@ describe("truncateUtf8: the apiserver counts bytes (Go len), not characters", ()
     expect(e.note.endsWith("...")).toBe(true);
   });
 });
+
+describe("truncateUtf8 against counting character by character", () => {
+  /** The plain definition: whole characters while they and the marker fit. */
+  const byCharacter = (s: string, max: number) => {
+    if (Buffer.byteLength(s, "utf8") <= max) return s;
+    let out = "";
+    for (const ch of s) {
+      if (Buffer.byteLength(out + ch, "utf8") > max - 3) break;
+      out += ch;
+    }
+    return `${out}...`;
+  };
+  const pieces = ["a", "é", "→", "😀", "myorg/svc-1 → sha256:", " "];
+  test("the same cut for random mixes of 1- to 4-byte characters and limits", () => {
+    let seed = 7;
+    const next = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    for (let run = 0; run < 2000; run++) {
+      const s = Array.from({ length: next(80) }, () => pieces[next(pieces.length)]).join("");
+      const max = 3 + next(120);
+      expect(truncateUtf8(s, max)).toBe(byCharacter(s, max));
+    }
+  });
+});

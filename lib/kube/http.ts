@@ -2,6 +2,7 @@
 // TLS verified against the cluster CA, the token re-read per request, bounded retries of reads,
 // one client span per attempt. The token lives only in the Authorization header it builds.
 import { readFileSync } from "node:fs";
+import { type Bounded, bounded } from "../bounded.ts";
 import type { Logger } from "../log.ts";
 import { scrub } from "../scrub.ts";
 import { mark } from "../startup-timing.ts";
@@ -25,7 +26,15 @@ export interface HttpOptions {
   maxRetries?: number;
   /** Ceiling on one honoured Retry-After: a CronJob tick cannot wait out a 32 s APF back-off. */
   maxRetryAfterMs?: number;
+  /** Requests (hence connections) in flight at once, watches aside; default MAX_IN_FLIGHT. */
+  maxInFlight?: number;
 }
+
+/**
+ * A tick over hundreds of workloads reads them all at once; unbounded, each read opens its own
+ * TCP and TLS connection, costing the API server and the tick CPU for every handshake.
+ */
+export const MAX_IN_FLIGHT = 8;
 
 export interface KubeRequest {
   method: "GET" | "PATCH" | "POST";
@@ -101,12 +110,19 @@ class HttpContext {
   private readonly tls: BunFetchRequestInitTLS;
   private readonly exec: ExecAuthenticator | undefined;
   private readonly early = new Map<string, Early>();
+  /**
+   * Every json() attempt waits here for one of MAX_IN_FLIGHT slots; a watch does not: it holds
+   * its connection for a whole rollout and would starve the reads behind it. Watches open
+   * connections of their own, one per rollout being waited on.
+   */
+  private readonly slot: Bounded;
 
   constructor(
     private readonly conn: Connection,
     private readonly opts: HttpOptions,
   ) {
     this.fetch = opts.fetch ?? fetch;
+    this.slot = bounded(opts.maxInFlight ?? MAX_IN_FLIGHT);
     this.lastToken = conn.token;
     // A CA given replaces the default roots; verification is off only when the kubeconfig says so.
     this.tls = {
@@ -156,7 +172,10 @@ class HttpContext {
     const used: { cred?: ExecCredential } = {};
     for (let resend = 0; ; resend++) {
       try {
-        return await this.withTimeout(req, resend, (a, span) => this.complete({ ...a, used }, span));
+        // The timeout starts once the request has its slot: a queue of 500 reads is no timeout.
+        return await this.slot(() =>
+          this.withTimeout(req, resend, (a, span) => this.complete({ ...a, used }, span)),
+        );
       } catch (e) {
         if (!(e instanceof ApiError)) throw e;
         // A 401 was rejected before anything happened, so even a write may be re-sent once,
@@ -225,13 +244,16 @@ class HttpContext {
     // HTTP client conventions: the status goes on every request span, not only on failures.
     span.setAttributes({ "http.response.status_code": res.status });
     a.req.onHeaders?.(res.headers);
-    const text = await res.text().catch((e) => {
-      throw this.transportError(a, e);
-    });
-    if (!res.ok) throw this.statusError(a, res, text);
+    if (!res.ok) {
+      const text = await res.text().catch((e) => {
+        throw this.transportError(a, e);
+      });
+      throw this.statusError(a, res, text);
+    }
     try {
-      return JSON.parse(text);
-    } catch {
+      return await res.json();
+    } catch (e) {
+      if (!(e instanceof SyntaxError)) throw this.transportError(a, e);
       throw this.error(a, { code: res.status, reason: "MalformedResponse", message: "response is not JSON" });
     }
   }

@@ -179,28 +179,42 @@ function blockerState(j: Judgement): [ImageVerdict["outcome"], string] {
   return ["held", "its attempt count is not trusted"];
 }
 
-/** Due images grouped by shared workloads (connected components), numbered in config order. */
+/**
+ * Due images grouped by shared workloads (connected components), numbered in the config order of
+ * each group's first image. One pass over the targets with a union-find: comparing every due
+ * image with every other made 200 images cost 40,000 sets of workload ids and 10 MB at 500 workloads.
+ */
 function groupsOf(c: Config, judged: Map<string, Judgement>): Map<string, number> {
   const due = c.images.filter((img) => judged.get(img.key)?.due);
-  const group = new Map<string, number>();
-  let next = 0;
-  for (const img of due) {
-    if (group.has(img.key)) continue;
-    const g = next++;
-    const stack = [img];
-    group.set(img.key, g);
-    while (stack.length) {
-      const cur = stack.pop() as ImageConfig;
-      const mine = workloadsOf(cur);
-      for (const other of due) {
-        if (group.has(other.key)) continue;
-        if ([...workloadsOf(other)].some((w) => mine.has(w))) {
-          group.set(other.key, g);
-          stack.push(other);
-        }
+  const parent = due.map((_, i) => i);
+  const root = (i: number): number => {
+    while (parent[i] !== i) {
+      const up = parent[parent[i] as number] as number;
+      parent[i] = up;
+      i = up;
+    }
+    return i;
+  };
+  const owner = new Map<string, number>();
+  due.forEach((img, i) => {
+    for (const t of img.targets) {
+      const id = workloadId(t);
+      const first = owner.get(id);
+      if (first === undefined) owner.set(id, i);
+      else {
+        const [a, b] = [root(first), root(i)];
+        if (a !== b) parent[b] = a;
       }
     }
-  }
+  });
+  // Numbered as their first image comes in config order, whichever image is a group's root.
+  const number = new Map<number, number>();
+  const group = new Map<string, number>();
+  due.forEach((img, i) => {
+    const r = root(i);
+    if (!number.has(r)) number.set(r, number.size);
+    group.set(img.key, number.get(r) as number);
+  });
   return group;
 }
 
