@@ -53,7 +53,9 @@ describe.skipIf(missing)("builds that become Ready and then crash", () => {
     s.c.kubelet.build(bad, { crashAfterMs: 1500 });
     for (const n of [1, 2, 3]) {
       const r = await s.tick();
-      expect([r.code, r.outcome, r.reason]).toEqual([1, "failed", "rollout_failed_reverted"]);
+      // The third failure reaches maxRefreshAttempts: the lockout is announced on that tick.
+      expect([r.code, r.outcome]).toEqual([1, n < 3 ? "failed" : "locked_out"]);
+      if (n < 3) expect(r.reason).toBe("rollout_failed_reverted");
       const failed = messages(r, "error").join("\n");
       expect(failed).toContain(`rollout of Deployment ${NS}/soon failed its verification (unverified)`);
       expect(failed).toMatch(
@@ -65,6 +67,7 @@ describe.skipIf(missing)("builds that become Ready and then crash", () => {
       expect(book["last-refreshed-soon-digest"]).not.toBe(bad);
     }
     expect((await events("RolloutFailed")).some((note) => note.includes("pod verify/soon-"))).toBe(true);
+    expect((await readBook(s, STORE))["refresh-flap-detected-soon"]).toBe("3");
     const held = await s.tick();
     expect([held.code, held.outcome]).toEqual([1, "locked_out"]);
     expect(await s.image("soon")).toBe(before);
