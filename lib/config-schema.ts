@@ -84,10 +84,14 @@ export const configSchemas = lazy((z) => {
     name,
     container: label,
   });
+  // Public keys (PEM files) a build's signature must verify with before it rolls out.
+  const verify = z.strictObject({ keys: z.array(nonEmpty).check(z.minLength(1)) });
   const image = z.strictObject({
     repository: z.string().check(z.regex(REPOSITORY, { error: (iss) => repositoryProblem(iss.input) })),
     key: z.optional(matching(IMAGE_KEY, KEY_RULE)),
     pinned: flag,
+    // This image's own policy: false turns the top-level one off for it.
+    verify: z.optional(z.union([z.literal(false), verify])),
     targets: z.array(target).check(z.minLength(1)),
   });
 
@@ -135,6 +139,7 @@ export const configSchemas = lazy((z) => {
     onFailure: z._default(z.enum(["revert", "keep"]), "revert"),
     reconcile: z._default(z.enum(["repin", "report"]), "repin"),
     minimumAge: duration(DURATIONS, "0s", true),
+    verify: z.optional(verify),
     images,
   });
   mark("config-schema");

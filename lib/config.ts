@@ -43,7 +43,15 @@ export interface ImageConfig {
   repository: string;
   key: string;
   pinned: boolean;
+  /** The signature policy in force for this image (its own, else the top-level one); none: not verified. */
+  verify?: VerifyPolicy;
   targets: Target[];
+}
+/** Roll out only builds whose signature verifies with one of these public keys (PEM file paths). */
+export interface VerifyPolicy {
+  keys: string[];
+  /** Where the policy comes from, as `status` says it. */
+  from: "top-level" | "image";
 }
 export interface Config {
   tag: string;
@@ -74,6 +82,8 @@ export interface Config {
   reconcile: "repin" | "report";
   /** How long this installation must have seen a build before it rolls out; 0 for at once. */
   minimumAgeMs: number;
+  /** The top-level signature policy (each image carries the one in force for it). */
+  verify?: { keys: string[] };
   images: ImageConfig[];
 }
 
@@ -144,13 +154,28 @@ const checked = (doc: Record<string, unknown>): Parsed<Checked> =>
   parseChecked(checkConfig, configSchema, doc);
 
 /** Keys and target namespaces filled in from their defaults. */
-function normalise(list: Checked["images"], stateNamespace: string | undefined): ImageConfig[] {
+function normalise(
+  list: Checked["images"],
+  stateNamespace: string | undefined,
+  verify?: Checked["verify"],
+): ImageConfig[] {
   return list.map((img) => ({
     repository: img.repository,
     key: img.key ?? (img.repository.split("/").pop() as string),
     pinned: img.pinned,
+    ...policyOf(img.verify, verify),
     targets: img.targets.map((t) => ({ ...t, namespace: t.namespace ?? stateNamespace ?? "" })),
   }));
+}
+
+/** An image's own policy wins over the top-level one; `false` turns it off for that image. */
+function policyOf(
+  own: Checked["images"][number]["verify"],
+  top: Checked["verify"],
+): { verify?: VerifyPolicy } {
+  if (own === false) return {};
+  if (own) return { verify: { keys: own.keys, from: "image" } };
+  return top ? { verify: { keys: top.keys, from: "top-level" } } : {};
 }
 
 /** A duration the schema's pattern accepted, in milliseconds. */
@@ -172,7 +197,8 @@ function finish(c: Checked): Config {
     onFailure: c.onFailure,
     reconcile: c.reconcile,
     minimumAgeMs: ms(c.minimumAge),
-    images: normalise(c.images, c.namespace ?? c.state?.namespace ?? c.store.namespace),
+    ...(c.verify ? { verify: c.verify } : {}),
+    images: normalise(c.images, c.namespace ?? c.state?.namespace ?? c.store.namespace, c.verify),
   };
 }
 

@@ -2,7 +2,7 @@
 import * as R from "./refinements.ts";
 import { FAIL } from "./fail.ts";
 
-const C0 = new Set(["tag","registry","namespace","store","state","annotationPrefix","maxRefreshAttempts","maxSkipTicks","maxUnresolvedTicks","rolloutTimeout","requestTimeout","onFailure","reconcile","minimumAge","images"]);
+const C0 = new Set(["tag","registry","namespace","store","state","annotationPrefix","maxRefreshAttempts","maxSkipTicks","maxUnresolvedTicks","rolloutTimeout","requestTimeout","onFailure","reconcile","minimumAge","verify","images"]);
 const C1 = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
 const C2 = new Set(["host","endpoint","insecure","dockerConfigJson","token"]);
 const C3 = /^[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?$/;
@@ -17,49 +17,51 @@ const C11 = /^(?=.)(?![0dhms]+$)(?:([0-9]{1,9})d)?(?:([0-9]{1,9})h)?(?:([0-9]{1,
 const C12 = new Set(["revert","keep"]);
 const C13 = new Set(["repin","report"]);
 const C14 = /^(?=.)(?:([0-9]{1,9})d)?(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m(?!s))?(?:([0-9]{1,9})s)?(?:([0-9]{1,9})ms)?$/;
-const C15 = new Set(["repository","key","pinned","targets"]);
-const C16 = /^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(\/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$/;
-const C17 = /^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$/;
-const C18 = new Set(["kind","namespace","name","container"]);
+const C15 = new Set(["keys"]);
+const C16 = new Set(["repository","key","pinned","verify","targets"]);
+const C17 = /^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(\/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$/;
+const C18 = /^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$/;
+const C19 = new Set([false]);
+const C20 = new Set(["kind","namespace","name","container"]);
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkConfig(v: unknown): unknown {
-  return s40(v);
+  return s46(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkKubeconfig(v: unknown): unknown {
-  return s63(v);
+  return s69(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkConfigMap(v: unknown): unknown {
-  return s68(v);
+  return s74(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkWorkload(v: unknown): unknown {
-  return s93(v);
-}
-
-/** zod's output for a valid input; FAIL for any other (zod then says why). */
-export function checkManagedFields(v: unknown): unknown {
-  return s97(v);
-}
-
-/** zod's output for a valid input; FAIL for any other (zod then says why). */
-export function checkDockerConfig(v: unknown): unknown {
-  return s100(v);
-}
-
-/** zod's output for a valid input; FAIL for any other (zod then says why). */
-export function checkDockerCfg(v: unknown): unknown {
   return s99(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
+export function checkManagedFields(v: unknown): unknown {
+  return s103(v);
+}
+
+/** zod's output for a valid input; FAIL for any other (zod then says why). */
+export function checkDockerConfig(v: unknown): unknown {
+  return s106(v);
+}
+
+/** zod's output for a valid input; FAIL for any other (zod then says why). */
+export function checkDockerCfg(v: unknown): unknown {
+  return s105(v);
+}
+
+/** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkTokenResponse(v: unknown): unknown {
-  return s101(v);
+  return s107(v);
 }
 
 function s0(v: any): any {
@@ -302,15 +304,28 @@ function s32(v: any): any {
 }
 
 function s33(v: any): any {
-  if (typeof v !== "string") return FAIL;
-  if (!(C16.test(v))) return FAIL;
-  return v;
+  if (!Array.isArray(v)) return FAIL;
+  if (!(v.length >= 1)) return FAIL;
+  const o = new Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const r = s6(v[i]);
+    if (r === FAIL) return FAIL;
+    o[i] = r;
+  }
+  return o;
 }
 
 function s34(v: any): any {
-  if (typeof v !== "string") return FAIL;
-  if (!(C17.test(v))) return FAIL;
-  return v;
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  for (const k in v) if (!C15.has(k)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("keys" in v) {
+    r = s33(v["keys"]);
+    if (r === FAIL) return FAIL;
+    o["keys"] = r;
+  } else return FAIL;
+  return o;
 }
 
 function s35(v: any): any {
@@ -318,8 +333,39 @@ function s35(v: any): any {
 }
 
 function s36(v: any): any {
+  if (typeof v !== "string") return FAIL;
+  if (!(C17.test(v))) return FAIL;
+  return v;
+}
+
+function s37(v: any): any {
+  if (typeof v !== "string") return FAIL;
+  if (!(C18.test(v))) return FAIL;
+  return v;
+}
+
+function s38(v: any): any {
+  return v === undefined ? undefined : s37(v);
+}
+
+function s39(v: any): any {
+  return C19.has(v) ? v : FAIL;
+}
+
+function s40(v: any): any {
+  let r: any;
+  if ((r = s39(v)) !== FAIL) return r;
+  if ((r = s34(v)) !== FAIL) return r;
+  return FAIL;
+}
+
+function s41(v: any): any {
+  return v === undefined ? undefined : s40(v);
+}
+
+function s42(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  for (const k in v) if (!C18.has(k)) return FAIL;
+  for (const k in v) if (!C20.has(k)) return FAIL;
   const o: any = {};
   let r: any;
   if ("kind" in v) {
@@ -345,30 +391,30 @@ function s36(v: any): any {
   return o;
 }
 
-function s37(v: any): any {
+function s43(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   if (!(v.length >= 1)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s36(v[i]);
+    const r = s42(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s38(v: any): any {
+function s44(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  for (const k in v) if (!C15.has(k)) return FAIL;
+  for (const k in v) if (!C16.has(k)) return FAIL;
   const o: any = {};
   let r: any;
   if ("repository" in v) {
-    r = s33(v["repository"]);
+    r = s36(v["repository"]);
     if (r === FAIL) return FAIL;
     o["repository"] = r;
   } else return FAIL;
   if ("key" in v) {
-    r = s35(v["key"]);
+    r = s38(v["key"]);
     if (r === FAIL) return FAIL;
     o["key"] = r;
   }
@@ -381,27 +427,32 @@ function s38(v: any): any {
     if (r === FAIL) return FAIL;
     o["pinned"] = r;
   }
+  if ("verify" in v) {
+    r = s41(v["verify"]);
+    if (r === FAIL) return FAIL;
+    o["verify"] = r;
+  }
   if ("targets" in v) {
-    r = s37(v["targets"]);
+    r = s43(v["targets"]);
     if (r === FAIL) return FAIL;
     o["targets"] = r;
   } else return FAIL;
   return o;
 }
 
-function s39(v: any): any {
+function s45(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   if (!(v.length >= 1)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s38(v[i]);
+    const r = s44(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s40(v: any): any {
+function s46(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C0.has(k)) return FAIL;
   const o: any = {};
@@ -516,28 +567,33 @@ function s40(v: any): any {
     if (r === FAIL) return FAIL;
     o["minimumAge"] = r;
   }
+  if ("verify" in v) {
+    r = s35(v["verify"]);
+    if (r === FAIL) return FAIL;
+    o["verify"] = r;
+  }
   if ("images" in v) {
-    r = s39(v["images"]);
+    r = s45(v["images"]);
     if (r === FAIL) return FAIL;
     o["images"] = r;
   } else return FAIL;
   return o;
 }
 
-function s41(v: any): any {
+function s47(v: any): any {
   if (typeof v !== "string") return FAIL;
   return v;
 }
 
-function s42(v: any): any {
-  return v === undefined ? undefined : s41(v);
+function s48(v: any): any {
+  return v === undefined ? undefined : s47(v);
 }
 
-function s43(v: any): any {
+function s49(v: any): any {
   return v === undefined ? undefined : s4(v);
 }
 
-function s44(v: any): any {
+function s50(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -557,14 +613,14 @@ function s44(v: any): any {
     o["certificate-authority-data"] = r;
   }
   if ("insecure-skip-tls-verify" in v) {
-    r = s43(v["insecure-skip-tls-verify"]);
+    r = s49(v["insecure-skip-tls-verify"]);
     if (r === FAIL) return FAIL;
     o["insecure-skip-tls-verify"] = r;
   }
   return o;
 }
 
-function s45(v: any): any {
+function s51(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -574,41 +630,41 @@ function s45(v: any): any {
     o["name"] = r;
   } else return FAIL;
   if ("cluster" in v) {
-    r = s44(v["cluster"]);
+    r = s50(v["cluster"]);
     if (r === FAIL) return FAIL;
     o["cluster"] = r;
   } else return FAIL;
   return o;
 }
 
-function s46(v: any): any {
+function s52(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s45(v[i]);
+    const r = s51(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s47(v: any): any {
-  return v === null ? null : s46(v);
+function s53(v: any): any {
+  return v === null ? null : s52(v);
 }
 
-function s48(v: any): any {
-  return v === undefined ? undefined : s47(v);
+function s54(v: any): any {
+  return v === undefined ? undefined : s53(v);
 }
 
-function s49(v: any): any {
+function s55(v: any): any {
   return v;
 }
 
-function s50(v: any): any {
-  return v === undefined ? undefined : s49(v);
+function s56(v: any): any {
+  return v === undefined ? undefined : s55(v);
 }
 
-function s51(v: any): any {
+function s57(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -643,27 +699,27 @@ function s51(v: any): any {
     o["client-key-data"] = r;
   }
   if ("exec" in v) {
-    r = s50(v["exec"]);
+    r = s56(v["exec"]);
     if (r === FAIL) return FAIL;
     o["exec"] = r;
   }
   if ("auth-provider" in v) {
-    r = s50(v["auth-provider"]);
+    r = s56(v["auth-provider"]);
     if (r === FAIL) return FAIL;
     o["auth-provider"] = r;
   }
   return o;
 }
 
-function s52(v: any): any {
-  return v === null ? null : s51(v);
+function s58(v: any): any {
+  return v === null ? null : s57(v);
 }
 
-function s53(v: any): any {
-  return v === undefined ? undefined : s52(v);
+function s59(v: any): any {
+  return v === undefined ? undefined : s58(v);
 }
 
-function s54(v: any): any {
+function s60(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -673,33 +729,33 @@ function s54(v: any): any {
     o["name"] = r;
   } else return FAIL;
   if ("user" in v) {
-    r = s53(v["user"]);
+    r = s59(v["user"]);
     if (r === FAIL) return FAIL;
     o["user"] = r;
   }
   return o;
 }
 
-function s55(v: any): any {
+function s61(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s54(v[i]);
+    const r = s60(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s56(v: any): any {
-  return v === null ? null : s55(v);
+function s62(v: any): any {
+  return v === null ? null : s61(v);
 }
 
-function s57(v: any): any {
-  return v === undefined ? undefined : s56(v);
+function s63(v: any): any {
+  return v === undefined ? undefined : s62(v);
 }
 
-function s58(v: any): any {
+function s64(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -709,19 +765,19 @@ function s58(v: any): any {
     o["cluster"] = r;
   } else return FAIL;
   if ("user" in v) {
-    r = s42(v["user"]);
+    r = s48(v["user"]);
     if (r === FAIL) return FAIL;
     o["user"] = r;
   }
   if ("namespace" in v) {
-    r = s42(v["namespace"]);
+    r = s48(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   }
   return o;
 }
 
-function s59(v: any): any {
+function s65(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -731,60 +787,60 @@ function s59(v: any): any {
     o["name"] = r;
   } else return FAIL;
   if ("context" in v) {
-    r = s58(v["context"]);
+    r = s64(v["context"]);
     if (r === FAIL) return FAIL;
     o["context"] = r;
   } else return FAIL;
   return o;
 }
 
-function s60(v: any): any {
+function s66(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s59(v[i]);
+    const r = s65(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s61(v: any): any {
-  return v === null ? null : s60(v);
+function s67(v: any): any {
+  return v === null ? null : s66(v);
 }
 
-function s62(v: any): any {
-  return v === undefined ? undefined : s61(v);
+function s68(v: any): any {
+  return v === undefined ? undefined : s67(v);
 }
 
-function s63(v: any): any {
+function s69(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("current-context" in v) {
-    r = s42(v["current-context"]);
+    r = s48(v["current-context"]);
     if (r === FAIL) return FAIL;
     o["current-context"] = r;
   }
   if ("clusters" in v) {
-    r = s48(v["clusters"]);
+    r = s54(v["clusters"]);
     if (r === FAIL) return FAIL;
     o["clusters"] = r;
   }
   if ("users" in v) {
-    r = s57(v["users"]);
+    r = s63(v["users"]);
     if (r === FAIL) return FAIL;
     o["users"] = r;
   }
   if ("contexts" in v) {
-    r = s62(v["contexts"]);
+    r = s68(v["contexts"]);
     if (r === FAIL) return FAIL;
     o["contexts"] = r;
   }
   return o;
 }
 
-function s64(v: any): any {
+function s70(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -796,83 +852,83 @@ function s64(v: any): any {
   return o;
 }
 
-function s65(v: any): any {
+function s71(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const p = Object.getPrototypeOf(v);
   if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
   const o: any = {};
   for (const k of Object.keys(v)) {
     if (k === "__proto__") continue;
-    const r = s41(v[k]);
+    const r = s47(v[k]);
     if (r === FAIL) return FAIL;
     o[k] = r;
   }
   return o;
 }
 
-function s66(v: any): any {
-  return v === null ? null : s65(v);
+function s72(v: any): any {
+  return v === null ? null : s71(v);
 }
 
-function s67(v: any): any {
-  return v === undefined ? undefined : s66(v);
+function s73(v: any): any {
+  return v === undefined ? undefined : s72(v);
 }
 
-function s68(v: any): any {
+function s74(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("metadata" in v) {
-    r = s64(v["metadata"]);
+    r = s70(v["metadata"]);
     if (r === FAIL) return FAIL;
     o["metadata"] = r;
   } else return FAIL;
   if ("data" in v) {
-    r = s67(v["data"]);
+    r = s73(v["data"]);
     if (r === FAIL) return FAIL;
     o["data"] = r;
   }
   return o;
 }
 
-function s69(v: any): any {
+function s75(v: any): any {
   if (typeof v !== "number" || !Number.isSafeInteger(v)) return FAIL;
   return v;
 }
 
-function s70(v: any): any {
-  return v === undefined ? 0 : s69(v);
+function s76(v: any): any {
+  return v === undefined ? 0 : s75(v);
 }
 
-function s71(v: any): any {
+function s77(v: any): any {
   return R.emptyIfAbsent(v);
 }
 
-function s72(v: any): any {
-  const r = s67(v);
-  return r === FAIL ? FAIL : s71(r);
+function s78(v: any): any {
+  const r = s73(v);
+  return r === FAIL ? FAIL : s77(r);
 }
 
-function s73(v: any): any {
+function s79(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("name" in v) {
-    r = s41(v["name"]);
+    r = s47(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   if ("namespace" in v) {
-    r = s41(v["namespace"]);
+    r = s47(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   } else return FAIL;
   if ("generation" in v) {
-    r = s70(v["generation"]);
+    r = s76(v["generation"]);
     if (r === FAIL) return FAIL;
     o["generation"] = r;
   } else {
-    r = s70(undefined);
+    r = s76(undefined);
     if (r === FAIL) return FAIL;
     o["generation"] = r;
   }
@@ -882,437 +938,437 @@ function s73(v: any): any {
     o["resourceVersion"] = r;
   } else return FAIL;
   if ("annotations" in v) {
-    r = s72(v["annotations"]);
+    r = s78(v["annotations"]);
     if (r === FAIL) return FAIL;
     o["annotations"] = r;
   } else {
-    r = s72(undefined);
+    r = s78(undefined);
     if (r === FAIL) return FAIL;
     if (r !== undefined) o["annotations"] = r;
   }
   if ("uid" in v) {
-    r = s42(v["uid"]);
+    r = s48(v["uid"]);
     if (r === FAIL) return FAIL;
     o["uid"] = r;
   }
   if ("managedFields" in v) {
-    r = s50(v["managedFields"]);
+    r = s56(v["managedFields"]);
     if (r === FAIL) return FAIL;
     o["managedFields"] = r;
   }
   return o;
 }
 
-function s74(v: any): any {
-  return v === undefined ? undefined : s69(v);
+function s80(v: any): any {
+  return v === undefined ? undefined : s75(v);
 }
 
-function s75(v: any): any {
+function s81(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("partition" in v) {
-    r = s74(v["partition"]);
+    r = s80(v["partition"]);
     if (r === FAIL) return FAIL;
     o["partition"] = r;
   }
   return o;
 }
 
-function s76(v: any): any {
-  return v === null ? null : s75(v);
-}
-
-function s77(v: any): any {
-  return v === undefined ? undefined : s76(v);
-}
-
-function s78(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("type" in v) {
-    r = s42(v["type"]);
-    if (r === FAIL) return FAIL;
-    o["type"] = r;
-  }
-  if ("rollingUpdate" in v) {
-    r = s77(v["rollingUpdate"]);
-    if (r === FAIL) return FAIL;
-    o["rollingUpdate"] = r;
-  }
-  return o;
-}
-
-function s79(v: any): any {
-  return v === undefined ? undefined : s78(v);
-}
-
-function s80(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("name" in v) {
-    r = s41(v["name"]);
-    if (r === FAIL) return FAIL;
-    o["name"] = r;
-  } else return FAIL;
-  if ("image" in v) {
-    r = s41(v["image"]);
-    if (r === FAIL) return FAIL;
-    o["image"] = r;
-  } else return FAIL;
-  return o;
-}
-
-function s81(v: any): any {
-  if (!Array.isArray(v)) return FAIL;
-  const o = new Array(v.length);
-  for (let i = 0; i < v.length; i++) {
-    const r = s80(v[i]);
-    if (r === FAIL) return FAIL;
-    o[i] = r;
-  }
-  return o;
-}
-
 function s82(v: any): any {
-  return v === undefined ? undefined : s81(v);
+  return v === null ? null : s81(v);
 }
 
 function s83(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("containers" in v) {
-    r = s81(v["containers"]);
-    if (r === FAIL) return FAIL;
-    o["containers"] = r;
-  } else return FAIL;
-  if ("initContainers" in v) {
-    r = s82(v["initContainers"]);
-    if (r === FAIL) return FAIL;
-    o["initContainers"] = r;
-  }
-  return o;
+  return v === undefined ? undefined : s82(v);
 }
 
 function s84(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
-  if ("spec" in v) {
-    r = s83(v["spec"]);
+  if ("type" in v) {
+    r = s48(v["type"]);
     if (r === FAIL) return FAIL;
-    o["spec"] = r;
-  } else return FAIL;
+    o["type"] = r;
+  }
+  if ("rollingUpdate" in v) {
+    r = s83(v["rollingUpdate"]);
+    if (r === FAIL) return FAIL;
+    o["rollingUpdate"] = r;
+  }
   return o;
 }
 
 function s85(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("replicas" in v) {
-    r = s74(v["replicas"]);
-    if (r === FAIL) return FAIL;
-    o["replicas"] = r;
-  }
-  if ("paused" in v) {
-    r = s43(v["paused"]);
-    if (r === FAIL) return FAIL;
-    o["paused"] = r;
-  }
-  if ("updateStrategy" in v) {
-    r = s79(v["updateStrategy"]);
-    if (r === FAIL) return FAIL;
-    o["updateStrategy"] = r;
-  }
-  if ("template" in v) {
-    r = s84(v["template"]);
-    if (r === FAIL) return FAIL;
-    o["template"] = r;
-  } else return FAIL;
-  return o;
+  return v === undefined ? undefined : s84(v);
 }
 
 function s86(v: any): any {
-  return v === null ? null : s41(v);
-}
-
-function s87(v: any): any {
-  return v === undefined ? undefined : s86(v);
-}
-
-function s88(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
-  if ("type" in v) {
-    r = s41(v["type"]);
+  if ("name" in v) {
+    r = s47(v["name"]);
     if (r === FAIL) return FAIL;
-    o["type"] = r;
+    o["name"] = r;
   } else return FAIL;
-  if ("status" in v) {
-    r = s41(v["status"]);
+  if ("image" in v) {
+    r = s47(v["image"]);
     if (r === FAIL) return FAIL;
-    o["status"] = r;
+    o["image"] = r;
   } else return FAIL;
-  if ("reason" in v) {
-    r = s42(v["reason"]);
-    if (r === FAIL) return FAIL;
-    o["reason"] = r;
-  }
-  if ("message" in v) {
-    r = s42(v["message"]);
-    if (r === FAIL) return FAIL;
-    o["message"] = r;
-  }
-  if ("lastUpdateTime" in v) {
-    r = s87(v["lastUpdateTime"]);
-    if (r === FAIL) return FAIL;
-    o["lastUpdateTime"] = r;
-  }
-  if ("lastTransitionTime" in v) {
-    r = s87(v["lastTransitionTime"]);
-    if (r === FAIL) return FAIL;
-    o["lastTransitionTime"] = r;
-  }
   return o;
 }
 
-function s89(v: any): any {
+function s87(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s88(v[i]);
+    const r = s86(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
+function s88(v: any): any {
+  return v === undefined ? undefined : s87(v);
+}
+
+function s89(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("containers" in v) {
+    r = s87(v["containers"]);
+    if (r === FAIL) return FAIL;
+    o["containers"] = r;
+  } else return FAIL;
+  if ("initContainers" in v) {
+    r = s88(v["initContainers"]);
+    if (r === FAIL) return FAIL;
+    o["initContainers"] = r;
+  }
+  return o;
+}
+
 function s90(v: any): any {
-  return v === undefined ? undefined : s89(v);
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("spec" in v) {
+    r = s89(v["spec"]);
+    if (r === FAIL) return FAIL;
+    o["spec"] = r;
+  } else return FAIL;
+  return o;
 }
 
 function s91(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
-  if ("observedGeneration" in v) {
-    r = s74(v["observedGeneration"]);
-    if (r === FAIL) return FAIL;
-    o["observedGeneration"] = r;
-  }
   if ("replicas" in v) {
-    r = s74(v["replicas"]);
+    r = s80(v["replicas"]);
     if (r === FAIL) return FAIL;
     o["replicas"] = r;
   }
-  if ("updatedReplicas" in v) {
-    r = s74(v["updatedReplicas"]);
+  if ("paused" in v) {
+    r = s49(v["paused"]);
     if (r === FAIL) return FAIL;
-    o["updatedReplicas"] = r;
+    o["paused"] = r;
   }
-  if ("readyReplicas" in v) {
-    r = s74(v["readyReplicas"]);
+  if ("updateStrategy" in v) {
+    r = s85(v["updateStrategy"]);
     if (r === FAIL) return FAIL;
-    o["readyReplicas"] = r;
+    o["updateStrategy"] = r;
   }
-  if ("availableReplicas" in v) {
-    r = s74(v["availableReplicas"]);
+  if ("template" in v) {
+    r = s90(v["template"]);
     if (r === FAIL) return FAIL;
-    o["availableReplicas"] = r;
-  }
-  if ("currentReplicas" in v) {
-    r = s74(v["currentReplicas"]);
-    if (r === FAIL) return FAIL;
-    o["currentReplicas"] = r;
-  }
-  if ("updateRevision" in v) {
-    r = s42(v["updateRevision"]);
-    if (r === FAIL) return FAIL;
-    o["updateRevision"] = r;
-  }
-  if ("currentRevision" in v) {
-    r = s42(v["currentRevision"]);
-    if (r === FAIL) return FAIL;
-    o["currentRevision"] = r;
-  }
-  if ("desiredNumberScheduled" in v) {
-    r = s74(v["desiredNumberScheduled"]);
-    if (r === FAIL) return FAIL;
-    o["desiredNumberScheduled"] = r;
-  }
-  if ("updatedNumberScheduled" in v) {
-    r = s74(v["updatedNumberScheduled"]);
-    if (r === FAIL) return FAIL;
-    o["updatedNumberScheduled"] = r;
-  }
-  if ("numberAvailable" in v) {
-    r = s74(v["numberAvailable"]);
-    if (r === FAIL) return FAIL;
-    o["numberAvailable"] = r;
-  }
-  if ("conditions" in v) {
-    r = s90(v["conditions"]);
-    if (r === FAIL) return FAIL;
-    o["conditions"] = r;
-  }
+    o["template"] = r;
+  } else return FAIL;
   return o;
 }
 
 function s92(v: any): any {
-  return v === undefined ? {} : s91(v);
+  return v === null ? null : s47(v);
 }
 
 function s93(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("metadata" in v) {
-    r = s73(v["metadata"]);
-    if (r === FAIL) return FAIL;
-    o["metadata"] = r;
-  } else return FAIL;
-  if ("spec" in v) {
-    r = s85(v["spec"]);
-    if (r === FAIL) return FAIL;
-    o["spec"] = r;
-  } else return FAIL;
-  if ("status" in v) {
-    r = s92(v["status"]);
-    if (r === FAIL) return FAIL;
-    o["status"] = r;
-  } else {
-    r = s92(undefined);
-    if (r === FAIL) return FAIL;
-    o["status"] = r;
-  }
-  return o;
+  return v === undefined ? undefined : s92(v);
 }
 
 function s94(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const p = Object.getPrototypeOf(v);
-  if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
   const o: any = {};
-  for (const k of Object.keys(v)) {
-    if (k === "__proto__") continue;
-    const r = s49(v[k]);
+  let r: any;
+  if ("type" in v) {
+    r = s47(v["type"]);
     if (r === FAIL) return FAIL;
-    o[k] = r;
+    o["type"] = r;
+  } else return FAIL;
+  if ("status" in v) {
+    r = s47(v["status"]);
+    if (r === FAIL) return FAIL;
+    o["status"] = r;
+  } else return FAIL;
+  if ("reason" in v) {
+    r = s48(v["reason"]);
+    if (r === FAIL) return FAIL;
+    o["reason"] = r;
+  }
+  if ("message" in v) {
+    r = s48(v["message"]);
+    if (r === FAIL) return FAIL;
+    o["message"] = r;
+  }
+  if ("lastUpdateTime" in v) {
+    r = s93(v["lastUpdateTime"]);
+    if (r === FAIL) return FAIL;
+    o["lastUpdateTime"] = r;
+  }
+  if ("lastTransitionTime" in v) {
+    r = s93(v["lastTransitionTime"]);
+    if (r === FAIL) return FAIL;
+    o["lastTransitionTime"] = r;
   }
   return o;
 }
 
 function s95(v: any): any {
-  return v === undefined ? undefined : s94(v);
-}
-
-function s96(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("manager" in v) {
-    r = s42(v["manager"]);
-    if (r === FAIL) return FAIL;
-    o["manager"] = r;
-  }
-  if ("operation" in v) {
-    r = s42(v["operation"]);
-    if (r === FAIL) return FAIL;
-    o["operation"] = r;
-  }
-  if ("time" in v) {
-    r = s42(v["time"]);
-    if (r === FAIL) return FAIL;
-    o["time"] = r;
-  }
-  if ("subresource" in v) {
-    r = s42(v["subresource"]);
-    if (r === FAIL) return FAIL;
-    o["subresource"] = r;
-  }
-  if ("fieldsV1" in v) {
-    r = s95(v["fieldsV1"]);
-    if (r === FAIL) return FAIL;
-    o["fieldsV1"] = r;
-  }
-  return o;
-}
-
-function s97(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s96(v[i]);
+    const r = s94(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s98(v: any): any {
+function s96(v: any): any {
+  return v === undefined ? undefined : s95(v);
+}
+
+function s97(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
-  if ("username" in v) {
-    r = s42(v["username"]);
+  if ("observedGeneration" in v) {
+    r = s80(v["observedGeneration"]);
     if (r === FAIL) return FAIL;
-    o["username"] = r;
+    o["observedGeneration"] = r;
   }
-  if ("password" in v) {
-    r = s42(v["password"]);
+  if ("replicas" in v) {
+    r = s80(v["replicas"]);
     if (r === FAIL) return FAIL;
-    o["password"] = r;
+    o["replicas"] = r;
   }
-  if ("auth" in v) {
-    r = s42(v["auth"]);
+  if ("updatedReplicas" in v) {
+    r = s80(v["updatedReplicas"]);
     if (r === FAIL) return FAIL;
-    o["auth"] = r;
+    o["updatedReplicas"] = r;
+  }
+  if ("readyReplicas" in v) {
+    r = s80(v["readyReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["readyReplicas"] = r;
+  }
+  if ("availableReplicas" in v) {
+    r = s80(v["availableReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["availableReplicas"] = r;
+  }
+  if ("currentReplicas" in v) {
+    r = s80(v["currentReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["currentReplicas"] = r;
+  }
+  if ("updateRevision" in v) {
+    r = s48(v["updateRevision"]);
+    if (r === FAIL) return FAIL;
+    o["updateRevision"] = r;
+  }
+  if ("currentRevision" in v) {
+    r = s48(v["currentRevision"]);
+    if (r === FAIL) return FAIL;
+    o["currentRevision"] = r;
+  }
+  if ("desiredNumberScheduled" in v) {
+    r = s80(v["desiredNumberScheduled"]);
+    if (r === FAIL) return FAIL;
+    o["desiredNumberScheduled"] = r;
+  }
+  if ("updatedNumberScheduled" in v) {
+    r = s80(v["updatedNumberScheduled"]);
+    if (r === FAIL) return FAIL;
+    o["updatedNumberScheduled"] = r;
+  }
+  if ("numberAvailable" in v) {
+    r = s80(v["numberAvailable"]);
+    if (r === FAIL) return FAIL;
+    o["numberAvailable"] = r;
+  }
+  if ("conditions" in v) {
+    r = s96(v["conditions"]);
+    if (r === FAIL) return FAIL;
+    o["conditions"] = r;
   }
   return o;
 }
 
+function s98(v: any): any {
+  return v === undefined ? {} : s97(v);
+}
+
 function s99(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const p = Object.getPrototypeOf(v);
-  if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
   const o: any = {};
-  for (const k of Object.keys(v)) {
-    if (k === "__proto__") continue;
-    const r = s98(v[k]);
+  let r: any;
+  if ("metadata" in v) {
+    r = s79(v["metadata"]);
     if (r === FAIL) return FAIL;
-    o[k] = r;
+    o["metadata"] = r;
+  } else return FAIL;
+  if ("spec" in v) {
+    r = s91(v["spec"]);
+    if (r === FAIL) return FAIL;
+    o["spec"] = r;
+  } else return FAIL;
+  if ("status" in v) {
+    r = s98(v["status"]);
+    if (r === FAIL) return FAIL;
+    o["status"] = r;
+  } else {
+    r = s98(undefined);
+    if (r === FAIL) return FAIL;
+    o["status"] = r;
   }
   return o;
 }
 
 function s100(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const p = Object.getPrototypeOf(v);
+  if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
+  const o: any = {};
+  for (const k of Object.keys(v)) {
+    if (k === "__proto__") continue;
+    const r = s55(v[k]);
+    if (r === FAIL) return FAIL;
+    o[k] = r;
+  }
+  return o;
+}
+
+function s101(v: any): any {
+  return v === undefined ? undefined : s100(v);
+}
+
+function s102(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("manager" in v) {
+    r = s48(v["manager"]);
+    if (r === FAIL) return FAIL;
+    o["manager"] = r;
+  }
+  if ("operation" in v) {
+    r = s48(v["operation"]);
+    if (r === FAIL) return FAIL;
+    o["operation"] = r;
+  }
+  if ("time" in v) {
+    r = s48(v["time"]);
+    if (r === FAIL) return FAIL;
+    o["time"] = r;
+  }
+  if ("subresource" in v) {
+    r = s48(v["subresource"]);
+    if (r === FAIL) return FAIL;
+    o["subresource"] = r;
+  }
+  if ("fieldsV1" in v) {
+    r = s101(v["fieldsV1"]);
+    if (r === FAIL) return FAIL;
+    o["fieldsV1"] = r;
+  }
+  return o;
+}
+
+function s103(v: any): any {
+  if (!Array.isArray(v)) return FAIL;
+  const o = new Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const r = s102(v[i]);
+    if (r === FAIL) return FAIL;
+    o[i] = r;
+  }
+  return o;
+}
+
+function s104(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("username" in v) {
+    r = s48(v["username"]);
+    if (r === FAIL) return FAIL;
+    o["username"] = r;
+  }
+  if ("password" in v) {
+    r = s48(v["password"]);
+    if (r === FAIL) return FAIL;
+    o["password"] = r;
+  }
+  if ("auth" in v) {
+    r = s48(v["auth"]);
+    if (r === FAIL) return FAIL;
+    o["auth"] = r;
+  }
+  return o;
+}
+
+function s105(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const p = Object.getPrototypeOf(v);
+  if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
+  const o: any = {};
+  for (const k of Object.keys(v)) {
+    if (k === "__proto__") continue;
+    const r = s104(v[k]);
+    if (r === FAIL) return FAIL;
+    o[k] = r;
+  }
+  return o;
+}
+
+function s106(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("auths" in v) {
-    r = s99(v["auths"]);
+    r = s105(v["auths"]);
     if (r === FAIL) return FAIL;
     o["auths"] = r;
   } else return FAIL;
   return o;
 }
 
-function s101(v: any): any {
+function s107(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("token" in v) {
-    r = s42(v["token"]);
+    r = s48(v["token"]);
     if (r === FAIL) return FAIL;
     o["token"] = r;
   }
   if ("access_token" in v) {
-    r = s42(v["access_token"]);
+    r = s48(v["access_token"]);
     if (r === FAIL) return FAIL;
     o["access_token"] = r;
   }

@@ -17,6 +17,8 @@ import {
   loadDockerConfig,
 } from "../registry/credentials.ts";
 import { preconnectRegistry } from "../registry/preconnect.ts";
+import { checkSignatures, type FetchOptions } from "../signature/fetcher.ts";
+import { loadPolicyKeys, type PolicyKeys } from "../signature/policy.ts";
 import { mark } from "../startup-timing.ts";
 import { telemetryConfigured } from "../telemetry/env.ts";
 import { noopTelemetry, type Telemetry } from "../telemetry.ts";
@@ -37,6 +39,8 @@ export interface Runtime {
   controller: AbortController;
   /** Why the registry is asked anonymously although a pull secret is configured; status prints it. */
   anonymousBecause?: string;
+  /** Each image's signature policy keys, imported at start-up (none when no image has a policy). */
+  policyKeys: PolicyKeys;
   tickContext(dryRun: boolean): TickContext;
 }
 
@@ -62,6 +66,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
   const format = logFormat(args, env);
   const config = loadConfig(args.config, env, readFile);
   const store = storeRef(config, readFile);
+  const keys = await policyKeysFor(args, config, readFile);
   mark("config");
   const conn = resolveConnection({
     kubeconfigFlag: args.kubeconfig,
@@ -90,6 +95,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     log,
   });
   if (pull.warning) log.warn(pull.warning);
+  if (keys.warning) log.warn(keys.warning);
   const tickContext = (dryRun: boolean): TickContext => ({
     config,
     store,
@@ -113,9 +119,34 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
         log,
         ca: opts.registryCa,
       }),
+    // Without the policy's keys here (status on a laptop) no signature is checked: each build
+    // due stays signature_unchecked.
+    ...(keys.keys.size > 0
+      ? {
+          verifySignatures: signaturesChecker(keys.keys, {
+            ...config.registry,
+            credentials,
+            requestTimeoutMs: config.requestTimeoutMs,
+            signal: controller.signal,
+            telemetry,
+            log,
+            ca: opts.registryCa,
+          }),
+        }
+      : {}),
   });
   mark("runtime");
-  return { config, store, log, telemetry, kube, controller, tickContext, anonymousBecause: pull.warning };
+  return {
+    config,
+    store,
+    log,
+    telemetry,
+    kube,
+    controller,
+    tickContext,
+    anonymousBecause: pull.warning,
+    policyKeys: keys.keys,
+  };
 }
 
 /**
@@ -128,6 +159,41 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
 export function startConnecting(rt: Runtime, env: Env): void {
   if (!telemetryConfigured(env)) rt.kube.configMaps.prefetch(rt.store);
   preconnectRegistry(rt.config, env);
+}
+
+/** The tick's signature check: each build with its image's keys. */
+function signaturesChecker(
+  keys: PolicyKeys,
+  opts: FetchOptions,
+): NonNullable<TickContext["verifySignatures"]> {
+  return (builds, more) =>
+    checkSignatures(
+      builds.map((b) => ({ ...b, keys: keys.get(b.key) ?? [] })),
+      { ...opts, storedAnswer: more?.storedAnswer },
+    );
+}
+
+/**
+ * The signature policy's keys: a tick refuses to start without them (exit 2, naming the file). A
+ * human's `status` from a laptop, where the mounted keys are not, warns and checks no signature;
+ * rearm and reject verify nothing, so neither reads them.
+ */
+async function policyKeysFor(
+  args: CliArgs,
+  config: Config,
+  readFile: (p: string) => string,
+): Promise<{ keys: PolicyKeys; warning?: string }> {
+  if (!config.images.some((i) => i.verify) || args.command === "rearm" || args.command === "reject")
+    return { keys: new Map() };
+  try {
+    return { keys: await loadPolicyKeys(config, readFile) };
+  } catch (err) {
+    if (args.command === "tick" || !(err instanceof ConfigError)) throw err;
+    return {
+      keys: new Map(),
+      warning: `${err.message.replace(/\n\s*-\s*/g, " ")}: no signature is checked here`,
+    };
+  }
 }
 
 interface PullSecret {

@@ -6,6 +6,7 @@ import type { Config } from "../config.ts";
 import type { Field } from "../state/values.ts";
 import { rawOf } from "../state/values.ts";
 import {
+  currentSignatures,
   dueAt,
   type LiveContainer,
   liveImage,
@@ -16,6 +17,7 @@ import {
   observeWorkload,
   parseCandidates,
   plan,
+  type SignatureStatus,
   stamp,
 } from "../tick/index.ts";
 import { describeWorkload, distinctTargets, workloadId } from "../workload.ts";
@@ -64,6 +66,8 @@ export interface ImageStatus {
   targets: TargetStatus[];
   /** minimumAge: the builds waiting out their age, newest first, by the API server's clock. */
   candidates?: CandidateStatus[];
+  /** The image's signature policy, and whether the registry's current build verifies under it. */
+  signature?: SignatureStatus;
 }
 
 export interface CandidateStatus {
@@ -91,7 +95,9 @@ const raw = <T>(f: Field<T> | undefined): string | null => (f ? (rawOf(f) ?? nul
 export async function buildReport(rt: Runtime, named: readonly string[] = []): Promise<StatusReport> {
   const c = rt.config;
   // The tick's own reads, with a dry-run context: nothing is written.
-  const obs = await observe(rt.tickContext(true));
+  const ctx = rt.tickContext(true);
+  const obs = await observe(ctx);
+  const signatures = await currentSignatures(ctx, obs.observed);
   const verdicts = new Map(plan(obs.observed, c).images.map((v) => [v.key, v]));
   const wanted = c.images.filter((i) => named.length === 0 || named.includes(i.key));
   const shown = await forDisplay(rt, obs.observed, wanted);
@@ -119,6 +125,7 @@ export async function buildReport(rt: Runtime, named: readonly string[] = []): P
       unresolvedStreak: raw(b?.unresolved),
       maxUnresolvedTicks: c.maxUnresolvedTicks,
       rejectedDigest: raw(b?.rejected),
+      ...(img.pinned ? {} : { signature: signatures[img.key] }),
       ...candidatesOf(raw(b?.candidates) ?? undefined, clock, c),
       verdict: v
         ? { outcome: v.outcome, reason: v.reason, message: v.message }

@@ -25,7 +25,9 @@ export type ImageField =
   | "repin"
   | "rejected"
   | "candidates"
-  | "paused";
+  | "paused"
+  | "signed"
+  | "refused";
 
 export interface KeyRow {
   /** The data key for an image key, e.g. `refresh-attempt-api`. */
@@ -103,6 +105,20 @@ export const IMAGE_KEYS = {
     kind: "marker",
     ops: ["migrate"],
     meaning: "the live image whose pause was announced",
+  },
+  // A build is verified once: its digest is kept, so later ticks fetch no signature for it.
+  signed: {
+    name: (k) => `verified-${k}-signature`,
+    kind: "digest",
+    ops: [],
+    meaning: "the last build whose signature verified with the image's policy",
+  },
+  // The build whose refusal was announced, so its Warning Event is posted once, not every tick.
+  refused: {
+    name: (k) => `refused-${k}-signature`,
+    kind: "digest",
+    ops: [],
+    meaning: "the build refused for its signature (unsigned or invalid) whose Event was posted",
   },
 } as const satisfies Record<ImageField, KeyRow>;
 

@@ -4,7 +4,15 @@ import type { ConfigMapRef } from "../kube/configmaps.ts";
 import type { KubeClient } from "../kube/workloads.ts";
 import type { Logger } from "../log.ts";
 import type { DigestResults } from "../registry/client.ts";
+import type { SignatureVerdict } from "../signature/reader.ts";
 import type { Telemetry } from "../telemetry.ts";
+
+/** A build whose signature a plan needs checked: the image's key, its repository, the digest due. */
+export interface BuildToCheck {
+  key: string;
+  repository: string;
+  digest: string;
+}
 
 export interface TickContext {
   config: Config;
@@ -19,6 +27,14 @@ export interface TickContext {
     repositories: readonly string[],
     opts?: { notBefore?: Date; storedAnswer?: string },
   ) => Promise<DigestResults>;
+  /**
+   * Finds and verifies the signatures of builds that are due (only those: never on a no-op tick),
+   * with the keys of each image's policy; absent: no image's signature can be checked here.
+   */
+  verifySignatures?: (
+    builds: readonly BuildToCheck[],
+    opts?: { storedAnswer?: string },
+  ) => Promise<Record<string, SignatureVerdict>>;
   log: Logger;
   telemetry: Telemetry;
   /** The tick's own deadline and SIGTERM. */
