@@ -17,8 +17,8 @@ import {
   loadDockerConfig,
 } from "../registry/credentials.ts";
 import { preconnectRegistry } from "../registry/preconnect.ts";
-import { checkSignatures, type FetchOptions } from "../signature/fetcher.ts";
-import { loadPolicyKeys, type PolicyKeys } from "../signature/policy.ts";
+import type { FetchOptions } from "../signature/fetcher.ts";
+import type { PolicyKeys } from "../signature/policy.ts";
 import { mark } from "../startup-timing.ts";
 import { telemetryConfigured } from "../telemetry/env.ts";
 import { noopTelemetry, type Telemetry } from "../telemetry.ts";
@@ -161,13 +161,16 @@ export function startConnecting(rt: Runtime, env: Env): void {
   preconnectRegistry(rt.config, env);
 }
 
-/** The tick's signature check: each build with its image's keys. */
+/**
+ * The tick's signature check: each build with its image's keys. Loaded on first use: only a tick
+ * with a new build due under a policy looks signatures up, and no other tick pays for the code.
+ */
 function signaturesChecker(
   keys: PolicyKeys,
   opts: FetchOptions,
 ): NonNullable<TickContext["verifySignatures"]> {
-  return (builds, more) =>
-    checkSignatures(
+  return async (builds, more) =>
+    (await import("../signature/fetcher.ts")).checkSignatures(
       builds.map((b) => ({ ...b, keys: keys.get(b.key) ?? [] })),
       { ...opts, storedAnswer: more?.storedAnswer },
     );
@@ -186,6 +189,7 @@ async function policyKeysFor(
   if (!config.images.some((i) => i.verify) || args.command === "rearm" || args.command === "reject")
     return { keys: new Map() };
   try {
+    const { loadPolicyKeys } = await import("../signature/policy.ts");
     return { keys: await loadPolicyKeys(config, readFile) };
   } catch (err) {
     if (args.command === "tick" || !(err instanceof ConfigError)) throw err;
