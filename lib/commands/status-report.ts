@@ -16,7 +16,7 @@ import {
   observe,
   observeWorkload,
   parseCandidates,
-  plan,
+  planWithSignatures,
   type SignatureStatus,
   stamp,
 } from "../tick/index.ts";
@@ -98,7 +98,9 @@ export async function buildReport(rt: Runtime, named: readonly string[] = []): P
   const ctx = rt.tickContext(true);
   const obs = await observe(ctx);
   const signatures = await currentSignatures(ctx, obs.observed);
-  const verdicts = new Map(plan(obs.observed, c).images.map((v) => [v.key, v]));
+  // A build due other than the registry's (a soaked candidate) is looked up as the tick would.
+  const planned = await planWithSignatures(ctx, obs.observed);
+  const verdicts = new Map(planned.images.map((v) => [v.key, v]));
   const wanted = c.images.filter((i) => named.length === 0 || named.includes(i.key));
   const shown = await forDisplay(rt, obs.observed, wanted);
   // Ages are told by the API server's clock, as the tick judges them.

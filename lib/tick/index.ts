@@ -12,4 +12,4 @@ export { type LiveContainer, liveImage, noSuchContainer } from "./plan/live.ts";
 export { plan } from "./plan/plan.ts";
 export { age } from "./plan/soak.ts";
 export { runTick, type TickResult } from "./run.ts";
-export { currentSignatures, type SignatureStatus } from "./signatures.ts";
+export { currentSignatures, planWithSignatures, type SignatureStatus } from "./signatures.ts";
