@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds the real peers the test tier runs against (kube-apiserver, kube-controller-manager,
-# kubectl, etcd, helm v3 and v4, kube-state-metrics) from the pinned Go modules beside this script, into a cache
+# kubectl, etcd, helm v3 and v4, kube-state-metrics, cosign) from the pinned Go modules beside this script, into a cache
 # keyed by each module's go.sum, so a second run builds nothing. Prints one line per module:
 # "<module> <directory holding its binaries>".
 #
@@ -25,7 +25,8 @@ binaries() {
     helm3) echo "helm=helm.sh/helm/v3/cmd/helm" ;;
     helm4) echo "helm=helm.sh/helm/v4/cmd/helm" ;;
     ksm) echo "kube-state-metrics=k8s.io/kube-state-metrics/v2" ;;
-    *) echo "Cannot build peer module $1: known modules are kube, helm3, helm4, ksm" >&2; exit 2 ;;
+    cosign) echo "cosign=github.com/sigstore/cosign/v3/cmd/cosign" ;;
+    *) echo "Cannot build peer module $1: known modules are kube, helm3, helm4, ksm, cosign" >&2; exit 2 ;;
   esac
 }
 
@@ -93,5 +94,5 @@ if [ "$cached_only" = 0 ] && ! command -v go >/dev/null 2>&1; then
   echo "Cannot build the real peers: go is not on PATH (install Go >= 1.26 from https://go.dev/dl)" >&2
   exit 3
 fi
-mods=${*:-kube helm3 helm4 ksm}
+mods=${*:-kube helm3 helm4 ksm cosign}
 for m in $mods; do build_one "$m"; done

@@ -24,6 +24,8 @@ export interface RegistrySettings {
   creds?: { user: string; password: string };
   credentialsHost?: string;
   token?: { realm: string; service?: string };
+  /** A top-level verify policy: the public key files builds must be signed with. */
+  verify?: { keys: string[] };
 }
 
 export interface RealWorld {
@@ -48,6 +50,7 @@ function configFor(images: RealImage[], reg: RegistrySettings, dockerConfig?: st
     },
     namespace: "apps",
     store: { namespace: "image-refresh", name: "image-refresh-state" },
+    ...(reg.verify ? { verify: reg.verify } : {}),
     maxRefreshAttempts: 3,
     maxSkipTicks: 3,
     rolloutTimeout: "5s",
