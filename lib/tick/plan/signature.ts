@@ -14,7 +14,7 @@ import { amend, type DueInput, type Judgement, say } from "./due.ts";
  */
 export function signatureGate(
   j: Judgement,
-  { img, b, o, digest }: DueInput,
+  { img, b, c, o, digest }: DueInput,
 ): { j: Judgement; held: boolean } {
   if (!img.verify || trusted(b.signed) === digest) return { j, held: false };
   const seen = o.signatures?.[img.key];
@@ -35,7 +35,7 @@ export function signatureGate(
     return { j: say(held, "held", "signature_unreadable", msg), held: true };
   }
   const why = v.status === "unsigned" ? "it is not signed" : `its signature does not verify: ${v.reason}`;
-  const check = `cosign verify --key ${img.verify.keys.join(" --key ")} --insecure-ignore-tlog ${img.repository}@${digest}`;
+  const check = `cosign verify --key ${img.verify.keys.join(" --key ")} --insecure-ignore-tlog ${c.registry.host}/${img.repository}@${digest}`;
   const msg = `${img.key}: new build ${digest} of ${img.repository} is refused, ${why}; its targets keep what they run and nothing is counted. The build's publisher must sign it with one of ${img.verify.keys.join(", ")} (check: ${check})`;
   const announce = trusted(b.refused) !== digest;
   const refused = announce
