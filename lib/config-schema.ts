@@ -84,6 +84,8 @@ export const configSchemas = lazy((z) => {
     name,
     container: label,
   });
+  // Public keys (PEM files) a build's signature must verify with before it rolls out.
+  const verify = z.strictObject({ keys: z.array(nonEmpty).check(z.minLength(1)) });
   const CREDENTIALS_HINT = "put them in dockerConfigJson";
   const url = urlWithoutCredentials(CREDENTIALS_HINT);
   const registry = z.strictObject({
@@ -111,6 +113,8 @@ export const configSchemas = lazy((z) => {
     tag: z.optional(tag),
     registry: z.optional(registry),
     pinned: flag,
+    // This image's own policy: false turns the top-level one off for it.
+    verify: z.optional(z.union([z.literal(false), verify])),
     targets: z.array(target).check(z.minLength(1)),
   });
   const annotationPrefix = z._default(
@@ -144,6 +148,7 @@ export const configSchemas = lazy((z) => {
     // 0s keeps the instant judgement of `kubectl rollout status`.
     verifyFor: duration(DURATIONS, "2m", true),
     regressionWindow: duration(DURATIONS, "1h"),
+    verify: z.optional(verify),
     images,
   });
   mark("config-schema");

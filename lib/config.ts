@@ -58,7 +58,15 @@ export interface ImageConfig {
   /** The registry resolved against and written into pins: the image's own, else the top-level one. */
   registry: RegistryConfig;
   pinned: boolean;
+  /** The signature policy in force for this image (its own, else the top-level one); none: not verified. */
+  verify?: VerifyPolicy;
   targets: Target[];
+}
+/** Roll out only builds whose signature verifies with one of these public keys (PEM file paths). */
+export interface VerifyPolicy {
+  keys: string[];
+  /** Where the policy comes from, as `status` says it. */
+  from: "top-level" | "image";
 }
 export interface Config {
   /** The top-level tag: every image's that names none. */
@@ -88,6 +96,8 @@ export interface Config {
   verifyForMs: number;
   /** How long after its verification a build whose pods fail still counts as a failed rollout. */
   regressionWindowMs: number;
+  /** The top-level signature policy (each image carries the one in force for it). */
+  verify?: { keys: string[] };
   images: ImageConfig[];
 }
 
@@ -157,11 +167,11 @@ type Checked = z.output<ConfigSchema>;
 const checked = (doc: Record<string, unknown>): Parsed<Checked> =>
   parseChecked(checkConfig, configSchema, doc);
 
-/** Keys, tags, registries and target namespaces filled in from their defaults. */
+/** Keys, tags, registries, signature policies and target namespaces filled in from their defaults. */
 function normalise(
   list: Checked["images"],
   stateNamespace: string | undefined,
-  top: { tag: string; registry: RegistryConfig },
+  top: { tag: string; registry: RegistryConfig; verify?: Checked["verify"] },
 ): ImageConfig[] {
   return list.map((img) => ({
     repository: img.repository,
@@ -169,8 +179,19 @@ function normalise(
     tag: img.tag ?? top.tag,
     registry: img.registry ?? top.registry,
     pinned: img.pinned,
+    ...policyOf(img.verify, top.verify),
     targets: img.targets.map((t) => ({ ...t, namespace: t.namespace ?? stateNamespace ?? "" })),
   }));
+}
+
+/** An image's own policy wins over the top-level one; `false` turns it off for that image. */
+function policyOf(
+  own: Checked["images"][number]["verify"],
+  top: Checked["verify"],
+): { verify?: VerifyPolicy } {
+  if (own === false) return {};
+  if (own) return { verify: { keys: own.keys, from: "image" } };
+  return top ? { verify: { keys: top.keys, from: "top-level" } } : {};
 }
 
 /** A duration the schema's pattern accepted, in milliseconds. */
@@ -194,6 +215,7 @@ function finish(c: Checked): Config {
     minimumAgeMs: ms(c.minimumAge),
     verifyForMs: ms(c.verifyFor),
     regressionWindowMs: ms(c.regressionWindow),
+    ...(c.verify ? { verify: c.verify } : {}),
     images: normalise(c.images, c.namespace ?? c.state?.namespace ?? c.store.namespace, c),
   };
 }

@@ -30,6 +30,7 @@ export type MetricName =
   | "image_refresh.reverts"
   | "image_refresh.regressions"
   | "image_refresh.paused"
+  | "image_refresh.build_refused"
   | "image_refresh.in_sync"
   | "image_refresh.unresolved_streak"
   | "image_refresh.last_verified_timestamp"

@@ -9,6 +9,7 @@ export {
   enum,
   gte,
   int,
+  literal,
   lte,
   maxLength,
   minLength,
@@ -24,6 +25,7 @@ export {
   string,
   toJSONSchema,
   transform,
+  union,
   unknown,
 } from "zod/mini";
 export { default as en } from "zod/v4/locales/en.js";

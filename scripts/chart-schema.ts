@@ -25,6 +25,7 @@ const chartValues = z.strictObject({
   suspend: z.optional(z.boolean()),
   activeDeadlineSeconds: z.optional(z.nullable(z.int().check(z.gte(1)))),
   pullSecretName: text.check(z.minLength(1)),
+  verifyKeys: z.optional(z.strictObject({ configMapName: optionalText, secretName: optionalText })),
   logFormat: z.optional(z.enum(["text", "json"])),
   telemetry: z.optional(
     z.strictObject({

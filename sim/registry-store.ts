@@ -25,7 +25,10 @@ export interface StoredManifest {
 const sha256 = (b: Buffer | string): string => `sha256:${createHash("sha256").update(b).digest("hex")}`;
 
 export class ManifestStore {
-  readonly #repos = new Map<string, { tags: Map<string, string>; manifests: Map<string, StoredManifest> }>();
+  readonly #repos = new Map<
+    string,
+    { tags: Map<string, string>; manifests: Map<string, StoredManifest>; blobs: Map<string, Buffer> }
+  >();
   #serial = 0;
 
   has(repository: string): boolean {
@@ -41,6 +44,29 @@ export class ManifestStore {
       : this.#image(repo.manifests, build, "amd64", opts.oci ?? false);
     repo.tags.set(tag, top.digest);
     return top.digest;
+  }
+
+  /**
+   * Stores a manifest as given (a signature's, an index of referrers), under its digest and, with
+   * `tag`, that tag; returns its digest. Signatures are artifacts like any other to a registry.
+   */
+  putManifest(repository: string, bytes: Buffer, mediaType: string, tag?: string): string {
+    const repo = this.#repo(repository);
+    const manifest = { mediaType, bytes, digest: sha256(bytes) };
+    repo.manifests.set(manifest.digest, manifest);
+    if (tag) repo.tags.set(tag, manifest.digest);
+    return manifest.digest;
+  }
+
+  /** Stores a blob (a signature's payload, a bundle); returns its digest. */
+  putBlob(repository: string, bytes: Buffer): string {
+    const digest = sha256(bytes);
+    this.#repo(repository).blobs.set(digest, bytes);
+    return digest;
+  }
+
+  blob(repository: string, digest: string): Buffer | undefined {
+    return this.#repos.get(repository)?.blobs.get(digest);
   }
 
   /** Points `tag` at a build pushed before (its owner moved the tag back). */
@@ -66,7 +92,7 @@ export class ManifestStore {
   #repo(name: string) {
     let repo = this.#repos.get(name);
     if (!repo) {
-      repo = { tags: new Map(), manifests: new Map() };
+      repo = { tags: new Map(), manifests: new Map(), blobs: new Map() };
       this.#repos.set(name, repo);
     }
     return repo;

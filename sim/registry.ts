@@ -49,6 +49,10 @@ export interface SimRegistry {
   /** `127.0.0.1:<port>` */
   readonly host: string;
   push(repository: string, tag: string, opts?: { multiArch?: boolean; oci?: boolean }): string;
+  /** Stores a manifest as given (a signature's); with `tag`, under that tag too. Returns its digest. */
+  putManifest(repository: string, bytes: Uint8Array, mediaType: string, tag?: string): string;
+  /** Stores a blob; returns its digest. */
+  putBlob(repository: string, bytes: Uint8Array): string;
   /** Moves a tag back to a build pushed before. */
   retag(repository: string, tag: string, digest: string): void;
   readonly faults: FaultSet;
@@ -59,6 +63,8 @@ export interface SimRegistry {
 }
 
 const MANIFEST_PATH = /^\/v2\/(.+)\/manifests\/([^/]+)$/;
+// The reference registry (distribution) has no referrers API: a 404, as for any route it lacks.
+const BLOB_PATH = /^\/v2\/(.+)\/blobs\/(sha256:[0-9a-f]{64})$/;
 const NAME_RE = /^[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*$/;
 const SERVICE = "sim-registry";
 
@@ -109,6 +115,9 @@ export async function startRegistry(opts: StartRegistryOptions = {}): Promise<Si
     host: `127.0.0.1:${port}`,
     push: (repository, tag, o) => sim.store.push(repository, tag, o),
     retag: (repository, tag, digest) => sim.store.retag(repository, tag, digest),
+    putManifest: (repository, bytes, mediaType, tag) =>
+      sim.store.putManifest(repository, Buffer.from(bytes), mediaType, tag),
+    putBlob: (repository, bytes) => sim.store.putBlob(repository, Buffer.from(bytes)),
     faults: sim.faults,
     log,
     clearLog: () => void log.splice(0),
@@ -217,6 +226,8 @@ function route(sim: Sim, x: Exchange): Answered {
     );
     return reply(x, answer.status, { "Content-Type": "application/json" }, JSON.stringify(answer.body));
   }
+  const b = BLOB_PATH.exec(path);
+  if (b && (x.method === "GET" || x.method === "HEAD")) return blob(sim, x, b[1] as string, b[2] as string);
   const m = MANIFEST_PATH.exec(path);
   if (m && (x.method === "GET" || x.method === "HEAD"))
     return manifest(sim, x, m[1] as string, m[2] as string);
@@ -258,4 +269,18 @@ function manifest(sim: Sim, x: Exchange, name: string, reference: string): Answe
     },
     found.bytes,
   );
+}
+
+/** A blob GET, authorized like a manifest's; the reference registry's BLOB_UNKNOWN when absent. */
+function blob(sim: Sim, x: Exchange, name: string, digest: string): Answered {
+  const denial = sim.auth.check(x.req.headers.authorization, name);
+  if (denial) return replyError(x, 401, { headers: { "WWW-Authenticate": denial.challenge } });
+  const bytes = sim.store.blob(name, digest);
+  if (!bytes) return replyError(x, 404, { code: "BLOB_UNKNOWN", message: "blob unknown to registry" });
+  const headers = {
+    "Content-Type": "application/octet-stream",
+    "Content-Length": String(bytes.length),
+    "Docker-Content-Digest": digest,
+  };
+  return reply(x, 200, headers, bytes);
 }

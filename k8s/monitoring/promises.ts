@@ -305,6 +305,30 @@ const lockoutFailsJobs = (): Case => {
   };
 };
 
+const buildRefused = (): Case => {
+  const scrape = { every: 1, until: 120 };
+  const at = ticks(0, 120);
+  const labels = { ...api.labels, ...api.exporter, ...API };
+  return {
+    name: "BuildRefused: a new build without a good signature from 10 to 55, then a signed one rolls out at 60",
+    scrape,
+    series: [
+      ...tickCounters(api, { noop: [0, 5, ...ticks(65, 120)], held: ticks(10, 55), refreshed: [60] }, scrape),
+      ...imageGauges(api, API, at, () => ({ in_sync: 1, verified: true }), scrape),
+      gauge(
+        "image_refresh_build_refused",
+        labels,
+        at.map((t) => [t, t >= 10 && t <= 55 ? 1 : 0]),
+        scrape,
+      ),
+    ],
+    expect: [
+      ...during("ImageRefreshBuildRefused", [9, 61], []),
+      ...during("ImageRefreshBuildRefused", [10, 59], [{ ...api.labels, ...API }]),
+    ],
+  };
+};
+
 export const MINUTES: Case[] = [
   jobFails(),
   lockoutFailsJobs(),
@@ -313,6 +337,7 @@ export const MINUTES: Case[] = [
   neverSucceeded(),
   perImage(),
   notInSync(),
+  buildRefused(),
   cronJobStopsBeingScheduled(),
   cronJobNeverScheduled(),
   cronJobSuspended(),

@@ -85,6 +85,14 @@ function bodyFor(d: Def, out: Out): string {
       return numberBody(d, out);
     case "enum":
       return `return ${constant(out, `new Set(${JSON.stringify(Object.values(d.entries as object))})`)}.has(v) ? v : FAIL;`;
+    case "literal":
+      return `return ${constant(out, `new Set(${JSON.stringify(d.values)})`)}.has(v) ? v : FAIL;`;
+    case "union":
+      // zod's union: the first option that accepts the value gives the output.
+      return lines([
+        ...(d.options as Node[]).map((o) => `if ((r = ${fnFor(o, out)}(v)) !== FAIL) return r;`),
+        "return FAIL;",
+      ]).replace(/^/, "  let r: any;\n");
     case "optional":
       return `return v === undefined ? undefined : ${inner(d, out)}(v);`;
     case "nullable":

@@ -41,6 +41,15 @@ const NEXT_STEP: Record<Reason, (a: Ask) => string> = {
     `make the tool that keeps rendering the tag leave the image field alone (see above), then \`image-refresh rearm ${key}\``,
   minimum_age: () =>
     "nothing: the first tick after it is due rolls it out (minimumAge: 0s on a canary cluster takes builds at once)",
+  // The publisher acts, not the on-call: the verdict's sentence names the keys and the check.
+  unsigned: ({ key }) =>
+    `have the build's publisher sign it with a key of the policy (cosign sign --key ...), or \`image-refresh reject ${key}\` to wait for the next build`,
+  signature_invalid: ({ key }) =>
+    `have the build's publisher sign this digest with a key of the policy (cosign verify --key ... says what is wrong), or \`image-refresh reject ${key}\` to wait for the next build`,
+  signature_unreadable: () =>
+    "check that the registry serves the signature (the log says what it answered); the next tick asks again",
+  signature_unchecked: () =>
+    "run status where the policy's keys are (the CronJob's pod), or give them the same paths here",
   streak_not_counted: () => NOTHING,
   attempt_not_persisted: () => NOTHING,
   attempt_claimed: () => NOTHING,

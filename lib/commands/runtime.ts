@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import type { CliArgs } from "../cli.ts";
 import { UsageError } from "../cli.ts";
-import { type Config, ConfigError, loadConfig, storeRef } from "../config.ts";
+import { type Config, ConfigError, loadConfig, type RegistryConfig, storeRef } from "../config.ts";
 import type { ConfigMapRef } from "../kube/configmaps.ts";
 import { resolveConnection } from "../kube/kubeconfig.ts";
 import { createKubeClient, type KubeClient } from "../kube/workloads.ts";
@@ -13,6 +13,8 @@ import { awsLogin } from "../registry/aws/login.ts";
 import { preconnectRegistry } from "../registry/preconnect.ts";
 import { type PullSecrets, pullSecrets } from "../registry/pull-secrets.ts";
 import { resolveRegistries } from "../registry/registries.ts";
+import type { FetchOptions } from "../signature/fetcher.ts";
+import type { PolicyKeys } from "../signature/policy.ts";
 import { mark } from "../startup-timing.ts";
 import { telemetryConfigured } from "../telemetry/env.ts";
 import { noopTelemetry, type Telemetry } from "../telemetry.ts";
@@ -33,6 +35,8 @@ export interface Runtime {
   controller: AbortController;
   /** Why the registry is asked anonymously although a pull secret is configured; status prints it. */
   anonymousBecause?: string;
+  /** Each image's signature policy keys, imported at start-up (none when no image has a policy). */
+  policyKeys: PolicyKeys;
   tickContext(dryRun: boolean): TickContext;
 }
 
@@ -58,6 +62,7 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
   const format = logFormat(args, env);
   const config = loadConfig(args.config, env, readFile);
   const store = storeRef(config, readFile);
+  const keys = await policyKeysFor(args, config, readFile);
   mark("config");
   const conn = resolveConnection({
     kubeconfigFlag: args.kubeconfig,
@@ -89,6 +94,18 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     log,
   });
   for (const warning of pull.warnings) log.warn(warning);
+  if (keys.warning) log.warn(keys.warning);
+  // One registry's requests, tag look-ups and signature look-ups alike: its own credentials.
+  const hostOptions = (registry: RegistryConfig, hostKey: string) => ({
+    ...registry,
+    credentials: pull.credentials.get(hostKey),
+    ...(registry.auth === "aws" ? { identity: awsLogin(registry, env, readFile) } : {}),
+    requestTimeoutMs: config.requestTimeoutMs,
+    signal: controller.signal,
+    telemetry,
+    log,
+    ca: opts.registryCa,
+  });
   const tickContext = (dryRun: boolean): TickContext => ({
     config,
     store,
@@ -103,20 +120,26 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     resolve: (images, memory = {}) =>
       resolveRegistries(images, memory, (group, remembered) => ({
         ...remembered,
-        ...group.registry,
-        credentials: pull.credentials.get(group.hostKey),
+        ...hostOptions(group.registry, group.hostKey),
         noCredential: pull.missing.get(group.hostKey),
-        ...(group.registry.auth === "aws" ? { identity: awsLogin(group.registry, env, readFile) } : {}),
-        requestTimeoutMs: config.requestTimeoutMs,
-        signal: controller.signal,
-        telemetry,
-        log,
-        ca: opts.registryCa,
       })),
+    // Without the policy's keys here (status on a laptop) no signature is checked: each build
+    // due stays signature_unchecked.
+    ...(keys.keys.size > 0 ? { verifySignatures: signaturesChecker(keys.keys, hostOptions) } : {}),
   });
   mark("runtime");
   const anonymousBecause = pull.warnings.length ? pull.warnings.join("; ") : undefined;
-  return { config, store, log, telemetry, kube, controller, tickContext, anonymousBecause };
+  return {
+    config,
+    store,
+    log,
+    telemetry,
+    kube,
+    controller,
+    tickContext,
+    anonymousBecause,
+    policyKeys: keys.keys,
+  };
 }
 
 /**
@@ -129,6 +152,47 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
 export function startConnecting(rt: Runtime, env: Env): void {
   if (!telemetryConfigured(env)) rt.kube.configMaps.prefetch(rt.store);
   preconnectRegistry(rt.config, env);
+}
+
+/**
+ * The tick's signature check: each build with its image's keys, on its image's own registry.
+ * Loaded on first use: only a tick with a new build due under a policy looks signatures up, and
+ * no other tick pays for the code.
+ */
+function signaturesChecker(
+  keys: PolicyKeys,
+  optionsFor: (registry: RegistryConfig, hostKey: string) => FetchOptions,
+): NonNullable<TickContext["verifySignatures"]> {
+  return async (builds, more) =>
+    (await import("../signature/fetcher.ts")).checkEachRegistry(
+      builds.map((b) => ({ ...b, keys: keys.get(b.key) ?? [] })),
+      optionsFor,
+      more?.storedAnswers,
+    );
+}
+
+/**
+ * The signature policy's keys: a tick refuses to start without them (exit 2, naming the file). A
+ * human's `status` from a laptop, where the mounted keys are not, warns and checks no signature;
+ * rearm and reject verify nothing, so neither reads them.
+ */
+async function policyKeysFor(
+  args: CliArgs,
+  config: Config,
+  readFile: (p: string) => string,
+): Promise<{ keys: PolicyKeys; warning?: string }> {
+  if (!config.images.some((i) => i.verify) || args.command === "rearm" || args.command === "reject")
+    return { keys: new Map() };
+  try {
+    const { loadPolicyKeys } = await import("../signature/policy.ts");
+    return { keys: await loadPolicyKeys(config, readFile) };
+  } catch (err) {
+    if (args.command === "tick" || !(err instanceof ConfigError)) throw err;
+    return {
+      keys: new Map(),
+      warning: `${err.message.replace(/\n\s*-\s*/g, " ")}: no signature is checked here`,
+    };
+  }
 }
 
 async function loadTelemetry(

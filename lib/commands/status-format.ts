@@ -80,6 +80,7 @@ export function formatReport(r: StatusReport): string {
     lines.push(`  skip streak: ${streak(i.skipStreak, i.maxSkipTicks)}`);
     lines.push(`  unresolved streak: ${streak(i.unresolvedStreak, i.maxUnresolvedTicks)}`);
     if (i.rejectedDigest) lines.push(`  rejected build: ${i.rejectedDigest}`);
+    if (i.signature) lines.push(...signatureLines(i.signature));
     if (i.candidates) lines.push(...candidateLines(i.candidates));
     for (const t of i.targets) {
       const state = t.error ? `ERROR ${t.error}` : CLASSIFIED[t.classification ?? "other_repo"];
@@ -94,4 +95,11 @@ export function formatReport(r: StatusReport): string {
     lines.push(`  next: ${i.next}`);
   }
   return `${lines.join("\n")}\n`;
+}
+
+/** The policy, and the registry's build under it: "verifies with …", or why it would be refused. */
+function signatureLines(s: NonNullable<ImageStatus["signature"]>): string[] {
+  const lines = [`  signature policy: ${s.policy}`];
+  if (s.current) lines.push(`  registry's build signature: ${s.current.status} (${s.current.reason})`);
+  return lines;
 }

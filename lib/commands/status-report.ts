@@ -7,6 +7,7 @@ import type { ImageBook } from "../state/book.ts";
 import type { Field } from "../state/values.ts";
 import { countOf, rawOf, trusted } from "../state/values.ts";
 import {
+  currentSignatures,
   dueAt,
   type LiveContainer,
   liveImage,
@@ -16,8 +17,9 @@ import {
   observe,
   observeWorkload,
   parseCandidates,
-  plan,
+  planWithSignatures,
   regressionSuspects,
+  type SignatureStatus,
   stamp,
 } from "../tick/index.ts";
 import { describeWorkload, distinctTargets, workloadId } from "../workload.ts";
@@ -74,6 +76,8 @@ export interface ImageStatus {
   targets: TargetStatus[];
   /** minimumAge: the builds waiting out their age, newest first, by the API server's clock. */
   candidates?: CandidateStatus[];
+  /** The image's signature policy, and whether the registry's current build verifies under it. */
+  signature?: SignatureStatus;
 }
 
 export interface CandidateStatus {
@@ -101,8 +105,12 @@ const raw = <T>(f: Field<T> | undefined): string | null => (f ? (rawOf(f) ?? nul
 export async function buildReport(rt: Runtime, named: readonly string[] = []): Promise<StatusReport> {
   const c = rt.config;
   // The tick's own reads, with a dry-run context: nothing is written.
-  const obs = await observe(rt.tickContext(true), (o) => regressionSuspects(c, o));
-  const verdicts = new Map(plan(obs.observed, c).images.map((v) => [v.key, v]));
+  const ctx = rt.tickContext(true);
+  const obs = await observe(ctx, (o) => regressionSuspects(c, o));
+  const signatures = await currentSignatures(ctx, obs.observed);
+  // A build due other than the registry's (a soaked candidate) is looked up as the tick would.
+  const planned = await planWithSignatures(ctx, obs.observed);
+  const verdicts = new Map(planned.images.map((v) => [v.key, v]));
   const wanted = c.images.filter((i) => named.length === 0 || named.includes(i.key));
   const shown = await forDisplay(rt, obs.observed, wanted);
   // Ages are told by the API server's clock, as the tick judges them.
@@ -129,6 +137,7 @@ export async function buildReport(rt: Runtime, named: readonly string[] = []): P
       unresolvedStreak: raw(b?.unresolved),
       maxUnresolvedTicks: c.maxUnresolvedTicks,
       rejectedDigest: raw(b?.rejected),
+      ...(img.pinned ? {} : { signature: signatures[img.key] }),
       ...candidatesOf(raw(b?.candidates) ?? undefined, clock, c),
       verdict: v
         ? { outcome: v.outcome, reason: v.reason, message: v.message }

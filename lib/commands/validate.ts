@@ -17,18 +17,20 @@ import {
 } from "../manifests.ts";
 import { EXIT_USAGE } from "../outcomes.ts";
 import { writeStdout } from "../output.ts";
+import { loadPolicyKeys } from "../signature/policy.ts";
 
 type Env = Record<string, string | undefined>;
 const out = (line: string) => writeStdout(`${line}\n`);
 
-export function validateCommand(
+export async function validateCommand(
   args: CliArgs,
   env: Env,
   readFile = (p: string) => readFileSync(p, "utf8"),
-): number {
+): Promise<number> {
   try {
     const objects = args.manifests === undefined ? undefined : readManifests(args.manifests, readFile);
     const { config, source } = configFor(args, env, objects, readFile);
+    await checkKeys(config, readFile);
     out(`${source}: valid (${config.images.length} images, ${workloads(config)} workloads)`);
     if (objects === undefined) return 0;
     const problems = manifestProblems(config, objects);
@@ -43,6 +45,33 @@ export function validateCommand(
     if (err instanceof ManifestError) return fail(`Cannot check ${args.manifests}: ${err.message}`, []);
     throw err;
   }
+}
+
+/**
+ * The verify policy's key files, as a tick reads them: one that is here must be a usable public
+ * key (else exit 2); one that is not here (the CronJob's mounted path, seen from a laptop) is
+ * said and left to the tick.
+ */
+async function checkKeys(config: Config, readFile: (p: string) => string): Promise<void> {
+  const paths = new Set(config.images.flatMap((i) => i.verify?.keys ?? []));
+  const here = (p: string) => {
+    try {
+      readFile(p);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const absent = [...paths].filter((p) => !here(p));
+  for (const p of absent)
+    out(`${p}: not here, so not checked (the tick reads it where the CronJob mounts it)`);
+  const onlyHere = {
+    ...config,
+    images: config.images.map((i) =>
+      i.verify ? { ...i, verify: { ...i.verify, keys: i.verify.keys.filter(here) } } : i,
+    ),
+  };
+  await loadPolicyKeys(onlyHere, readFile);
 }
 
 function fail(headline: string, problems: readonly string[]): number {

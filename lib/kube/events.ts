@@ -22,6 +22,7 @@ export const EVENT_REASONS = [
   "PinContested",
   "ImageStale",
   "BuildRejected",
+  "BuildRefused",
 ] as const;
 export type EventReason = (typeof EVENT_REASONS)[number];
 

@@ -24,6 +24,8 @@ export interface HttpRequest {
   headers: Record<string, string>;
   /** The Authorization value; dropped when a redirect leaves the origin it was meant for. */
   authorization?: string;
+  /** Keep the body's bytes (`bytes`): a blob is hashed as it was sent, not as text decoded it. */
+  binary?: boolean;
 }
 
 export interface HttpResponse {
@@ -34,6 +36,8 @@ export interface HttpResponse {
   url: URL;
   /** What `scrub` must also replace in any text made from this answer. */
   secrets: readonly string[];
+  /** The body as it came, when the request asked for `binary`. */
+  bytes?: Uint8Array<ArrayBuffer>;
 }
 
 const MAX_REDIRECTS = 5;
@@ -116,13 +120,22 @@ async function once(ctx: HttpContext, req: HttpRequest): Promise<HttpResponse> {
       };
       const res = await ctx.fetch(req.url, init);
       // The timeout covers the whole response: a body that stalls after the headers is a timeout too.
-      const raw = await res.text(); // empty for a HEAD, but read so the response is complete
+      // Empty for a HEAD, but read so the response is complete.
+      const bytes = req.binary ? new Uint8Array(await res.arrayBuffer()) : undefined;
+      const raw = bytes ? new TextDecoder().decode(bytes) : await res.text();
       span.setAttributes({ "http.response.status_code": res.status });
       if (res.status >= 400) span.setError(String(res.status));
       // An error page or body may quote the request's Authorization header back.
       const secrets = [...(ctx.secrets ?? []), ...authorizationSecrets(req.authorization)];
       const body = res.status >= 200 && res.status < 300 ? raw : scrub(raw, secrets);
-      return { status: res.status, headers: res.headers, body, url: req.url, secrets };
+      return {
+        status: res.status,
+        headers: res.headers,
+        body,
+        url: req.url,
+        secrets,
+        ...(bytes ? { bytes } : {}),
+      };
     } catch (err) {
       const failure = classify(err, ctx, req.url);
       span.setError(failure.reason === "timeout" ? "timeout" : (failure.code ?? "network"), failure.message);

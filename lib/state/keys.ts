@@ -30,7 +30,9 @@ export type ImageField =
   | "adopt"
   | "previous"
   | "verifiedAt"
-  | "regressed";
+  | "regressed"
+  | "signed"
+  | "refused";
 
 export interface KeyRow {
   /** The data key for an image key, e.g. `refresh-attempt-api`. */
@@ -143,6 +145,20 @@ export const IMAGE_KEYS = {
     kind: "marker",
     ops: ["reset"],
     meaning: "a tag-following install to adopt: its first re-pin is an adoption",
+  },
+  // A build is verified once: its digest is kept, so later ticks fetch no signature for it.
+  signed: {
+    name: (k) => `verified-${k}-signature`,
+    kind: "digest",
+    ops: [],
+    meaning: "the last build whose signature verified with the image's policy",
+  },
+  // The build whose refusal was announced, so its Warning Event is posted once, not every tick.
+  refused: {
+    name: (k) => `refused-${k}-signature`,
+    kind: "digest",
+    ops: [],
+    meaning: "the build refused for its signature (unsigned or invalid) whose Event was posted",
   },
 } as const satisfies Record<ImageField, KeyRow>;
 

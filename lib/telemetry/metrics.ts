@@ -92,6 +92,13 @@ export const METRICS = [
     description: "1 while a human paused the image (a pin of their own, or a rejected build)",
   },
   {
+    name: "image_refresh.build_refused",
+    kind: "gauge",
+    unit: "",
+    description:
+      "1 while the registry's new build of an image with a verify policy is refused for its signature (unsigned or invalid)",
+  },
+  {
     name: "image_refresh.in_sync",
     kind: "gauge",
     unit: "",

@@ -1,10 +1,22 @@
 // Everything a tick needs from the world, injected so tests and the demo can supply their own.
-import type { Config, ImageConfig } from "../config.ts";
+import type { Config, ImageConfig, RegistryConfig } from "../config.ts";
 import type { ConfigMapRef } from "../kube/configmaps.ts";
 import type { KubeClient } from "../kube/workloads.ts";
 import type { Logger } from "../log.ts";
 import type { HostMemory, Resolution } from "../registry/registries.ts";
+import type { SignatureVerdict } from "../signature/reader.ts";
 import type { Telemetry } from "../telemetry.ts";
+
+/**
+ * A build whose signature a plan needs checked: the image's key, its repository, the digest due,
+ * and the image's own registry (its signatures are where its builds are).
+ */
+export interface BuildToCheck {
+  key: string;
+  repository: string;
+  digest: string;
+  registry: RegistryConfig;
+}
 
 export interface TickContext {
   config: Config;
@@ -20,6 +32,16 @@ export interface TickContext {
     images: readonly ImageConfig[],
     memory?: Readonly<Record<string, HostMemory>>,
   ) => Promise<Resolution>;
+  /**
+   * Finds and verifies the signatures of builds that are due (only those: never on a no-op tick),
+   * each on its image's own registry with the keys of its policy; `storedAnswers` is each
+   * registry's API root answer to authorize with, by registry host key. Absent: no image's
+   * signature can be checked here.
+   */
+  verifySignatures?: (
+    builds: readonly BuildToCheck[],
+    opts?: { storedAnswers?: Readonly<Record<string, string>> },
+  ) => Promise<Record<string, SignatureVerdict>>;
   log: Logger;
   telemetry: Telemetry;
   /** The tick's own deadline and SIGTERM. */

@@ -15,3 +15,4 @@ export { regressionSuspects } from "./plan/regression.ts";
 export { ofMax } from "./plan/settle.ts";
 export { age } from "./plan/soak.ts";
 export { runTick, type TickResult } from "./run.ts";
+export { currentSignatures, planWithSignatures, type SignatureStatus } from "./signatures.ts";

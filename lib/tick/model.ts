@@ -3,6 +3,7 @@ import type { EventReason } from "../kube/events.ts";
 import type { FieldOwner } from "../kube/managed-fields.ts";
 import type { Pod } from "../kube/pods.ts";
 import type { Outcome } from "../outcomes.ts";
+import type { SignatureVerdict } from "../signature/reader.ts";
 import type { Book } from "../state/book.ts";
 import type { Change } from "../state/change.ts";
 import type { WorkloadRef } from "../workload.ts";
@@ -30,6 +31,12 @@ export const REASONS = [
   "pin_restored",
   "pin_contested",
   "minimum_age",
+  // A new build of an image with a verify policy whose signature does not verify (none, or none good),
+  // could not be read from the registry this tick, or was not checked here (status without the keys).
+  "unsigned",
+  "signature_invalid",
+  "signature_unreadable",
+  "signature_unchecked",
   // Reasons only apply can reach, when a planned write or wait does not go through.
   "streak_not_counted",
   "attempt_not_persisted",
@@ -102,6 +109,8 @@ export interface Observed {
    * set when this tick asked the root or a remembered answer failed.
    */
   registries?: Record<string, ObservedRegistry>;
+  /** Signature verdicts of the builds due, by image key: the second look, after a first plan asked for them. */
+  signatures?: Record<string, { digest: string; verdict: SignatureVerdict }>;
   /** The tick's clock in ms: the store GET's `Date` (whole seconds), for every stored time. */
   clock?: number;
 }

@@ -11,8 +11,8 @@ import { baseAttrs } from "./attributes.ts";
 import type { TickContext } from "./context.ts";
 import type { Decision, ImageVerdict, Reason } from "./model.ts";
 import { type Observation, observe, StoreUnreadable } from "./observe.ts";
-import { plan } from "./plan/plan.ts";
 import { regressionSuspects } from "./plan/regression.ts";
+import { planWithSignatures, refusedForSignature } from "./signatures.ts";
 
 export interface TickResult {
   outcome: Outcome;
@@ -91,7 +91,7 @@ async function decideAndApply(ctx: TickContext, root: SpanHandle): Promise<Round
     // re-sending its patches would make one rollout count twice towards the lockout.
     const claimed = Object.keys(counts).filter((k) => (counts[k] ?? 0) > (first?.[k] ?? 0));
     if (claimed.length) obs.observed.claimed = claimed;
-    const decision = plan(obs.observed, ctx.config);
+    const decision = await planWithSignatures(ctx, obs.observed);
     mark("planned");
     ctx.log.debug(`plan: ${decision.outcome} (${decision.reason})`, {
       actions: decision.actions.map((a) => a.type),
@@ -166,6 +166,9 @@ function reportImage(ctx: TickContext, root: SpanHandle, v: ImageVerdict): void 
   if (v.unresolvedStreak !== undefined)
     telemetry.gauge("image_refresh.unresolved_streak", v.unresolvedStreak, attrs);
   telemetry.gauge("image_refresh.paused", v.paused ? 1 : 0, attrs);
+  // State, so a gauge: 1 while the registry's new build is refused for its signature.
+  if (config.images.find((i) => i.key === v.key)?.verify)
+    telemetry.gauge("image_refresh.build_refused", refusedForSignature(v.reason) ? 1 : 0, attrs);
   if (v.inSync !== undefined) telemetry.gauge("image_refresh.in_sync", v.inSync ? 1 : 0, attrs);
   if (v.verified)
     telemetry.gauge("image_refresh.last_verified_timestamp", Math.floor(ctx.now() / 1000), attrs);

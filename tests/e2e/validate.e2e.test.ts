@@ -282,3 +282,28 @@ describe("validate --manifests on broken overlays", () => {
     expect(r.stdout).toBe(`Cannot check ${join(dir, "none.yaml")}: no such file\n`);
   });
 });
+
+describe("validate, the verify policy's keys", () => {
+  const config = (keys: string[]) =>
+    write("verify.json", JSON.stringify({ ...JSON.parse(JSON.stringify(baseConfig())), verify: { keys } }));
+  const baseConfig = () => ({
+    tag: "stable",
+    registry: { host: "docker.io" },
+    namespace: "apps",
+    store: { namespace: "image-refresh", name: "image-refresh-state" },
+    images: [{ repository: "myorg/api", targets: [{ kind: "Deployment", name: "api", container: "api" }] }],
+  });
+
+  test("a key file here that is not a public key: exit 2 naming the field and the file", async () => {
+    const bad = write("bad.pub", "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n");
+    const r = await runBinary(["validate", "--config", config([bad])]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toContain(`verify.keys[0]: ${bad}: not an ECDSA P-256, Ed25519 or RSA public key`);
+  });
+
+  test("a key file that is not here (the CronJob's mount) is said and left to the tick", async () => {
+    const r = await runBinary(["validate", "--config", config(["/etc/image-refresh/keys/release.pub"])]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("/etc/image-refresh/keys/release.pub: not here, so not checked");
+  });
+});

@@ -12,7 +12,7 @@ import { inCi } from "../support/tools.ts";
 
 const PEERS = join(import.meta.dir, "..", "..", "peers");
 
-export type PeerModule = "kube" | "helm3" | "helm4" | "ksm" | "jaeger" | "node";
+export type PeerModule = "kube" | "helm3" | "helm4" | "ksm" | "jaeger" | "cosign" | "node";
 
 /** The directory peers/build.sh builds `mod` into (it may not exist yet). */
 export function peerDir(mod: PeerModule, env: Record<string, string | undefined> = process.env): string {

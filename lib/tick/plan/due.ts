@@ -10,6 +10,7 @@ import { countOf, quoteForLog } from "../../state/values.ts";
 import type { ImageVerdict, Observed, WorkloadRef } from "../model.ts";
 import { lastAttempt } from "./last-attempt.ts";
 import type { LiveImage } from "./live.ts";
+import { signatureGate } from "./signature.ts";
 
 export interface Judgement {
   verdict: ImageVerdict;
@@ -112,7 +113,9 @@ export function due(j: Judgement, { img, b, c, o, digest, live, repin }: DueInpu
     const msg = `refresh of ${img.key} is due but cannot start safely: ${live.blocked.join("; ")}`;
     return say(amend(j, { blocks: true }), "held", "target_unavailable", msg);
   }
-  const next = amend(j, {
+  const signed = signatureGate(j, { img, b, c, o, digest, live, repin });
+  if (signed.held) return signed.j;
+  const next = amend(signed.j, {
     due: { digest, count: count + 1, ...(repin ? { repin: true, only: repin.only } : {}) },
     verdict: { short: `attempt ${count + 1}/${max}`, attempt: count + 1, attemptCount: 0, lockedOut: false },
   });

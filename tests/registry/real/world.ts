@@ -28,6 +28,8 @@ export interface RegistrySettings {
   auth?: "aws";
   /** The binary's environment besides the CA (e.g. the AWS_* variables a pod would have). */
   env?: Record<string, string>;
+  /** A top-level verify policy: the public key files builds must be signed with. */
+  verify?: { keys: string[] };
 }
 
 export interface RealWorld {
@@ -53,6 +55,7 @@ function configFor(images: RealImage[], reg: RegistrySettings, dockerConfig?: st
     },
     namespace: "apps",
     store: { namespace: "image-refresh", name: "image-refresh-state" },
+    ...(reg.verify ? { verify: reg.verify } : {}),
     maxRefreshAttempts: 3,
     maxSkipTicks: 3,
     rolloutTimeout: "5s",
