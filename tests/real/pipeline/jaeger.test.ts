@@ -1,10 +1,11 @@
 // Traces on a real tracing backend: the compiled binary plays the lockout story (three failed
-// attempts, the lockout, a rearm, a refresh, another failed attempt and its reset), exporting to
+// attempts, the third of which reaches the lockout and says so, a tick held by the lockout, a
+// rearm, a refresh, another failed attempt and its reset), exporting to
 // the real Collector run with k8s/monitoring/otel-collector.yaml, whose traces pipeline sends them
 // to a real Jaeger v2 (peers/jaeger). The story is then found the way the shipped dashboard's
 // traces panel asks for it (dashboard.ts jaegerSearch: its service, operation and tags, as
 // Grafana's Jaeger data source sends them) by image and outcome, and its ticks are linked in
-// Jaeger: lockout -> third attempt -> second -> first, and the reset -> the attempt it ends.
+// Jaeger: held tick -> third attempt -> second -> first, and the reset -> the attempt it ends.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -86,7 +87,8 @@ describe.skipIf(!peers || missingJaeger)(
       for (;;) {
         for (const o of ["failed", "locked_out", "refreshed"]) found.set(o, await search(o).catch(() => []));
         const resets = (found.get("refreshed") ?? []).filter((t) => events(root(t)).includes("reset"));
-        if ((found.get("failed")?.length ?? 0) >= 4 && resets.length >= 2) break;
+        const enough = (found.get("failed")?.length ?? 0) >= 3 && (found.get("locked_out")?.length ?? 0) >= 2;
+        if (enough && resets.length >= 2) break;
         if (Date.now() > deadline) break;
         await Bun.sleep(300);
       }
@@ -99,28 +101,35 @@ describe.skipIf(!peers || missingJaeger)(
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
-    test("the four failed attempts are found by image and outcome failed, each an attempt of the image", () => {
+    test("the failed attempts are found by image and outcome failed, each an attempt of the image", () => {
       const failed = found.get("failed") ?? [];
-      expect(failed.length).toBe(4);
+      // The third failure reaches maxRefreshAttempts: that tick is locked_out, not failed.
+      expect(failed.length).toBe(3);
       for (const t of failed) {
         expect(tag(root(t), "image_refresh.outcome")).toBe("failed");
         expect(events(root(t))).toContain("attempt");
+        expect(events(root(t))).not.toContain("lockout");
       }
       // Each one is a trace the store pointed at after that attempt.
       const ids = new Set(failed.map((t) => id(root(t))));
-      for (const s of ["flap 1", "flap 2", "flap 3", "flap again"])
-        expect(ids.has(stored.get(s) ?? "")).toBe(true);
+      for (const s of ["flap 1", "flap 2", "flap again"]) expect(ids.has(stored.get(s) ?? "")).toBe(true);
     });
 
-    test("the lockout is found by image and outcome locked_out, and its links lead back through every attempt", () => {
-      const locked = found.get("locked_out") ?? [];
-      expect(locked.length).toBe(1);
-      const lockout = root(locked[0]);
-      expect(events(lockout)).toContain("lockout");
-      const byId = new Map((found.get("failed") ?? []).map((t) => [id(root(t)), root(t)]));
-      // lockout -> flap 3 -> flap 2 -> flap 1, each link to a trace the failed search found.
+    test("the lockout is found by image and outcome locked_out, on the attempt that reached it and the tick it held, linked back through every attempt", () => {
+      const locked = (found.get("locked_out") ?? []).map(root);
+      expect(locked.length).toBe(2);
+      // The attempt that reached the lockout announces it on its own tick.
+      const reached = locked.find((s) => id(s) === stored.get("flap 3"));
+      expect(events(reached)).toEqual(["attempt", "revert", "lockout"]);
+      // The next tick touches nothing and says the lockout again.
+      const held = locked.find((s) => s !== reached);
+      expect(events(held)).toEqual(["lockout"]);
+      const byId = new Map(
+        [...(found.get("failed") ?? []).map(root), ...locked].map((s) => [id(s), s] as const),
+      );
+      // held -> flap 3 -> flap 2 -> flap 1, each link to a trace the searches found.
       const chain: string[] = [];
-      let at = links(lockout);
+      let at = links(held);
       while (at.length === 1 && byId.has(at[0] as string)) {
         chain.push(at[0] as string);
         at = links(byId.get(at[0] as string));

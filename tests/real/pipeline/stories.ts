@@ -48,8 +48,17 @@ export const STORIES: Story[] = [
   {
     // A bad build of node-agent flaps three times (exit 1), the fourth tick holds it (locked out).
     // Fixed and rearmed before tick 9, which refreshes it.
+    // Then a build of api that passes its verification and crashes 1.2 s later (tick 12): the
+    // next tick (13) finds it regressed, counts it and reverts; the fix pushed before it rolls out
+    // on tick 14. Nothing alerts on one regression; the dashboard's regressions series has data.
     installation: "lockout",
     before: async (n, i) => {
+      if (n === 12) {
+        const bad = i.world.registry.push("myorg/api", "stable");
+        const ref = `${i.world.registry.host}/myorg/api@${bad}`;
+        i.world.api.failImages("Deployment", "apps", "api-proxy", [ref], { crashAfterMs: 1200 });
+      }
+      if (n === 13) i.world.registry.push("myorg/api", "stable");
       if (n === 2) {
         const bad = i.world.registry.push("myorg/node-agent", "stable", { multiArch: true });
         const ref = `${i.world.registry.host}/myorg/node-agent@${bad}`;

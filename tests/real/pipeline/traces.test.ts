@@ -130,7 +130,10 @@ describe.skipIf(!peers)("traces through the real Collector", () => {
     const events = Object.fromEntries(STEPS.map((s) => [s.name, r(s.name)?.events]));
     expect(events).toMatchObject({
       "flap 1": ["attempt", "revert"],
-      "flap 3": ["attempt", "revert"],
+      "flap 2": ["attempt", "revert"],
+      // The third failure reaches maxRefreshAttempts and announces the lockout on its own tick;
+      // the next tick touches nothing and says it again.
+      "flap 3": ["attempt", "revert", "lockout"],
       lockout: ["lockout"],
       rearm: ["rearm"],
       "refresh after rearm": ["attempt", "reset"],
@@ -140,6 +143,8 @@ describe.skipIf(!peers)("traces through the real Collector", () => {
     const s = stored.get(pr) as Map<string, string | undefined>;
     const f3 = r("flap 3");
     expect(s.get("flap 3")).toBe(`00-${f3?.traceId}-${f3?.spanId}-01`);
+    expect(r("flap 2")?.attributes["image_refresh.outcome"]).toBe("failed");
+    expect(r("flap 3")?.attributes["image_refresh.outcome"]).toBe("locked_out");
     expect(r("lockout")?.attributes["image_refresh.outcome"]).toBe("locked_out");
   });
 });
