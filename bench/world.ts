@@ -189,7 +189,7 @@ export async function startBenchWorld(opts: WorldOptions = {}): Promise<BenchWor
   const config = configFor(registry.host, images, model);
   if (registryRelay) config.registry.endpoint = registryRelay.url;
   writeFileSync(configPath, JSON.stringify(config, null, 2));
-  // The same, with the token endpoint configured: no challenge probe (README, registry.token).
+  // The same, with the token endpoint configured: no challenge probe (docs/registries.md, registry.token).
   const tokenConfigPath = join(dir, "config-token.json");
   const withToken = configFor(registry.host, images, model);
   withToken.registry = { host: registry.host, token: { realm: `${registry.url}/token`, service: SERVICE } };

@@ -1,4 +1,4 @@
-// The standard scenario: one application as the README's configuration example describes it, shared
+// The standard scenario: one application as the configuration example of docs/configuration.md describes it, shared
 // by `image-refresh demo`, the end-to-end tests and the benchmarks so they all tell one story.
 // Containers name the simulated registry's host, as a real pod spec must for its pulls to reach it.
 // Deployment apps/api (with a sidecar we never touch) and apps/api-proxy follow

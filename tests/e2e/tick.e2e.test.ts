@@ -1,4 +1,4 @@
-// One tick, step by step (README "How a tick decides"), rule by rule, against the compiled binary
+// One tick, step by step (docs/how-a-tick-decides.md), rule by rule, against the compiled binary
 // over real HTTPS.
 import { describe, expect, test } from "bun:test";
 import { patch, settled, waitFor } from "../../sim/apiserver/driver.ts";

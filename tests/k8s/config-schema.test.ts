@@ -28,7 +28,7 @@ function runtimeAccepts(doc: unknown): boolean {
   }
 }
 
-/** Every config.yaml under k8s/, and the README's configuration example. */
+/** Every config.yaml under k8s/, and the configuration example of docs/configuration.md. */
 function shippedConfigs(): Array<[string, string]> {
   const out: Array<[string, string]> = [];
   const walk = (dir: string) => {
@@ -39,11 +39,10 @@ function shippedConfigs(): Array<[string, string]> {
     }
   };
   walk(join(ROOT, "k8s"));
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const section = readme.slice(readme.indexOf("\n## Configuration"));
-  const block = /```yaml\n([\s\S]*?)```/.exec(section)?.[1];
-  if (block === undefined) throw new Error("README's Configuration section has no yaml block");
-  out.push(["README.md (Configuration)", block]);
+  const page = readFileSync(join(ROOT, "docs", "configuration.md"), "utf8");
+  const block = /```yaml\n([\s\S]*?)```/.exec(page)?.[1];
+  if (block === undefined) throw new Error("docs/configuration.md has no yaml block");
+  out.push(["docs/configuration.md", block]);
   return out;
 }
 

@@ -193,8 +193,9 @@ describe("the image each kustomization runs", () => {
   const imageOf = (dir: string) =>
     cronJobOf(render(dir)).spec.jobTemplate.spec.template.spec.containers[0]?.image;
   // Every kustomization under k8s/ other than the base is an overlay: the shipped examples and any
-  // a user adds (README: k8s/overlays/<name>). A user's overlay is judged only by what the README
-  // says these tests check: it sets its own image, its RBAC is exact, its deadline covers the waits.
+  // a user adds (docs/install-kustomize.md: k8s/overlays/<name>). A user's overlay is judged only
+  // by what that page says these tests check: it sets its own image, its RBAC is exact, its
+  // deadline covers the waits.
   const overlays = [...new Bun.Glob("**/kustomization.yaml").scanSync(K8S)]
     .map((p) => p.replace(/\/kustomization\.yaml$/, ""))
     .filter((d) => d !== "base");
@@ -220,8 +221,9 @@ describe("the image each kustomization runs", () => {
       expect(job.spec.jobTemplate.spec.activeDeadlineSeconds ?? 0).toBeGreaterThan(minimumDeadline(config));
     });
   }
-  // The shipped examples' own comment lists the namespaces to create first (README, install step
-  // 4): that sentence must stay true. It is documentation of ours, not a rule for a user's overlay.
+  // The shipped examples' own comment lists the namespaces to create first
+  // (docs/install-kustomize.md, install step 4): that sentence must stay true. It is documentation
+  // of ours, not a rule for a user's overlay.
   for (const dir of overlays.filter((d) => d.startsWith("examples/")))
     test(`k8s/${dir} names every namespace it needs but does not create`, () => {
       const objects = render(dir);

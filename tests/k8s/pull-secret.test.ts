@@ -1,7 +1,7 @@
-// README install step 3, the pull secret, as a user runs it: both `kubectl create secret` forms
-// with the real kubectl (client-side dry run), the Secret's `.dockerconfigjson` read back by the
-// product's own parser for the configured host, and the name, key and path the README gives are
-// the ones k8s/base/cronjob.yaml mounts.
+// The kustomize install's step 3 (docs/install-kustomize.md), the pull secret, as a user runs it:
+// both `kubectl create secret` forms with the real kubectl (client-side dry run), the Secret's
+// `.dockerconfigjson` read back by the product's own parser for the configured host, and the name,
+// key and path the page gives are the ones k8s/base/cronjob.yaml mounts.
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,14 +10,16 @@ import { credentialsFor, parseDockerConfig } from "../../lib/registry/credential
 import { needTool } from "../support/tools.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
-const README = readFileSync(join(ROOT, "README.md"), "utf8");
+const PAGE = readFileSync(join(ROOT, "docs", "install-kustomize.md"), "utf8");
 const CRONJOB = readFileSync(join(ROOT, "k8s", "base", "cronjob.yaml"), "utf8");
 const dir = mkdtempSync(join(tmpdir(), "image-refresh-pull-secret-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** The README's step 3 commands, continuation lines joined and the comment's `#` dropped. */
-function readmeCommands(): string[] {
-  const step = README.slice(README.indexOf("**A private registry: the pull secret.**"));
+/** The page's step 3 commands, continuation lines joined and the comment's `#` dropped. */
+function pageCommands(): string[] {
+  const at = PAGE.indexOf("**A private registry: the pull secret.**");
+  if (at < 0) throw new Error("docs/install-kustomize.md has no pull-secret step");
+  const step = PAGE.slice(at);
   const block = /```sh\n([\s\S]*?)```/.exec(step)?.[1] ?? "";
   const lines = block.split("\n").map((l) => l.replace(/^\s*# ?(or: )?/, "").replace(/\s+#.*$/, ""));
   return lines
@@ -35,14 +37,14 @@ function kubectl(argv: string[]): { code: number; out: string; err: string } {
   return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
 }
 
-describe("the README's pull-secret step", () => {
+describe("the pull-secret step of docs/install-kustomize.md", () => {
   test("names the Secret, key and path the base's CronJob mounts", () => {
     expect(CRONJOB).toContain("secretName: image-refresh-pull-secret");
     expect(CRONJOB).toContain("- key: .dockerconfigjson");
     expect(CRONJOB).toContain("mountPath: /etc/image-refresh/pull-secret");
     expect(CRONJOB).toMatch(/secretName: image-refresh-pull-secret\n\s+# [^\n]*\n\s+optional: true/);
-    expect(README).toContain("dockerConfigJson: /etc/image-refresh/pull-secret/.dockerconfigjson");
-    expect(readmeCommands()).toHaveLength(2);
+    expect(PAGE).toContain("dockerConfigJson: /etc/image-refresh/pull-secret/.dockerconfigjson");
+    expect(pageCommands()).toHaveLength(2);
   });
 
   test.skipIf(needTool("kubectl", { apt: "kubernetes-client" }))(
@@ -51,7 +53,7 @@ describe("the README's pull-secret step", () => {
       const config = join(dir, "config.json");
       const auth = Buffer.from("USER:TOKEN").toString("base64");
       writeFileSync(config, JSON.stringify({ auths: { "ghcr.io": { auth } } }));
-      for (const line of readmeCommands()) {
+      for (const line of pageCommands()) {
         const argv = line
           .replace(/\$HOME\/\.docker\/config\.json/, config)
           .split(/\s+/)

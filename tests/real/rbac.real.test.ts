@@ -153,7 +153,7 @@ describe.skipIf(missing)(`k8s/${DIR} on the real API server, as the CronJob's Se
     const namespaces = [...new Set(o.config.images.flatMap((i) => i.targets.map((x) => x.namespace)))];
     for (const ns of namespaces) await ok(c.kubectl(["create", "namespace", ns]), `create namespace ${ns}`);
     // A server-side dry run does not create the overlay's own Namespace, so on a fresh cluster
-    // every object in it is NotFound: the real server's answer, kept here so the README's advice
+    // every object in it is NotFound: the real server's answer, kept here so the install docs' advice
     // (apply the Namespace first) stays true.
     const own = o.objects.filter((x) => x.kind === "Namespace");
     expect(own.length).toBeGreaterThan(0);

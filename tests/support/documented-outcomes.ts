@@ -1,8 +1,8 @@
-// The outcomes as the README documents them ("Exit codes and outcomes") and the tests hold the
+// The outcomes as docs/outcomes.md documents them ("Exit codes and outcomes") and the tests hold the
 // product to them: written out here, not imported from lib/outcomes.ts, so that a change in lib
 // cannot move what the tests expect.
 
-/** Most severe first, in the order of the README's table. */
+/** Most severe first, in the order of the table in docs/outcomes.md. */
 export const DOCUMENTED_SEVERITY = [
   "error",
   "failed",

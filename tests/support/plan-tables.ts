@@ -1,4 +1,4 @@
-// The base world of the plan tables: the README's example (api on two Deployments, node-agent on a
+// The base world of the plan tables: docs/configuration.md's example (api on two Deployments, node-agent on a
 // DaemonSet), both recorded, every target pinned to its recorded digest by image-refresh itself.
 
 import { expect, test } from "bun:test";

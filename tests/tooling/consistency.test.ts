@@ -1,11 +1,12 @@
 // The README's command list, `image-refresh --help`, the outcome table and the runbook say the
 // same thing: the commands and flags of --help (lib/cli.ts) are the README's, with the same
-// synopsis and words; the README's outcome table is lib/outcomes.ts row for row (order and exit
-// code), and so is --help's exit-code list; every "`outcome`, exit N" in the README and the runbook
-// is that outcome's exit code. The runbook's one section per alert is checked beside the rules
+// synopsis and words; the outcome table (docs/outcomes.md) is lib/outcomes.ts row for row (order
+// and exit code), and so is --help's exit-code list; every "`outcome`, exit N" and every
+// `image-refresh <command> ARGS` in the README and the pages of docs/ (the runbook among them) is
+// that outcome's exit code and that command's synopsis. The runbook's one section per alert is checked beside the rules
 // (tests/telemetry/monitoring.test.ts); its Outcome lines are checked here.
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseRules, RULES_PATH } from "../../k8s/monitoring/generate.ts";
 import { COMMANDS, HELP } from "../../lib/cli.ts";
@@ -15,6 +16,14 @@ import { DOCUMENTED_SEVERITY, documentedExitCode } from "../support/documented-o
 const ROOT = join(import.meta.dir, "..", "..");
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
 const RUNBOOK = readFileSync(join(ROOT, "docs", "on-call.md"), "utf8");
+const OUTCOME_TABLE = readFileSync(join(ROOT, "docs", "outcomes.md"), "utf8");
+/** The README and every page of docs/, by path. */
+const DOCS: ReadonlyArray<readonly [string, string]> = [
+  ["README.md", README],
+  ...readdirSync(join(ROOT, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => [`docs/${f}`, readFileSync(join(ROOT, "docs", f), "utf8")] as const),
+];
 const isOutcome = (w: string): w is Outcome => (OUTCOMES as readonly string[]).includes(w);
 
 /** The text of a `## ` section of the README (up to the next `## `). */
@@ -53,12 +62,9 @@ describe("the README's command list is image-refresh --help's", () => {
     expect(flags(block)).toEqual(flags(HELP.slice(HELP.indexOf("Flags:"))));
   });
 
-  test("every `image-refresh <command> ARGS` the README and the runbook write has --help's arguments", () => {
+  test("every `image-refresh <command> ARGS` the README and docs/ write has --help's arguments", () => {
     const synopsis = new Map(commandLines(HELP).map((c) => [commandOf(c.synopsis), c.synopsis]));
-    for (const [doc, text] of [
-      ["README.md", README],
-      ["docs/on-call.md", RUNBOOK],
-    ] as const)
+    for (const [doc, text] of DOCS)
       for (const m of text.matchAll(/`image-refresh ([a-z]+)((?: \[?[A-Z]+(?:\.\.\.)?\]?)+)`/g)) {
         const [, command = "", args = ""] = m;
         expect({ doc, written: `${command}${args}` }).toEqual({ doc, written: synopsis.get(command) ?? "?" });
@@ -66,13 +72,13 @@ describe("the README's command list is image-refresh --help's", () => {
   });
 });
 
-describe("exit codes: lib/outcomes.ts, the README's table, --help and the runbook agree", () => {
-  const table = [...section("Command line").matchAll(/^\| (`[a-z_]+`|—) \| .* \| (\d) \|$/gm)].map((m) => ({
+describe("exit codes: lib/outcomes.ts, docs/outcomes.md's table, --help and the docs agree", () => {
+  const table = [...OUTCOME_TABLE.matchAll(/^\| (`[a-z_]+`|—) \| .* \| (\d) \|$/gm)].map((m) => ({
     outcome: (m[1] as string).replaceAll("`", ""),
     exit: Number(m[2]),
   }));
 
-  test("the README's outcome table is the outcome table, row for row, then the usage error", () => {
+  test("docs/outcomes.md's table is the outcome table, row for row, then the usage error", () => {
     const want = [
       ...OUTCOMES.map((o) => ({ outcome: o as string, exit: exitCodeFor(o) as number })),
       { outcome: "—", exit: EXIT_USAGE },
@@ -97,12 +103,9 @@ describe("exit codes: lib/outcomes.ts, the README's table, --help and the runboo
     expect(HELP).not.toMatch(/0[^\n]*\bheld\b/);
   });
 
-  test("every `outcome`, exit N in the README and the runbook is that outcome's code", () => {
+  test("every `outcome`, exit N in the README and docs/ is that outcome's code", () => {
     let seen = 0;
-    for (const [doc, text] of [
-      ["README.md", README],
-      ["docs/on-call.md", RUNBOOK],
-    ] as const)
+    for (const [doc, text] of DOCS)
       for (const m of text.matchAll(/`([a-z_]+)`(?: ?\/ ?`[a-z_]+`)?,? \(?exit (\d)/g)) {
         const [, word = "", code = ""] = m;
         if (!isOutcome(word)) continue;
