@@ -71,11 +71,10 @@ async function entraToken(ctx: HttpContext, src: CloudSource, who: Who): Promise
     /\/+$/,
     "",
   );
-  const url = identityUrl(
-    `${authority}/${encodeURIComponent(who.tenant)}/oauth2/v2.0/token`,
-    "auth: azure: AZURE_AUTHORITY_HOST",
-    src.insecure,
-  );
+  const url = identityUrl(`${authority}/${encodeURIComponent(who.tenant)}/oauth2/v2.0/token`, {
+    what: "auth: azure: AZURE_AUTHORITY_HOST",
+    insecure: src.insecure,
+  });
   const form = new URLSearchParams({
     client_id: who.client,
     scope: SCOPE,
@@ -109,11 +108,10 @@ async function acrExchange(
   opts: { tenant: string; identity: string; entra: string; secrets: string[] },
 ): Promise<string> {
   const endpoint = registryEndpoint(registry.host, registry.endpoint);
-  const url = identityUrl(
-    `${endpoint}/oauth2/exchange`,
-    "auth: azure: the registry's exchange",
-    registry.insecure,
-  );
+  const url = identityUrl(`${endpoint}/oauth2/exchange`, {
+    what: "auth: azure: the registry's exchange",
+    insecure: registry.insecure,
+  });
   const form = new URLSearchParams({
     grant_type: "access_token",
     service: registry.host,

@@ -43,7 +43,7 @@ export function identityLogins(
     return (ctx) => {
       let login = logins.get(hostKey);
       if (!login) {
-        login = loginWith(auth, ctx, registry, src);
+        login = loginWith(ctx, { auth, registry, src });
         logins.set(hostKey, login);
       }
       return login;
@@ -52,11 +52,10 @@ export function identityLogins(
 }
 
 async function loginWith(
-  auth: "aws" | "gcp" | "azure",
   ctx: HttpContext,
-  registry: RegistryConfig,
-  src: CloudSource,
+  opts: { auth: "aws" | "gcp" | "azure"; registry: RegistryConfig; src: CloudSource },
 ): Promise<CloudLogin> {
+  const { auth, registry, src } = opts;
   if (auth === "aws") return (await import("./aws/ecr.ts")).ecrLogin(ctx, registry.host, src);
   if (auth === "gcp") return (await import("./gcp.ts")).gcpLogin(ctx, src);
   return (await import("./azure.ts")).azureLogin(ctx, registry, src);
@@ -76,7 +75,8 @@ export function readTokenFile(src: CloudSource, path: string, what: string): str
  * An identity endpoint's URL: https, or plain http to a loopback (a local stand-in) or where the
  * registry's settings allow it (insecure: true). Never credentials in the URL.
  */
-export function identityUrl(raw: string, what: string, insecure: boolean): URL {
+export function identityUrl(raw: string, opts: { what: string; insecure: boolean }): URL {
+  const { what, insecure } = opts;
   const url = URL.parse(raw);
   if (!url || (url.protocol !== "https:" && url.protocol !== "http:"))
     throw new RegistryError("network", `${what}: ${raw} is not an http(s) URL`);

@@ -30,7 +30,7 @@ const READER = "roles/artifactregistry.reader on the repositories";
 
 export async function gcpLogin(ctx: HttpContext, src: CloudSource): Promise<CloudLogin> {
   const file = src.env.GOOGLE_APPLICATION_CREDENTIALS;
-  const got = file ? await externalAccount(ctx, src, file) : await metadataToken(ctx, src);
+  const got = file ? await externalAccount(ctx, src) : await metadataToken(ctx, src);
   const origin = `the access token of ${got.identity} (auth: gcp), which needs ${READER}`;
   return {
     credentials: { username: GCP_USERNAME, password: got.token, origin },
@@ -76,14 +76,30 @@ interface ExternalAccount {
 }
 
 /** The credential file: subject token → STS → (the service account's token, when it names one). */
-async function externalAccount(ctx: HttpContext, src: CloudSource, file: string): Promise<GoogleToken> {
-  const cfg = credentialFile(src, file);
+async function externalAccount(ctx: HttpContext, src: CloudSource): Promise<GoogleToken> {
+  const cfg = credentialFile(src, src.env.GOOGLE_APPLICATION_CREDENTIALS as string);
   const subject = subjectToken(src, cfg);
+  const federated = await stsExchange(ctx, { cfg, subject, insecure: src.insecure });
+  const impersonate = cfg.service_account_impersonation_url;
+  if (typeof impersonate !== "string")
+    return {
+      token: federated,
+      identity: `the federated principal of ${cfg.audience}`,
+      secrets: [subject, federated],
+    };
+  return impersonation(ctx, { raw: impersonate, insecure: src.insecure, subject, federated });
+}
+
+/** Google STS: the OAuth 2.0 token exchange of the subject token for a federated access token. */
+async function stsExchange(
+  ctx: HttpContext,
+  opts: { cfg: ExternalAccount; subject: string; insecure: boolean },
+): Promise<string> {
+  const { cfg, subject } = opts;
   const audience = cfg.audience as string;
   const tokenUrl = identityUrl(
     typeof cfg.token_url === "string" ? cfg.token_url : "https://sts.googleapis.com/v1/token",
-    "auth: gcp: token_url",
-    src.insecure,
+    { what: "auth: gcp: token_url", insecure: opts.insecure },
   );
   const form = new URLSearchParams({
     grant_type: "urn:ietf:params:oauth:grant-type:token-exchange",
@@ -98,11 +114,8 @@ async function externalAccount(ctx: HttpContext, src: CloudSource, file: string)
     "Content-Type": "application/x-www-form-urlencoded",
     Accept: "application/json",
   });
-  const res = await identityRequest(
-    ctx,
-    { method: "POST", url: tokenUrl, headers, body: form.toString(), what },
-    [subject],
-  );
+  const req = { method: "POST" as const, url: tokenUrl, headers, body: form.toString(), what };
+  const res = await identityRequest(ctx, req, [subject]);
   if (res.status !== 200) {
     const refused = refusedStatus(res.status);
     throw new RegistryError(
@@ -111,32 +124,26 @@ async function externalAccount(ctx: HttpContext, src: CloudSource, file: string)
       { status: res.status },
     );
   }
-  const federated = jsonField(res.body, "access_token", what);
-  const impersonate = cfg.service_account_impersonation_url;
-  if (typeof impersonate !== "string")
-    return {
-      token: federated,
-      identity: `the federated principal of ${audience}`,
-      secrets: [subject, federated],
-    };
-  return impersonation(ctx, src, impersonate, [subject, federated]);
+  return jsonField(res.body, "access_token", what);
 }
 
 /** IAM Credentials generateAccessToken with the federated token as Bearer: the service account's token. */
 async function impersonation(
   ctx: HttpContext,
-  src: CloudSource,
-  raw: string,
-  secrets: string[],
+  opts: { raw: string; insecure: boolean; subject: string; federated: string },
 ): Promise<GoogleToken> {
-  const url = identityUrl(raw, "auth: gcp: service_account_impersonation_url", src.insecure);
+  const url = identityUrl(opts.raw, {
+    what: "auth: gcp: service_account_impersonation_url",
+    insecure: opts.insecure,
+  });
+  const secrets = [opts.subject, opts.federated];
   const account = decodeURIComponent(
     /serviceAccounts\/([^/:]+)/.exec(url.pathname)?.[1] ?? "the service account",
   );
   const identity = `service account ${account}`;
   const what = `GCP generateAccessToken for ${identity}`;
   const headers = new Headers({
-    Authorization: `Bearer ${secrets[1]}`,
+    Authorization: `Bearer ${opts.federated}`,
     "Content-Type": "application/json",
     Accept: "application/json",
   });
