@@ -151,6 +151,41 @@ describe("a workload-identity credential file", () => {
     );
   });
 
+  test("STS refusing the subject token (400 invalid_grant): names the provider and what it must trust; nothing more asked", async () => {
+    const body = {
+      error: "invalid_grant",
+      error_description: "The audience in the ID Token does not match the expected audience.",
+    };
+    const { ctx, seen } = context(() => Response.json(body, { status: 400 }));
+    const env = { GOOGLE_APPLICATION_CREDENTIALS: "/creds.json" };
+    const err = (await gcpLogin(ctx, { env, readFile: files(), insecure: false }).catch((e) => e)) as {
+      reason: string;
+      message: string;
+    };
+    expect(err.reason).toBe("forbidden");
+    expect(err.message).toBe(
+      `GCP refused GCP STS token exchange for workload identity provider ${AUDIENCE} (400 invalid_grant: The audience in the ID Token does not match the expected audience.): the provider must trust this cluster's ServiceAccount token issuer and audience, and its attribute condition must admit this ServiceAccount`,
+    );
+    expect(seen.length).toBe(1);
+  });
+
+  test("a JSON subject token file: the named field", async () => {
+    const { ctx, seen } = context(() => Response.json({ access_token: "sts-federated" }));
+    const { service_account_impersonation_url: _, ...direct } = CREDS;
+    const json = {
+      ...direct,
+      credential_source: { file: "/t.json", format: { type: "json", subject_token_field_name: "id_token" } },
+    };
+    const readFile = (p: string) =>
+      p === "/creds.json" ? JSON.stringify(json) : JSON.stringify({ id_token: "from-json" });
+    await gcpLogin(ctx, {
+      env: { GOOGLE_APPLICATION_CREDENTIALS: "/creds.json" },
+      readFile,
+      insecure: false,
+    });
+    expect(new URLSearchParams(seen[0]?.body).get("subject_token")).toBe("from-json");
+  });
+
   test("a file that is not an external_account, or not file-sourced: said before any request", async () => {
     const { ctx, seen } = context(() => new Response(""));
     const env = { GOOGLE_APPLICATION_CREDENTIALS: "/creds.json" };

@@ -196,6 +196,39 @@ describe.skipIf(missing)("auth: gcp, against Google's protocol and the reference
     expect(secretsIn(`${r.stdout}\n${r.stderr}\n${store(w)}`)).toEqual([]);
   }, 90_000);
 
+  test("the metadata server refusing the pod: a WARNING naming the account and the annotation it needs; unresolved", async () => {
+    const w = await world({ GCE_METADATA_HOST: google.host, LOG_FORMAT: "text" });
+    google.refuse = true;
+    const r = await w.run();
+    expect(r.code).toBe(0);
+    const line = r.stderr.split("\n").find((l) => l.includes("cannot resolve")) ?? "";
+    expect(line).toContain("WARNING");
+    expect(line).toContain(
+      "GCP refused the GCP metadata server's token for the pod's Google service account (the metadata server's default) (403: Forbidden): annotate the Kubernetes ServiceAccount with iam.gke.io/gcp-service-account",
+    );
+    expect(r.stderr).toContain("api: unresolved 1/8 (forbidden)");
+    expect(google.asked.length).toBe(1);
+    expect(cloud.issuer.requests).toEqual([]);
+  }, 90_000);
+
+  test("a token the registry refuses: the WARNING says whose token it was and the role it needs, not a pull secret", async () => {
+    const other = startGoogle({ ...GOOGLE, accessToken: `ya29.other-${id()}` });
+    try {
+      const w = await world({ GCE_METADATA_HOST: other.host, LOG_FORMAT: "text" });
+      const r = await w.run();
+      expect(r.code).toBe(0);
+      const line = r.stderr.split("\n").find((l) => l.includes("cannot resolve")) ?? "";
+      expect(line).toContain("WARNING");
+      expect(line).toContain(
+        "the token endpoint answered 401: it refused the access token of the pod's Google service account (the metadata server's default) (auth: gcp), which needs roles/artifactregistry.reader on the repositories",
+      );
+      expect(line).not.toContain("dockerconfigjson");
+      expect(`${r.stdout}\n${r.stderr}\n${store(w)}`).not.toContain("ya29.other-");
+    } finally {
+      other.stop();
+    }
+  }, 90_000);
+
   test("the service account refusing the federated principal: a WARNING naming it and the role it lacks; unresolved; nothing secret", async () => {
     const subjectFile = join(dir, "gcp-subject-token");
     writeFileSync(subjectFile, GOOGLE.subjectToken);
@@ -292,6 +325,21 @@ describe.skipIf(missing)("auth: azure, against Microsoft's protocol and the refe
     expect(cloud.issuer.requests.map((q) => q.authorization)).toEqual([
       `Basic ${btoa(`${NULL_GUID}:${REFRESH}`)}`,
     ]);
+    expect(secretsIn(`${r.stdout}\n${r.stderr}\n${store(w)}`)).toEqual([]);
+  }, 90_000);
+
+  test("ACR refusing the exchange: a WARNING naming the client id and the role it needs; unresolved; nothing secret", async () => {
+    const w = await world({ LOG_FORMAT: "text" });
+    acr.refuse = true;
+    const r = await w.run();
+    expect(r.code).toBe(0);
+    const line = r.stderr.split("\n").find((l) => l.includes("cannot resolve")) ?? "";
+    expect(line).toContain("WARNING");
+    expect(line).toContain(
+      `Azure refused ACR's exchange at ${cloud.reg.host} of the Entra token of client id ${AZURE.clientId} in tenant ${AZURE.tenantId} (401 UNAUTHORIZED: authentication required): the identity needs the AcrPull role on ${cloud.reg.host}`,
+    );
+    expect(r.stderr).toContain("worker: unresolved 1/8 (forbidden)");
+    expect(cloud.issuer.requests).toEqual([]);
     expect(secretsIn(`${r.stdout}\n${r.stderr}\n${store(w)}`)).toEqual([]);
   }, 90_000);
 
