@@ -124,4 +124,34 @@ describe("AKS workload identity to ACR", () => {
     expect((err as Error).message).toContain("is plain http");
     expect(seen).toEqual([]);
   });
+
+  test("bounded by the request timeout and by the tick's own deadline: a timeout naming the endpoint", async () => {
+    const hang = (_: unknown, init?: RequestInit) =>
+      new Promise<Response>((_, reject) => {
+        const signal = init?.signal as AbortSignal;
+        if (signal.aborted) reject(signal.reason);
+        signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+      });
+    const base = context(() => new Response("")).ctx;
+    const slow = { ...base, fetch: hang as typeof fetch, requestTimeoutMs: 20 };
+    const timedOut = (await azureLogin(slow, REGISTRY, { env: ENV, readFile, insecure: false }).catch(
+      (e) => e,
+    )) as {
+      reason: string;
+      message: string;
+    };
+    expect([timedOut.reason, timedOut.message]).toEqual([
+      "timeout",
+      `a Microsoft Entra token for client id ${CLIENT} in tenant ${TENANT}: no complete response from login.microsoftonline.com:443 within 20 ms`,
+    ]);
+    const tick = new AbortController();
+    tick.abort();
+    const ended = { ...base, fetch: hang as typeof fetch, requestTimeoutMs: 60_000, signal: tick.signal };
+    const cut = (await azureLogin(ended, REGISTRY, { env: ENV, readFile, insecure: false }).catch(
+      (e) => e,
+    )) as {
+      reason: string;
+    };
+    expect(cut.reason).toBe("timeout");
+  });
 });
