@@ -95,8 +95,10 @@ export const configSchemas = lazy((z) => {
     insecure: flag,
     dockerConfigJson: z.optional(nonEmpty),
     // A cloud's workload identity instead of a pull secret: aws asks ECR for a token with the
-    // pod's IRSA or EKS Pod Identity credentials (none, the default: the pull secret, if any).
-    auth: z.optional(z.enum(["none", "aws"])),
+    // pod's IRSA or EKS Pod Identity credentials, gcp uses a Google access token (metadata server
+    // or workload-identity credential file), azure exchanges the AKS federated token for an ACR
+    // refresh token (none, the default: the pull secret, if any).
+    auth: z.optional(z.enum(["none", "aws", "gcp", "azure"])),
     // The Bearer token endpoint, when known in advance: saves the challenge probe on every tick.
     token: z.optional(
       z.strictObject({

@@ -149,8 +149,25 @@ describe("auth: a cloud's workload identity", () => {
       "images[0].registry.auth: aws takes this registry's credentials from ECR; remove images[0].registry.dockerConfigJson",
     ]);
   });
-  test("a cloud not supported yet (gcp, azure): refused by the schema", () => {
-    const got = problems((d) => (d.registry.auth = "gcp"));
+  test("auth: gcp and azure: accepted, kept, each per registry", () => {
+    const c = parse((d) => {
+      d.registry = { host: "europe-docker.pkg.dev", auth: "gcp" };
+      d.images[0].registry = { host: "contoso.azurecr.io", auth: "azure" };
+    });
+    expect([c.images[0]?.registry.auth, c.images[1]?.registry.auth]).toEqual(["azure", "gcp"]);
+  });
+  test("gcp and azure beside a pull secret: refused, naming where the credentials come from", () => {
+    const got = problems((d) => {
+      d.registry = { host: "europe-docker.pkg.dev", auth: "gcp", dockerConfigJson: "/s" };
+      d.images[0].registry = { host: "contoso.azurecr.io", auth: "azure", dockerConfigJson: "/s" };
+    });
+    expect(got).toEqual([
+      "registry.auth: gcp takes this registry's credentials from the pod's Google identity; remove registry.dockerConfigJson",
+      "images[0].registry.auth: azure takes this registry's credentials from the pod's Azure workload identity; remove images[0].registry.dockerConfigJson",
+    ]);
+  });
+  test("a cloud that is not one of the four: refused by the schema", () => {
+    const got = problems((d) => (d.registry.auth = "oci"));
     expect(got.some((p) => p.startsWith("registry.auth: "))).toBe(true);
   });
 });

@@ -45,8 +45,11 @@ export interface RegistryConfig {
   endpoint?: string;
   insecure: boolean;
   dockerConfigJson?: string;
-  /** A cloud's workload identity instead of a pull secret (aws: ECR through IRSA or EKS Pod Identity). */
-  auth?: "none" | "aws";
+  /**
+   * A cloud's workload identity instead of a pull secret (aws: ECR through IRSA or EKS Pod
+   * Identity; gcp: a Google access token; azure: an ACR refresh token through AKS workload identity).
+   */
+  auth?: "none" | "aws" | "gcp" | "azure";
   /** Where to ask for a Bearer token without probing the registry first. */
   token?: { realm: string; service?: string };
 }
@@ -295,12 +298,18 @@ function registryChecks(r: RegistryConfig, at: string): string[] {
   // Credentials go to the token endpoint: plain http needs the same opt-in as the registry's.
   if (r.token?.realm.startsWith("http:") && !r.insecure) problems.push(`${at}.token.realm: ${plain}`);
   // One source of credentials per registry: which one was refused must never be a guess.
-  if (r.auth === "aws" && r.dockerConfigJson)
+  if (r.auth && r.auth !== "none" && r.dockerConfigJson)
     problems.push(
-      `${at}.auth: aws takes this registry's credentials from ECR; remove ${at}.dockerConfigJson`,
+      `${at}.auth: ${r.auth} takes this registry's credentials from ${CLOUD_SOURCE[r.auth]}; remove ${at}.dockerConfigJson`,
     );
   return problems;
 }
+
+const CLOUD_SOURCE = {
+  aws: "ECR",
+  gcp: "the pod's Google identity",
+  azure: "the pod's Azure workload identity",
+} as const;
 
 /** Stands in for a top-level registry that is itself invalid (already named), so nothing repeats it. */
 const NO_REGISTRY: RegistryConfig = { host: "", insecure: false };

@@ -9,7 +9,7 @@ import type { ConfigMapRef } from "../kube/configmaps.ts";
 import { resolveConnection } from "../kube/kubeconfig.ts";
 import { createKubeClient, type KubeClient } from "../kube/workloads.ts";
 import { createLogger, type Logger } from "../log.ts";
-import { awsLogin } from "../registry/aws/login.ts";
+import { identityLogins } from "../registry/cloud.ts";
 import { preconnectRegistry } from "../registry/preconnect.ts";
 import { type PullSecrets, pullSecrets } from "../registry/pull-secrets.ts";
 import { resolveRegistries } from "../registry/registries.ts";
@@ -95,18 +95,25 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
   });
   for (const warning of pull.warnings) log.warn(warning);
   if (keys.warning) log.warn(keys.warning);
-  // One registry's requests, tag look-ups and signature look-ups alike: its own credentials.
-  const hostOptions = (registry: RegistryConfig, hostKey: string) => ({
-    ...registry,
-    credentials: pull.credentials.get(hostKey),
-    ...(registry.auth === "aws" ? { identity: awsLogin(registry, env, readFile) } : {}),
-    requestTimeoutMs: config.requestTimeoutMs,
-    signal: controller.signal,
-    telemetry,
-    log,
-    ca: opts.registryCa,
-  });
-  const tickContext = (dryRun: boolean): TickContext => ({
+  // One registry's requests, tag look-ups and signature look-ups alike: its own credentials, and
+  // a cloud identity's login shared by both (one per registry host and tick).
+  const hostOptions =
+    (logins: ReturnType<typeof identityLogins>) => (registry: RegistryConfig, hostKey: string) => ({
+      ...registry,
+      credentials: pull.credentials.get(hostKey),
+      identity: logins(registry, hostKey),
+      requestTimeoutMs: config.requestTimeoutMs,
+      signal: controller.signal,
+      telemetry,
+      log,
+      ca: opts.registryCa,
+    });
+  const tickContext = (dryRun: boolean): TickContext =>
+    tickContextWith(dryRun, hostOptions(identityLogins(env, readFile)));
+  const tickContextWith = (
+    dryRun: boolean,
+    optionsFor: (registry: RegistryConfig, hostKey: string) => FetchOptions,
+  ): TickContext => ({
     config,
     store,
     kube,
@@ -120,12 +127,12 @@ export async function createRuntime(args: CliArgs, opts: RuntimeOptions): Promis
     resolve: (images, memory = {}) =>
       resolveRegistries(images, memory, (group, remembered) => ({
         ...remembered,
-        ...hostOptions(group.registry, group.hostKey),
+        ...optionsFor(group.registry, group.hostKey),
         noCredential: pull.missing.get(group.hostKey),
       })),
     // Without the policy's keys here (status on a laptop) no signature is checked: each build
     // due stays signature_unchecked.
-    ...(keys.keys.size > 0 ? { verifySignatures: signaturesChecker(keys.keys, hostOptions) } : {}),
+    ...(keys.keys.size > 0 ? { verifySignatures: signaturesChecker(keys.keys, optionsFor) } : {}),
   });
   mark("runtime");
   const anonymousBecause = pull.warnings.length ? pull.warnings.join("; ") : undefined;

@@ -111,7 +111,8 @@ async function fetchToken(
   if (res.status === 401 && opts.credentials) {
     // Say which credential: "answered 401" alone sends people looking at the registry.
     const err = errorFromResponse(res, "the token endpoint");
-    throw new RegistryError("unauthorized", `${err.message}: it refused the dockerconfigjson credential`, {
+    const which = opts.credentials.origin ?? "the dockerconfigjson credential";
+    throw new RegistryError("unauthorized", `${err.message}: it refused ${which}`, {
       status: 401,
       code: err.code,
     });

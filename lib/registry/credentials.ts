@@ -11,6 +11,11 @@ import { isDockerHub } from "./reference.ts";
 export interface BasicCredentials {
   username: string;
   password: string;
+  /**
+   * Where they came from and what they need, for the message when the registry refuses them
+   * (a cloud identity's token); a dockerconfigjson's entry has none.
+   */
+  origin?: string;
 }
 
 interface Entry extends BasicCredentials {

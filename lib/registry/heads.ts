@@ -133,9 +133,10 @@ async function headOne(run: HeadRun, id: string, followable = false): Promise<Re
 function blameCredential(opts: HeadOptions, err: RegistryError): RegistryError {
   if (err.status !== 401 || !opts.credentials || !opts.authorization) return err;
   const basic = opts.authorization.startsWith("Basic ");
+  const which = opts.credentials.origin ?? `the dockerconfigjson credential for ${opts.host}`;
   const what = basic
-    ? "it refused the dockerconfigjson credential"
-    : `it refused the token the dockerconfigjson credential for ${opts.host} got: that credential may not pull this repository`;
+    ? `it refused ${opts.credentials.origin ?? "the dockerconfigjson credential"}`
+    : `it refused the token ${which} got: that credential may not pull this repository`;
   return new RegistryError("unauthorized", `${err.message}: ${what}`, {
     status: 401,
     code: err.code,

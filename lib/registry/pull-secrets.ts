@@ -34,12 +34,12 @@ export function pullSecrets(config: Config, human: boolean, readFile: (p: string
     const path = group.registry.dockerConfigJson;
     const host = group.registry.host;
     const none = `no credential is configured for ${host}`;
-    // Its credentials come from the cloud's identity, in the tick (registry/aws/).
-    if (group.registry.auth === "aws") continue;
+    // Its credentials come from the cloud's identity, in the tick (registry/cloud.ts).
+    if (group.registry.auth && group.registry.auth !== "none") continue;
     if (!path) {
       out.missing.set(
         group.hostKey,
-        `${none}: set ${at}.dockerConfigJson to a pull secret with an entry for ${host}, or ${at}.auth: aws for ECR (IRSA or EKS Pod Identity)`,
+        `${none}: set ${at}.dockerConfigJson to a pull secret with an entry for ${host}, or ${at}.auth to the cloud's workload identity (aws for ECR, gcp for Artifact Registry, azure for ACR)`,
       );
       continue;
     }

@@ -43,7 +43,7 @@ export interface ResolveOptions {
    */
   noCredential?: string;
   /**
-   * Credentials got from a cloud's identity (`auth: aws`), asked once this tick only when the
+   * Credentials got from a cloud's identity (`auth: aws | gcp | azure`), asked once this tick only when the
    * registry is to be called at all; a failure is every image's (a refused identity).
    */
   identity?: (ctx: HttpContext) => Promise<{ credentials: BasicCredentials; secrets: string[] }>;

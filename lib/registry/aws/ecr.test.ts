@@ -41,7 +41,11 @@ describe("ECR through IRSA", () => {
       r.url.includes("sts.") ? new Response(STS_OK) : Response.json(ECR_OK),
     );
     const login = await ecrLogin(ctx, HOST, { env: IRSA, readFile, insecure: false });
-    expect(login.credentials).toEqual({ username: "AWS", password: "ecr-password" });
+    expect(login.credentials).toEqual({
+      username: "AWS",
+      password: "ecr-password",
+      origin: `the ECR token of role ${IRSA.AWS_ROLE_ARN} (auth: aws), which needs ecr:BatchGetImage on the repositories`,
+    });
     expect(login.secrets).toEqual(["the-web-identity-token", "sts-secret", "sts-session", "ecr-password"]);
     const [sts, ecr] = seen as [Seen, Seen];
     expect([sts.method, sts.url]).toEqual(["POST", "https://sts.eu-west-1.amazonaws.com/"]);

@@ -68,7 +68,8 @@ export async function ecrLogin(
   );
   if (res.status !== 200) throw refusal(res, what);
   const password = tokenPassword(res.body, what);
-  return { credentials: { username: "AWS", password }, secrets: [...aws.secrets, password] };
+  const origin = `the ECR token of ${aws.identity} (auth: aws), which needs ecr:BatchGetImage on the repositories`;
+  return { credentials: { username: "AWS", password, origin }, secrets: [...aws.secrets, password] };
 }
 
 /** ECR's JSON error (`__type`, `message`): a 4xx names what the identity lacks. */

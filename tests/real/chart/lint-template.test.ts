@@ -56,13 +56,27 @@ const WIDE = {
 
 describe.skipIf(missing)("the chart under Helm v3 and v4", () => {
   for (const mod of HELMS)
-    test(`${mod}: serviceAccount.annotations land on the ServiceAccount (IRSA's role for auth: aws); none by default`, () => {
+    test(`${mod}: serviceAccount.annotations land on the ServiceAccount (each cloud's identity), podLabels on the pod (Azure's); none by default`, () => {
       const sa = (objects: K8sObject[]) =>
         objects.find((o) => o.kind === "ServiceAccount") as unknown as {
           metadata: { annotations?: unknown };
         };
-      const role = { "eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/image-refresh-ecr-pull" };
-      expect(sa(rendered(mod, { serviceAccount: { annotations: role } })).metadata.annotations).toEqual(role);
+      const podLabels = (objects: K8sObject[]) =>
+        (
+          objects.find((o) => o.kind === "CronJob") as unknown as {
+            spec: { jobTemplate: { spec: { template: { metadata: { labels: Record<string, string> } } } } };
+          }
+        ).spec.jobTemplate.spec.template.metadata.labels;
+      for (const annotations of [
+        { "eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/image-refresh-ecr-pull" },
+        { "iam.gke.io/gcp-service-account": "image-refresh@my-project.iam.gserviceaccount.com" },
+        { "azure.workload.identity/client-id": "11111111-2222-3333-4444-555555555555" },
+      ])
+        expect(sa(rendered(mod, { serviceAccount: { annotations } })).metadata.annotations).toEqual(
+          annotations,
+        );
+      const azure = { "azure.workload.identity/use": "true" };
+      expect(podLabels(rendered(mod, { podLabels: azure }))).toMatchObject(azure);
       expect(sa(rendered(mod)).metadata.annotations).toBeUndefined();
     });
   for (const mod of HELMS) {

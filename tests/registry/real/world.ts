@@ -25,7 +25,7 @@ export interface RegistrySettings {
   credentialsHost?: string;
   token?: { realm: string; service?: string };
   /** A cloud's workload identity instead of a pull secret. */
-  auth?: "aws";
+  auth?: "aws" | "gcp" | "azure";
   /** The binary's environment besides the CA (e.g. the AWS_* variables a pod would have). */
   env?: Record<string, string>;
   /** A top-level verify policy: the public key files builds must be signed with. */
