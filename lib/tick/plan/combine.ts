@@ -19,7 +19,7 @@ import type {
   WorkloadRef,
 } from "../model.ts";
 import { describeWorkload, workloadId } from "../model.ts";
-import { amend, type Judgement } from "./due.ts";
+import { amend, type Judgement } from "./judgement.ts";
 import { type RegistryWrites, registryWrites } from "./registry-writes.ts";
 
 export function combine(o: Observed, c: Config, given: Map<string, Judgement>): Decision {

@@ -10,7 +10,7 @@ import { countOf, quoteForLog } from "../../state/values.ts";
 import type { Observed, WorkloadRef } from "../model.ts";
 import { describeWorkload, workloadId } from "../model.ts";
 import type { ImageCase } from "./case.ts";
-import { amend, type Judgement, say } from "./due.ts";
+import { amend, type Judgement, say } from "./judgement.ts";
 import { regressed } from "./regression.ts";
 
 /** The image's targets that were read and are not settled, with what kubectl would say. */
@@ -61,7 +61,7 @@ function unsettledVerdict(
   const what = `${describeWorkload(first.ref)} not settled (${first.message})`;
   if (b.skip.kind === "untrusted") {
     const msg = `${img.key}: ${what}, and the store's ${name} is ${quoteForLog(b.skip.raw)}, not a count, so this skip cannot be counted; remove that key to reset it`;
-    return say(j, "error", "skip_streak_untrusted", msg);
+    return say(j, { outcome: "error", reason: "skip_streak_untrusted", message: msg });
   }
   const previous = countOf(b.skip) ?? 0;
   const n = previous + 1;
@@ -71,13 +71,16 @@ function unsettledVerdict(
     verdict: { skipStreak: n, short: ofMax(n, c.maxSkipTicks), frozen: n >= c.maxSkipTicks },
   });
   if (n < c.maxSkipTicks)
-    return say(counted, "skipped", "not_settled", `${img.key}: ${what}, skip ${n}/${c.maxSkipTicks}`);
+    return say(counted, {
+      outcome: "skipped",
+      reason: "not_settled",
+      message: `${img.key}: ${what}, skip ${n}/${c.maxSkipTicks}`,
+    });
   const msg = `FROZEN: ${img.key}: ${what} for ${n} ticks in a row (max ${c.maxSkipTicks}); no refresh of ${img.key} until it settles`;
   const event = { reason: "RefreshFrozen" as const, note: msg, regarding: [first.ref] };
-  return say(
-    previous < c.maxSkipTicks ? amend(counted, { events: [event] }) : counted,
-    "frozen",
-    "skip_ceiling",
-    msg,
-  );
+  return say(previous < c.maxSkipTicks ? amend(counted, { events: [event] }) : counted, {
+    outcome: "frozen",
+    reason: "skip_ceiling",
+    message: msg,
+  });
 }

@@ -5,7 +5,8 @@
 // image and counts nothing: its publisher, not the workload, has to act.
 import { IMAGE_KEYS } from "../../state/keys.ts";
 import { trusted } from "../../state/values.ts";
-import { amend, type DueInput, type Judgement, say } from "./due.ts";
+import type { DueInput } from "./case.ts";
+import { amend, type Judgement, say } from "./judgement.ts";
 
 /**
  * `held: false` when the build may go on (no policy, verified now or before), with the writes
@@ -23,7 +24,7 @@ export function signatureGate(
   const held = amend(j, { blocks: true, verdict: { digest } });
   if (!seen || seen.digest !== digest) {
     const msg = `${img.key}: new build ${digest} waits for its signature to be checked`;
-    return { j: say(held, "held", "signature_unchecked", msg), held: true };
+    return { j: say(held, { outcome: "held", reason: "signature_unchecked", message: msg }), held: true };
   }
   const v = seen.verdict;
   if (v.status === "verified") {
@@ -32,7 +33,7 @@ export function signatureGate(
   }
   if (v.status === "unreadable") {
     const msg = `${img.key}: new build ${digest} is not rolled out: its signature could not be read (${v.reason}); the next tick asks again`;
-    return { j: say(held, "held", "signature_unreadable", msg), held: true };
+    return { j: say(held, { outcome: "held", reason: "signature_unreadable", message: msg }), held: true };
   }
   const why = v.status === "unsigned" ? "it is not signed" : `its signature does not verify: ${v.reason}`;
   const check = `cosign verify --key ${img.verify.keys.join(" --key ")} --insecure-ignore-tlog ${c.registry.host}/${img.repository}@${digest}`;
@@ -41,5 +42,5 @@ export function signatureGate(
   const refused = announce
     ? amend(held, { writes: { [refusedKey]: digest }, events: [{ reason: "BuildRefused", note: msg }] })
     : held;
-  return { j: say(refused, "held", v.status, msg), held: true };
+  return { j: say(refused, { outcome: "held", reason: v.status, message: msg }), held: true };
 }

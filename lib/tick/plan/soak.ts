@@ -14,7 +14,9 @@ import {
   stamp,
   trim,
 } from "./candidates.ts";
-import { amend, type DueInput, due, type Judgement, say } from "./due.ts";
+import type { DueInput } from "./case.ts";
+import { due } from "./due.ts";
+import { amend, type Judgement, say } from "./judgement.ts";
 
 export function soak(given: Judgement, input: DueInput, recorded: string): Judgement {
   const { img, c, o, digest: L, b } = input;
@@ -47,12 +49,11 @@ export function soak(given: Judgement, input: DueInput, recorded: string): Judge
   const d = amend(tried, { due: { ...tried.due, candidates }, verdict: { digest: chosen.digest } });
   const seen = `first seen ${stamp(chosen.seen)}, minimumAge ${age(c.minimumAgeMs)}`;
   const newer = chosen.digest === L ? "" : `; the tag now names ${L}, which waits its turn`;
-  return say(
-    d,
-    "refreshed",
-    "digest_changed",
-    `${img.key}: build ${chosen.digest} has aged (${seen})${newer}; refresh attempt ${tried.due.count}/${c.maxRefreshAttempts}`,
-  );
+  return say(d, {
+    outcome: "refreshed",
+    reason: "digest_changed",
+    message: `${img.key}: build ${chosen.digest} has aged (${seen})${newer}; refresh attempt ${tried.due.count}/${c.maxRefreshAttempts}`,
+  });
 }
 
 /** No candidate old enough: the one due first (the oldest that may roll out) is named, with when. */
@@ -70,7 +71,7 @@ function pending(j: Judgement, { img, c, o, digest: L, b }: DueInput, list: Cand
     : "not kept: the list holds at most 5";
   const tag = next.digest === L ? "" : `; the tag now names ${L} (${when})`;
   const msg = `${img.key}: build ${next.digest} waits out minimumAge ${age(c.minimumAgeMs)}: first seen ${stamp(next.seen)}, due ${stamp(at)} (in ${age(at - clock)})${tag}`;
-  return say(waits, "pending", "minimum_age", msg);
+  return say(waits, { outcome: "pending", reason: "minimum_age", message: msg });
 }
 
 /** `2h59m`, `40s`: a wait as a human reads it, whole seconds. */

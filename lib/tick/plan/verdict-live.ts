@@ -8,21 +8,22 @@ import { IMAGE_KEYS } from "../../state/keys.ts";
 import { quoteForLog } from "../../state/values.ts";
 import { workloadId } from "../model.ts";
 import { stopUndoingAdvice } from "./advice.ts";
-import type { ImageCase } from "./case.ts";
-import { amend, type DueInput, due, type Judgement, say } from "./due.ts";
+import type { DueInput, ImageCase } from "./case.ts";
+import { due } from "./due.ts";
+import { amend, type Judgement, say } from "./judgement.ts";
 import { describeContainer, describeOwner, type LiveContainer, type LiveImage } from "./live.ts";
 
 /** Targets that cannot be read, or that run another repository, hold the image first. */
 export function targetFindings(j: Judgement, { img, c }: ImageCase, live: LiveImage): Judgement | undefined {
   if (live.problems.length > 0) {
     const msg = `${img.key} cannot be checked, so none of its workloads is touched: ${live.problems.join("; ")}`;
-    return say(amend(j, { blocks: true }), "held", "target_unavailable", msg);
+    return say(amend(j, { blocks: true }), { outcome: "held", reason: "target_unavailable", message: msg });
   }
   const wrong = live.containers.filter((x) => x.state === "other_repo");
   if (wrong.length === 0) return undefined;
   const list = wrong.map((x) => `${describeContainer(x)} runs ${x.image}`).join("; ");
   const msg = `${img.key} is configured as ${img.registry.host}/${img.repository}, but ${list}: it is never patched; check images[].targets[].container in the config`;
-  return say(amend(j, { blocks: true }), "held", "target_mismatch", msg);
+  return say(amend(j, { blocks: true }), { outcome: "held", reason: "target_mismatch", message: msg });
 }
 
 /**
@@ -63,9 +64,9 @@ export function paused(j: Judgement, { img, b, c }: ImageCase, pins: LiveContain
   if (announced !== marker) {
     const event = { reason: "RefreshPaused" as const, note: msg };
     const marked = amend(held, { writes: { [IMAGE_KEYS.paused.name(img.key)]: marker }, events: [event] });
-    return say(marked, "paused", "pinned_by_human", msg);
+    return say(marked, { outcome: "paused", reason: "pinned_by_human", message: msg });
   }
-  return say(held, "paused", "pinned_by_human", msg);
+  return say(held, { outcome: "paused", reason: "pinned_by_human", message: msg });
 }
 
 /** The command that hands a paused container back: set it to the floating tag again. */
@@ -85,12 +86,11 @@ export function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]):
   const x = off.find((y) => !y.ours) ?? (off[0] as LiveContainer);
   const what = `${describeContainer(x)} names ${x.image} (written by ${describeOwner(x.owner)}), not the pin ${R}`;
   if (c.reconcile === "report") {
-    return say(
-      amend(j, { verdict: { short: `(${x.owner?.manager ?? "unknown writer"})` } }),
-      "drifted",
-      "tag_rerendered",
-      `${what}; reconcile: report, so it is left as it is (pods may run any build of :${img.tag})`,
-    );
+    return say(amend(j, { verdict: { short: `(${x.owner?.manager ?? "unknown writer"})` } }), {
+      outcome: "drifted",
+      reason: "tag_rerendered",
+      message: `${what}; reconcile: report, so it is left as it is (pods may run any build of :${img.tag})`,
+    });
   }
   // Only another writer contests a pin: the tag put back by our own revert of a failed re-pin is
   // that re-pin's next attempt (counted; the lockout ends it), not a deploy tool fighting us.
@@ -120,15 +120,15 @@ function contested(
   const advice = stopUndoingAdvice(x.owner?.manager);
   if (streak.kind === "untrusted") {
     const msg = `${what}, and the store's ${key} is ${quoteForLog(streak.raw)}, not a count; no re-pin until it is removed (\`image-refresh rearm ${img.key}\`)`;
-    return say(j, "held", "pin_contested", msg);
+    return say(j, { outcome: "held", reason: "pin_contested", message: msg });
   }
   const msg = `PIN CONTESTED: ${what} again after image-refresh re-pinned it; something keeps undoing the pin, so image-refresh does not re-pin again: ${advice}. Then run \`image-refresh rearm ${img.key}\``;
   // 1 is the re-pin; 2 marks the contest as announced, so the Warning Event comes once.
   if (streak.kind === "trusted" && streak.value < 2) {
     const announced = amend(j, { writes: { [key]: "2" }, events: [{ reason: "PinContested", note: msg }] });
-    return say(announced, "held", "pin_contested", msg);
+    return say(announced, { outcome: "held", reason: "pin_contested", message: msg });
   }
-  return say(j, "held", "pin_contested", msg);
+  return say(j, { outcome: "held", reason: "pin_contested", message: msg });
 }
 
 /** `<digest>=<time>,...`: the digests only; anything unreadable is ignored. */

@@ -10,8 +10,9 @@ import { type ImageBook, imageBook } from "../../state/book.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
 import { countOf, quoteForLog, trusted } from "../../state/values.ts";
 import type { ImageVerdict, Observed } from "../model.ts";
-import type { ImageCase } from "./case.ts";
-import { amend, type DueInput, due, type Judgement, say } from "./due.ts";
+import type { DueInput, ImageCase } from "./case.ts";
+import { due } from "./due.ts";
+import { amend, type Judgement, type Said, say } from "./judgement.ts";
 import { liveImage } from "./live.ts";
 import { rollBackRejected } from "./regression.ts";
 import { ofMax, settledGuard } from "./settle.ts";
@@ -25,7 +26,7 @@ import {
   targetFindings,
 } from "./verdict-live.ts";
 
-export type { Judgement } from "./due.ts";
+export type { Judgement } from "./judgement.ts";
 
 export const bookOf = (o: Observed, key: string): ImageBook =>
   o.book.images[key] ?? imageBook(() => undefined);
@@ -54,20 +55,22 @@ export function judgeImage(img: ImageConfig, o: Observed, c: Config): Judgement 
     countsStreak: false,
     flap: false,
   };
-  if (img.pinned) return say(start, "noop", "pinned", `${img.key} is pinned: never resolved, never touched`);
+  if (img.pinned)
+    return say(start, {
+      outcome: "noop",
+      reason: "pinned",
+      message: `${img.key} is pinned: never resolved, never touched`,
+    });
   // The unresolved streak counts whatever else holds the image this tick.
   const [counted, stale] = unresolved(start, imageCase);
   const guard = settledGuard(counted, imageCase);
   const [j, held] = guard.held ? [guard.j, guard.j] : liveFindings(guard.j, imageCase);
-  if (held) return stale && severity(stale.outcome) < severity(held.verdict.outcome) ? sayAs(j, stale) : held;
-  if (stale) return sayAs(j, stale);
+  if (held) return stale && severity(stale.outcome) < severity(held.verdict.outcome) ? say(j, stale) : held;
+  if (stale) return say(j, stale);
   const seen = o.digests?.[img.key];
   if (!seen?.ok) throw new Error(`${img.key}: resolved without a digest`);
   return judgeResolved(j, imageCase, seen.digest);
 }
-
-type Said = Pick<ImageVerdict, "outcome" | "reason" | "message">;
-const sayAs = (j: Judgement, s: Said) => say(j, s.outcome, s.reason, s.message);
 
 /**
  * Targets that cannot be read or run another repository hold the image (the second value); also
@@ -98,12 +101,11 @@ function judgeResolved(given: Judgement, imageCase: ImageCase, L: string): Judge
   const j = amend(given, { verdict: { digest: L } });
   if (recorded === undefined) {
     const floating = live?.containers.some((x) => x.state === "floating") === true;
-    return say(
-      amend(j, { firstSeen: L, ...(floating ? { adopt: true } : {}) }),
-      "recorded",
-      "first_observation",
-      `first observation of ${img.key}: ${L}`,
-    );
+    return say(amend(j, { firstSeen: L, ...(floating ? { adopt: true } : {}) }), {
+      outcome: "recorded",
+      reason: "first_observation",
+      message: `first observation of ${img.key}: ${L}`,
+    });
   }
   // R is the store's, which no rollback of a workload can rewind: always trusted. A container
   // set to anything else by someone else (a human's pin, a `kubectl rollout undo`) is a pause.
@@ -120,7 +122,11 @@ function judgeResolved(given: Judgement, imageCase: ImageCase, L: string): Judge
   if (rollback) return rollback;
   if (trusted(b.rejected) === L) {
     const msg = `${img.key}: the registry's ${L} was rejected by a human; waiting for the next build of ${img.repository}:${img.tag}`;
-    return say(amend(k, { blocks: true, verdict: { paused: true } }), "paused", "build_rejected", msg);
+    return say(amend(k, { blocks: true, verdict: { paused: true } }), {
+      outcome: "paused",
+      reason: "build_rejected",
+      message: msg,
+    });
   }
   const input: DueInput = { ...imageCase, digest: L, live };
   if (recorded === L) {
@@ -129,7 +135,7 @@ function judgeResolved(given: Judgement, imageCase: ImageCase, L: string): Judge
     const v = amend(k, { verdict: { verified: true }, writes });
     const off = live?.containers.filter((x) => x.digest !== recorded) ?? [];
     if (off.length > 0) return rerendered(v, input, off);
-    return say(v, "noop", "unchanged", `${img.key} is on ${L}`);
+    return say(v, { outcome: "noop", reason: "unchanged", message: `${img.key} is on ${L}` });
   }
   return c.minimumAgeMs > 0 ? soak(k, input, recorded) : due(k, input);
 }
