@@ -9,29 +9,33 @@ import { amend, type Judgement, type Said, say } from "./judgement.ts";
 import { lastAttempt } from "./last-attempt.ts";
 import { signatureGate } from "./signature.ts";
 
-export function due(j: Judgement, { img, b, c, o, digest, live, repin }: DueInput): Judgement {
+export function due(judgement: Judgement, { img, b, c, o, digest, live, repin }: DueInput): Judgement {
   const max = c.maxRefreshAttempts;
   const count = countOf(b.attempt);
   if (count === undefined) {
     const raw = b.attempt.kind === "untrusted" ? b.attempt.raw : "";
     const msg = `the store's ${IMAGE_KEYS.attempt.name(img.key)} is ${quoteForLog(raw)}, not a count; no rollout of ${img.key} until a human checks its workloads and runs \`image-refresh rearm ${img.key}\``;
-    return say(j, { outcome: "held", reason: "attempt_untrusted", message: msg });
+    return say(judgement, { outcome: "held", reason: "attempt_untrusted", message: msg });
   }
-  if (count >= max) return lockout(j, { img, b, c, digest, count });
+  if (count >= max) return lockout(judgement, { img, b, c, digest, count });
   // After the lockout check: a lockout is decided by the count alone,
   // also when another tick's write is what brought the count to the maximum.
   if (o.claimed?.includes(img.key)) {
     const msg = `another tick wrote refresh attempt ${count} of ${img.key} while this one was deciding; it owns this refresh, so this tick touches none of its workloads`;
-    return say(j, { outcome: "held", reason: "attempt_claimed", message: msg });
+    return say(judgement, { outcome: "held", reason: "attempt_claimed", message: msg });
   }
   // A patch that can start no rollout would only fail the wait and count an attempt.
   if (live && live.blocked.length > 0) {
     const msg = `refresh of ${img.key} is due but cannot start safely: ${live.blocked.join("; ")}`;
-    return say(amend(j, { blocks: true }), { outcome: "held", reason: "target_unavailable", message: msg });
+    return say(amend(judgement, { blocks: true }), {
+      outcome: "held",
+      reason: "target_unavailable",
+      message: msg,
+    });
   }
-  const signed = signatureGate(j, { img, b, c, o, digest, live, repin });
-  if (signed.held) return signed.j;
-  const next = amend(signed.j, {
+  const signed = signatureGate(judgement, { img, b, c, o, digest, live, repin });
+  if (signed.held) return signed.judgement;
+  const next = amend(signed.judgement, {
     due: { digest, count: count + 1, ...(repin ? { repin: true, only: repin.only } : {}) },
     verdict: { short: `attempt ${count + 1}/${max}`, attempt: count + 1, attemptCount: 0, lockedOut: false },
   });
@@ -72,25 +76,25 @@ export interface LockoutFacts {
  * `reject` would reject the failed build, not the newer one). An abandoned last attempt names no
  * failed build: the human checks the workloads and names the build to reject, if any.
  */
-export function lockoutAdvice(key: string, f: LockoutFacts): string {
+export function lockoutAdvice(key: string, facts: LockoutFacts): string {
   const rearm = `\`image-refresh rearm ${key}\``;
-  if (f.abandoned !== undefined)
-    return `refresh of ${key} is held: ${f.count} rollout attempts in a row without a verified one (max ${f.max}); the last, of build ${f.abandoned}, was abandoned before anyone saw how it ended (its tick died, the answer to a write was lost, or the API refused the patch), so no build is called failed: check its workloads, then run ${rearm} to try again, or \`image-refresh reject ${key} DIGEST\` for a build you know is bad`;
-  const held = `refresh of ${key} is held: ${f.count} failed rollouts in a row (max ${f.max})`;
-  const failed = f.failed ?? f.now;
-  if (failed === f.now)
+  if (facts.abandoned !== undefined)
+    return `refresh of ${key} is held: ${facts.count} rollout attempts in a row without a verified one (max ${facts.max}); the last, of build ${facts.abandoned}, was abandoned before anyone saw how it ended (its tick died, the answer to a write was lost, or the API refused the patch), so no build is called failed: check its workloads, then run ${rearm} to try again, or \`image-refresh reject ${key} DIGEST\` for a build you know is bad`;
+  const held = `refresh of ${key} is held: ${facts.count} failed rollouts in a row (max ${facts.max})`;
+  const failed = facts.failed ?? facts.now;
+  if (failed === facts.now)
     return `${held}, the last of build ${failed}; check its workloads, then run ${rearm} to try this build again or \`image-refresh reject ${key}\` to wait for the next one`;
-  return `${held}, the last of build ${failed}; the registry now has a newer build ${f.now}: check its workloads, then run ${rearm} to try it (\`image-refresh reject ${key}\` would reject the failed build ${failed}, not the newer one)`;
+  return `${held}, the last of build ${failed}; the registry now has a newer build ${facts.now}: check its workloads, then run ${rearm} to try it (\`image-refresh reject ${key}\` would reject the failed build ${failed}, not the newer one)`;
 }
 
 /** The count reached the maximum: the image is locked out, announced once (the flap marker). */
 function lockout(
-  j: Judgement,
+  judgement: Judgement,
   { img, b, c, digest, count }: Pick<DueInput, "img" | "b" | "c" | "digest"> & { count: number },
 ) {
   const max = c.maxRefreshAttempts;
   const last = lastAttempt(b);
-  const short = amend(j, { verdict: { short: `${count}/${max}` } });
+  const short = amend(judgement, { verdict: { short: `${count}/${max}` } });
   const msg = lockoutAdvice(img.key, {
     count,
     max,

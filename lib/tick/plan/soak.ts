@@ -37,7 +37,11 @@ export function soak(given: Judgement, input: DueInput, recorded: string): Judge
   const kept = parsed.list.filter((x) => x.digest !== recorded && (!back || x.seen <= back.seen));
   const all = addCandidate(kept, L, clock);
   // A rejected build never rolls out, also when it aged as a candidate before the tag moved on.
-  const chosen = chooseCandidate(all, clock, c.minimumAgeMs, [recorded, rejected]);
+  const chosen = chooseCandidate(all, {
+    clock,
+    minimumAgeMs: c.minimumAgeMs,
+    excluded: [recorded, rejected],
+  });
   const list = trim(all, chosen?.digest);
   const value = formatCandidates(list);
   const j = value !== (raw ?? null) ? amend(warned, { writes: { [key]: value } }) : warned;
@@ -57,13 +61,13 @@ export function soak(given: Judgement, input: DueInput, recorded: string): Judge
 }
 
 /** No candidate old enough: the one due first (the oldest that may roll out) is named, with when. */
-function pending(j: Judgement, { img, c, o, digest: L, b }: DueInput, list: Candidate[]): Judgement {
+function pending(judgement: Judgement, { img, c, o, digest: L, b }: DueInput, list: Candidate[]): Judgement {
   const clock = o.clock as number;
   const rejected = trusted(b.rejected);
   const waiting = list.filter((x) => x.digest !== rejected);
   const next = waiting[waiting.length - 1] ?? (list[0] as Candidate);
   const at = dueAt(next, c.minimumAgeMs);
-  const waits = amend(j, { verdict: { digest: L, short: `(due ${stamp(at)})` } });
+  const waits = amend(judgement, { verdict: { digest: L, short: `(due ${stamp(at)})` } });
   // The tag's build can be trimmed from a full list whose times tie with it (a hand-edited list).
   const current = list.find((x) => x.digest === L);
   const when = current

@@ -14,16 +14,28 @@ import { amend, type Judgement, say } from "./judgement.ts";
 import { describeContainer, describeOwner, type LiveContainer, type LiveImage } from "./live.ts";
 
 /** Targets that cannot be read, or that run another repository, hold the image first. */
-export function targetFindings(j: Judgement, { img, c }: ImageCase, live: LiveImage): Judgement | undefined {
+export function targetFindings(
+  judgement: Judgement,
+  { img, c }: ImageCase,
+  live: LiveImage,
+): Judgement | undefined {
   if (live.problems.length > 0) {
     const msg = `${img.key} cannot be checked, so none of its workloads is touched: ${live.problems.join("; ")}`;
-    return say(amend(j, { blocks: true }), { outcome: "held", reason: "target_unavailable", message: msg });
+    return say(amend(judgement, { blocks: true }), {
+      outcome: "held",
+      reason: "target_unavailable",
+      message: msg,
+    });
   }
   const wrong = live.containers.filter((x) => x.state === "other_repo");
   if (wrong.length === 0) return undefined;
   const list = wrong.map((x) => `${describeContainer(x)} runs ${x.image}`).join("; ");
   const msg = `${img.key} is configured as ${img.registry.host}/${img.repository}, but ${list}: it is never patched; check images[].targets[].container in the config`;
-  return say(amend(j, { blocks: true }), { outcome: "held", reason: "target_mismatch", message: msg });
+  return say(amend(judgement, { blocks: true }), {
+    outcome: "held",
+    reason: "target_mismatch",
+    message: msg,
+  });
 }
 
 /**
@@ -38,15 +50,15 @@ export function humanPins(live: LiveImage, known: string[]): LiveContainer[] {
 }
 
 /** The pins whose pause was announced (the `paused-<key>` marker), if any were. */
-export const announcedPause = (b: ImageBook): string | undefined =>
-  b.paused.kind === "absent" ? undefined : b.paused.raw;
+export const announcedPause = (book: ImageBook): string | undefined =>
+  book.paused.kind === "absent" ? undefined : book.paused.raw;
 
 /** `pins`, the containers a human pinned, pause the image; every one is named, in one tick. */
-export function paused(j: Judgement, { img, b, c }: ImageCase, pins: LiveContainer[]): Judgement {
+export function paused(judgement: Judgement, { img, b, c }: ImageCase, pins: LiveContainer[]): Judgement {
   const announced = announcedPause(b);
   const resume = pins.map((x) => resumeCommand(x, img, c)).join("; ");
   const managers = [...new Set(pins.map((x) => x.owner?.manager ?? "unknown writer"))];
-  const held = amend(j, {
+  const held = amend(judgement, {
     blocks: true,
     verdict: { paused: true, short: `(${managers.join(", ")})`, resume },
   });
@@ -54,8 +66,8 @@ export function paused(j: Judgement, { img, b, c }: ImageCase, pins: LiveContain
     .map((x) => `${describeContainer(x)} was set to ${x.image} by ${describeOwner(x.owner)}`)
     .join("; ");
   // Paused and locked out at once: the pause wins while the pin lasts, and says what comes after.
-  const behind = j.verdict.lockedOut
-    ? `; the lockout (${j.verdict.attemptCount} failed rollouts) waits behind the pause: handed back, ${img.key} is locked out again until \`image-refresh rearm ${img.key}\``
+  const behind = judgement.verdict.lockedOut
+    ? `; the lockout (${judgement.verdict.attemptCount} failed rollouts) waits behind the pause: handed back, ${img.key} is locked out again until \`image-refresh rearm ${img.key}\``
     : "";
   const msg = `${img.key} is paused: ${what}, not by image-refresh; no refresh of ${img.key} while it stays so${behind}. To hand it back: ${resume}`;
   // The marker remembers which pins were announced, so the Warning Event comes when a pause
@@ -70,8 +82,12 @@ export function paused(j: Judgement, { img, b, c }: ImageCase, pins: LiveContain
 }
 
 /** The command that hands a paused container back: set it to the floating tag again. */
-export function resumeCommand(x: Pick<LiveContainer, "target">, img: ImageConfig, c: Config): string {
-  const t = x.target;
+export function resumeCommand(
+  container: Pick<LiveContainer, "target">,
+  img: ImageConfig,
+  _config: Config,
+): string {
+  const t = container.target;
   const ref = `${img.registry.host}/${img.repository}:${img.tag}`;
   return `\`kubectl -n ${t.namespace} set image ${t.kind.toLowerCase()}/${t.name} ${t.container}=${ref}\` (the next tick re-pins it)`;
 }
@@ -81,12 +97,12 @@ export function resumeCommand(x: Pick<LiveContainer, "target">, img: ImageConfig
  * (or an earlier failed attempt of ours is still there). `reconcile: repin` re-pins once, as a
  * counted refresh; the repin streak makes a second re-render in a row a contest, not a loop.
  */
-export function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]): Judgement {
+export function rerendered(judgement: Judgement, input: DueInput, off: LiveContainer[]): Judgement {
   const { c, b, img, digest: R } = input;
   const x = off.find((y) => !y.ours) ?? (off[0] as LiveContainer);
   const what = `${describeContainer(x)} names ${x.image} (written by ${describeOwner(x.owner)}), not the pin ${R}`;
   if (c.reconcile === "report") {
-    return say(amend(j, { verdict: { short: `(${x.owner?.manager ?? "unknown writer"})` } }), {
+    return say(amend(judgement, { verdict: { short: `(${x.owner?.manager ?? "unknown writer"})` } }), {
       outcome: "drifted",
       reason: "tag_rerendered",
       message: `${what}; reconcile: report, so it is left as it is (pods may run any build of :${img.tag})`,
@@ -98,14 +114,14 @@ export function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]):
   // A tick that lost the race to another one re-reads a streak that tick just wrote, with the tag
   // still there because that tick's re-pin is under way: the claim stands, nothing is contested.
   const claimed = input.o.claimed?.includes(img.key) === true;
-  if (b.repin.kind !== "absent" && foreign && !claimed) return contested(j, input, { x, what });
+  if (b.repin.kind !== "absent" && foreign && !claimed) return contested(judgement, input, { x, what });
   const managers = [...new Set(off.filter((y) => !y.ours).map((y) => y.owner?.manager ?? "unknown"))];
   const only = off.map((y) => `${workloadId(y.target)}/${y.target.container}`);
   // The streak itself rides with the re-pin's attempt (combine.ts), so a re-pin that isolation
   // holds back (a shared workload) writes none.
   // The first re-pin of an install found on the floating tag at first observation adopts it.
   const adoption = b.adopt.kind !== "absent";
-  return due(j, { ...input, repin: { only, managers, what, adoption } });
+  return due(judgement, { ...input, repin: { only, managers, what, adoption } });
 }
 
 /** The tag came back over the pin this image's re-pin set: `x`, `what` it names. */
