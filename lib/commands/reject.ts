@@ -144,7 +144,7 @@ async function announce(
   objects: Map<string, Workload>,
 ): Promise<void> {
   await postEvent(
-    { ctx: tick, obs: { objects } },
+    { ctx: tick, read: { objects } },
     { eventType: "Warning", reason: "BuildRejected", note },
     distinctTargets({ images: [img] }),
   );

@@ -2,10 +2,12 @@
 import type { EventReason } from "../kube/events.ts";
 import type { FieldOwner } from "../kube/managed-fields.ts";
 import type { Pod } from "../kube/pods.ts";
+import type { Workload } from "../kube/workloads.ts";
 import type { Outcome } from "../outcomes.ts";
 import type { SignatureVerdict } from "../signature/reader.ts";
 import type { Book } from "../state/book.ts";
 import type { Change } from "../state/change.ts";
+import type { LegacyInput } from "../state/legacy.ts";
 import type { WorkloadRef } from "../workload.ts";
 
 /** Why an image (or the tick) ended as it did: a closed set, shared by logs, spans, Events and tests. */
@@ -228,4 +230,34 @@ export interface Decision {
   /** Image groups that move together, by Rollout.group. */
   groups: Record<number, string[]>;
   actions: Action[];
+}
+
+/** The legacy `state` workload and what it holds, while one is configured. */
+export interface LegacyWorkload {
+  ref: WorkloadRef;
+  input: LegacyInput;
+  annotations: Record<string, string>;
+}
+
+/**
+ * What the tick read that apply writes against, beside what plan judged: the decision carries it,
+ * so that apply reads nothing of the observation.
+ */
+export interface TickRead {
+  /** The store as read (without legacy values): what every write is decided against. */
+  stored: Book;
+  /** The book as plan judged it (legacy values included): what a given-back attempt restores. */
+  judged: Book;
+  /** The tick's clock (the store GET's `Date`), when its answer had one. */
+  clock?: number;
+  /** The legacy annotations to carry into the store with the first write (empty: none). */
+  migration: Change;
+  legacy?: LegacyWorkload;
+  /** Every workload read, by workloadId: what Events are about. */
+  objects: Map<string, Workload>;
+}
+
+/** A decision as apply carries it out: plan's, with what the tick read that it writes against. */
+export interface DecisionToApply extends Decision {
+  read: TickRead;
 }

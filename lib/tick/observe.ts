@@ -14,8 +14,7 @@ import { registryHostKey } from "../registry/reference.ts";
 import { type HostMemory, nothingResolved, registryGroups } from "../registry/registries.ts";
 import { mark } from "../startup-timing.ts";
 import type { Book } from "../state/book.ts";
-import type { Change } from "../state/change.ts";
-import { bookWithLegacy, type LegacyInput, legacyAnnotations, migrationChange } from "../state/legacy.ts";
+import { bookWithLegacy, legacyAnnotations, migrationChange } from "../state/legacy.ts";
 import { type RegistryBook, registryBook } from "../state/registries.ts";
 import { readStore, type StoreRead } from "../state/store.ts";
 import { describeConfigMap, describeWorkload, distinctTargets, stateRef } from "../workload.ts";
@@ -25,20 +24,14 @@ import {
   type ObservedDigest,
   type ObservedRegistry,
   type ObservedWorkload,
+  type TickRead,
   type WorkloadRef,
   workloadId,
 } from "./model.ts";
 
-export interface Observation {
+/** What observe read: what plan judges (`observed`), and what apply writes against. */
+export interface Observation extends Pick<TickRead, "stored" | "migration" | "legacy" | "objects"> {
   observed: Observed;
-  /** The store as read (without legacy values): what every write is decided against. */
-  stored: Book;
-  /** The legacy annotations to carry into the store with the first write (empty: none). */
-  migration: Change;
-  /** The legacy `state` workload and what it holds, while one is configured. */
-  legacy?: { ref: WorkloadRef; input: LegacyInput; annotations: Record<string, string> };
-  /** Every workload read, by workloadId: what Events are about. */
-  objects: Map<string, Workload>;
 }
 
 export { stateRef } from "../workload.ts";

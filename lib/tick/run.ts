@@ -9,7 +9,7 @@ import type { SpanHandle, Telemetry } from "../telemetry.ts";
 import { type Applied, apply } from "./apply/apply.ts";
 import { baseAttrs } from "./attributes.ts";
 import type { TickContext } from "./context.ts";
-import type { Decision, ImageVerdict, Reason } from "./model.ts";
+import type { Decision, ImageVerdict, Reason, TickRead } from "./model.ts";
 import { type Observation, observe, StoreUnreadable } from "./observe.ts";
 import { regressionSuspects } from "./plan/regression.ts";
 import { planWithSignatures, refusedForSignature } from "./signatures.ts";
@@ -96,13 +96,25 @@ async function decideAndApply(ctx: TickContext, root: SpanHandle): Promise<Round
     ctx.log.debug(`plan: ${decision.outcome} (${decision.reason})`, {
       actions: decision.actions.map((a) => a.type),
     });
-    const applied = await apply(decision, obs, ctx, root);
+    const applied = await apply({ ...decision, read: tickRead(obs) }, ctx, root);
     if (!applied.conflict) return { ...applied, decision, obs };
     ctx.log.warn(`${applied.message}; reading it again (round ${round + 1}/${MAX_ROUNDS})`);
     if (round === MAX_ROUNDS)
       return { ...applied, decision, obs, message: `${applied.message} ${MAX_ROUNDS} times in a row` };
   }
   throw new Error("unreachable");
+}
+
+/** What apply needs of the observation, carried in the decision: apply reads nothing else of it. */
+function tickRead({ observed, stored, migration, legacy, objects }: Observation): TickRead {
+  return {
+    stored,
+    judged: observed.book,
+    ...(observed.clock !== undefined ? { clock: observed.clock } : {}),
+    migration,
+    ...(legacy ? { legacy } : {}),
+    objects,
+  };
 }
 
 /** Each image's trusted count (own or legacy), else 0: only a count that went up means a claim. */

@@ -1,7 +1,8 @@
 // The tick's rooms are reached through its front door: a command imports from `lib/tick/index.ts`
 // only, never from observe, plan/ or apply/ behind it, so those rooms can be rearranged without a
-// command noticing. And observe reads the world without reaching into plan/ or apply/: the tick
-// flows one way, observe → plan → apply.
+// command noticing. And observe reads the world without reaching into plan/ or apply/, and apply
+// takes what it needs of the reads from the decision, not from observe: the tick flows one way,
+// observe → plan → apply.
 import { expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -36,6 +37,12 @@ test("commands import the tick through lib/tick/index.ts only", () => {
 test("observe imports nothing from plan/ or apply/", () => {
   const later = (i: string) => i.startsWith("lib/tick/plan/") || i.startsWith("lib/tick/apply/");
   expect(offending(["lib/tick/observe.ts"], later)).toEqual([]);
+});
+
+test("apply imports nothing from observe: the decision carries what it needs of the reads", () => {
+  const apply = sources("lib/tick/apply");
+  expect(apply.length).toBeGreaterThan(5);
+  expect(offending(apply, (i) => i === "lib/tick/observe.ts")).toEqual([]);
 });
 
 test("the import reader finds static, type-only, multi-line and dynamic imports, and resolves them", () => {

@@ -9,8 +9,7 @@ import { IMAGE_KEYS } from "../../state/keys.ts";
 import type { SpanHandle } from "../../telemetry.ts";
 import { baseAttrs } from "../attributes.ts";
 import type { TickContext } from "../context.ts";
-import type { Action, Decision, ImageVerdict, Reason, StateWrite } from "../model.ts";
-import type { Observation } from "../observe.ts";
+import type { Action, Decision, DecisionToApply, ImageVerdict, Reason, StateWrite } from "../model.ts";
 import { summarise } from "../plan/combine.ts";
 import { pinRestored, recordDigests, reset } from "./record.ts";
 import { recordRevert } from "./regression.ts";
@@ -37,18 +36,13 @@ export interface Applied {
   conflict?: boolean;
 }
 
-export async function apply(
-  d: Decision,
-  obs: Observation,
-  ctx: TickContext,
-  root: SpanHandle,
-): Promise<Applied> {
+export async function apply(d: DecisionToApply, ctx: TickContext, root: SpanHandle): Promise<Applied> {
   const run: Run = {
     ctx,
-    obs,
+    read: d.read,
     root,
-    book: obs.stored,
-    pending: obs.migration,
+    book: d.read.stored,
+    pending: d.read.migration,
     unlabelled: false,
     verdicts: new Map(d.images.map((v) => [v.key, { ...v }])),
     groups: d.groups,

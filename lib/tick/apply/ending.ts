@@ -69,7 +69,7 @@ function endingChange(run: Run, key: string, ending: Ending, opts: EndOptions, o
   if (opts.giveBack) {
     // Everything the attempt write set for the image goes back as it was, the re-pin's streak
     // too: a re-pin that never happened must not make the next re-render look contested.
-    const before = run.obs.observed.book.images[key];
+    const before = run.read.judged.images[key];
     return merge(last, {
       [IMAGE_KEYS.attempt.name(key)]: a.count > 1 ? String(a.count - 1) : null,
       [IMAGE_KEYS.traceparent.name(key)]: (before && rawOf(before.traceparent)) ?? null,

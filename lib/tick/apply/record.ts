@@ -121,7 +121,7 @@ export async function recordDigests(
 function verifiedWrites(run: Run, key: string, digest: string): Record<string, string | null> {
   const before = run.book.images[key]?.digest;
   const regressed = run.book.images[key]?.regressed;
-  const clock = run.obs.observed.clock ?? run.ctx.now();
+  const clock = tickClock(run);
   return {
     // Another build verified: the regressed one is history (its count was reset with this record).
     ...(regressed && regressed.kind !== "absent" && regressed.raw !== digest

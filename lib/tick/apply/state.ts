@@ -12,9 +12,8 @@ import { readStore, writeStore } from "../../state/store.ts";
 import type { SpanHandle } from "../../telemetry.ts";
 import { installation } from "../attributes.ts";
 import type { TickContext } from "../context.ts";
-import type { Action, ImageVerdict, Reason, WorkloadRef } from "../model.ts";
+import type { Action, ImageVerdict, Reason, TickRead, WorkloadRef } from "../model.ts";
 import { describeWorkload, workloadId } from "../model.ts";
-import type { Observation } from "../observe.ts";
 
 export interface Failure {
   outcome: Outcome;
@@ -47,7 +46,8 @@ export interface Patched {
 
 export interface Run {
   ctx: TickContext;
-  obs: Observation;
+  /** What the tick read, as the decision carried it: the only input apply has besides the decision. */
+  read: TickRead;
   root: SpanHandle;
   /** The store as of the last answer: every write is decided against its resourceVersion. */
   book: Book;
@@ -108,7 +108,7 @@ export async function withRetry(run: Run, decide: () => Change): Promise<void> {
 }
 
 /** The tick's clock (the store GET's `Date`), for every stored time. */
-export const tickClock = (run: Run): number => run.obs.observed.clock ?? run.ctx.now();
+export const tickClock = (run: Run): number => run.read.clock ?? run.ctx.now();
 
 /** Reads the store again after a conflict; the legacy values are not carried again. */
 export async function rereadBook(run: Run): Promise<void> {
@@ -122,7 +122,7 @@ export async function rereadBook(run: Run): Promise<void> {
  * patch of nulls (an absent one is fine). A failed removal is a WARNING; the next tick retries.
  */
 export async function dropLegacy(run: Run): Promise<void> {
-  const legacy = run.obs.legacy;
+  const legacy = run.read.legacy;
   if (!legacy || run.unlabelled || run.ctx.dryRun || run.book.resourceVersion === undefined) return;
   const names = removableAnnotations(run.book, legacy.input);
   if (names.length === 0) return;
@@ -173,13 +173,13 @@ export function targetsOfImages(run: Run, keys: readonly string[]): WorkloadRef[
 
 /** Posts the Event about each workload it concerns; a failure is a WARNING, never the tick's. */
 export async function postEvent(
-  run: { ctx: TickContext; obs: Pick<Observation, "objects"> },
+  run: { ctx: TickContext; read: Pick<TickRead, "objects"> },
   a: Omit<Extract<Action, { type: "event" }>, "regarding" | "type">,
   regarding: ReadonlyArray<WorkloadRef | Workload>,
 ): Promise<void> {
   const { ctx } = run;
   for (const r of regarding) {
-    const object = "metadata" in r ? r : run.obs.objects.get(workloadId(r));
+    const object = "metadata" in r ? r : run.read.objects.get(workloadId(r));
     const what = describeWorkload("metadata" in r ? { kind: r.kind, ...r.metadata } : r);
     if (ctx.dryRun) {
       ctx.log.info(`dry run: would post a ${a.eventType} Event ${a.reason} about ${what}`, { note: a.note });

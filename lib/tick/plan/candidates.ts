@@ -68,9 +68,11 @@ export function trim(list: Candidate[], keep?: string): Candidate[] {
 /** The newest candidate seen at least `minimumAgeMs` ago that may roll out (not excluded). */
 export function chooseCandidate(
   list: Candidate[],
-  clock: number,
-  minimumAgeMs: number,
-  excluded: ReadonlyArray<string | undefined>,
+  {
+    clock,
+    minimumAgeMs,
+    excluded,
+  }: { clock: number; minimumAgeMs: number; excluded: ReadonlyArray<string | undefined> },
 ): Candidate | undefined {
   return list.find((c) => clock - c.seen >= minimumAgeMs && !excluded.includes(c.digest));
 }
@@ -88,8 +90,8 @@ export function afterRollout(
   return list.slice(0, at < 0 ? list.length : at).filter((c) => !dropped.includes(c.digest));
 }
 
-export function dueAt(c: Candidate, minimumAgeMs: number): number {
-  return c.seen + minimumAgeMs;
+export function dueAt(candidate: Candidate, minimumAgeMs: number): number {
+  return candidate.seen + minimumAgeMs;
 }
 
 /** RFC 3339 in whole seconds, as stored. */

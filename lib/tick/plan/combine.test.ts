@@ -18,7 +18,7 @@ import {
 } from "../../../tests/support/plan-tables.ts";
 import type { ImageVerdict, Observed } from "../model.ts";
 import { combine } from "./combine.ts";
-import type { Judgement } from "./due.ts";
+import type { Judgement } from "./judgement.ts";
 
 type Tweak = Partial<Omit<Judgement, "verdict">> & { verdict?: Partial<ImageVerdict> };
 

@@ -19,17 +19,17 @@ import type {
   WorkloadRef,
 } from "../model.ts";
 import { describeWorkload, workloadId } from "../model.ts";
-import { amend, type Judgement } from "./due.ts";
+import { amend, type Judgement, type Said } from "./judgement.ts";
 import { type RegistryWrites, registryWrites } from "./registry-writes.ts";
 
-export function combine(o: Observed, c: Config, given: Map<string, Judgement>): Decision {
-  const judged = holdSharers(c, given);
-  const groups = groupsOf(c, judged);
-  const answer = registryWrites(o, c);
-  const write = stateWrite(o, judged, answer);
+export function combine(observed: Observed, config: Config, given: Map<string, Judgement>): Decision {
+  const judged = holdSharers(config, given);
+  const groups = groupsOf(config, judged);
+  const answer = registryWrites(observed, config);
+  const write = stateWrite(observed, judged, answer);
   const actions: Action[] = [];
   if (write) actions.push({ type: "write-state", ...write });
-  for (const img of c.images) {
+  for (const img of config.images) {
     const j = judged.get(img.key) as Judgement;
     for (const e of j.events ?? [])
       actions.push({
@@ -42,7 +42,9 @@ export function combine(o: Observed, c: Config, given: Map<string, Judgement>): 
   }
   // A regression's count is a failure: it is never reset, and only its revert is recorded.
   const due = [...judged.values()].filter((j) => j.due && !j.due.regression);
-  actions.push(...rollouts(o, c, judged, groups).map((r): Action => ({ type: "rollout", ...r })));
+  actions.push(
+    ...rollouts(observed, { config, judged, groups }).map((r): Action => ({ type: "rollout", ...r })),
+  );
   const back = [...judged.values()].filter((j) => j.due?.regression?.back);
   if (back.length)
     actions.push({
@@ -51,7 +53,7 @@ export function combine(o: Observed, c: Config, given: Map<string, Judgement>): 
     });
   // A verified retry of a build that regressed keeps its count: it passed verifyFor before too,
   // and only a count that survives it stops the build going out and regressing for ever.
-  const resets = due.filter((j) => !retriesRegressed(o, j));
+  const resets = due.filter((j) => !retriesRegressed(observed, j));
   if (resets.length) {
     const counts = Object.fromEntries(resets.map((j) => [j.verdict.key, j.due?.count as number]));
     actions.push({ type: "reset", counts });
@@ -79,7 +81,7 @@ export function combine(o: Observed, c: Config, given: Map<string, Judgement>): 
     });
   const repinned = due.filter((j) => j.due?.repin).map((j) => j.verdict.key);
   if (repinned.length) actions.push({ type: "pin-restored", images: repinned });
-  const images = c.images.map((img) => (judged.get(img.key) as Judgement).verdict);
+  const images = config.images.map((img) => (judged.get(img.key) as Judgement).verdict);
   const groupKeys: Record<number, string[]> = {};
   for (const [key, g] of groups) groupKeys[g] = [...(groupKeys[g] ?? []), key];
   return {
@@ -91,9 +93,9 @@ export function combine(o: Observed, c: Config, given: Map<string, Judgement>): 
 }
 
 /** The due build is the one that regressed last (regressed-<key>-digest). */
-function retriesRegressed(o: Observed, j: Judgement): boolean {
-  const f = o.book.images[j.verdict.key]?.regressed;
-  return f?.kind === "trusted" && f.value === j.due?.digest;
+function retriesRegressed(observed: Observed, judgement: Judgement): boolean {
+  const f = observed.book.images[judgement.verdict.key]?.regressed;
+  return f?.kind === "trusted" && f.value === judgement.due?.digest;
 }
 
 /** The distinct workloads of an image's targets, in config order: what its Events are about. */
@@ -116,23 +118,20 @@ export function summarise(images: ImageVerdict[]): Pick<Decision, "outcome" | "r
 }
 
 /** `api: refreshed`, `node-agent: locked_out 3/3`, `agent: unresolved 2/8 (unauthorized)`. */
-export function verdictLine(v: ImageVerdict): string {
-  const detail = v.outcome === "refreshed" ? "" : v.short ? ` ${v.short}` : "";
-  return `${v.key}: ${v.outcome}${detail}`;
+export function verdictLine(verdict: ImageVerdict): string {
+  const detail = verdict.outcome === "refreshed" ? "" : verdict.short ? ` ${verdict.short}` : "";
+  return `${verdict.key}: ${verdict.outcome}${detail}`;
 }
 
-/** A new judgement: `j` held back with the image it waits with (`short` says which). */
+/** A new judgement: `judgement` held back with the image it waits with (`short` says which). */
 function hold(
-  j: Judgement,
-  outcome: ImageVerdict["outcome"],
-  reason: ImageVerdict["reason"],
-  message: string,
-  short: string,
+  judgement: Judgement,
+  { outcome, reason, message, short }: Said & { short: string },
 ): Judgement {
-  return amend(j, {
+  return amend(judgement, {
     due: undefined,
     blocks: true,
-    verdict: { outcome, reason, message, attemptCount: j.verdict.attemptCount, short },
+    verdict: { outcome, reason, message, attemptCount: judgement.verdict.attemptCount, short },
   });
 }
 
@@ -145,16 +144,16 @@ function workloadsOf(img: ImageConfig): Set<string> {
  * A due image that shares a workload with a blocking image waits with it, and so, in turn, does
  * every due image that shares a workload with that one: images that share a workload move together.
  */
-function holdSharers(c: Config, given: Map<string, Judgement>): Map<string, Judgement> {
+function holdSharers(config: Config, given: Map<string, Judgement>): Map<string, Judgement> {
   const judged = new Map(given);
-  const blockers = (j: Judgement) => j.blocks || holdsSharers(j.verdict.outcome);
+  const blockers = (judgement: Judgement) => judgement.blocks || holdsSharers(judgement.verdict.outcome);
   for (let changed = true; changed; ) {
     changed = false;
-    for (const img of c.images) {
+    for (const img of config.images) {
       const j = judged.get(img.key) as Judgement;
       if (!j.due) continue;
       const mine = workloadsOf(img);
-      const by = c.images.find((other) => {
+      const by = config.images.find((other) => {
         if (other.key === img.key) return false;
         const oj = judged.get(other.key) as Judgement;
         return blockers(oj) && [...workloadsOf(other)].some((w) => mine.has(w));
@@ -164,7 +163,10 @@ function holdSharers(c: Config, given: Map<string, Judgement>): Map<string, Judg
       const [outcome, state] = blockerState(bj);
       const shared = by.targets.find((t) => mine.has(workloadId(t))) as Target;
       const message = `refresh of ${img.key} waits with ${by.key} (${state}), which shares ${describeWorkload(shared)}`;
-      judged.set(img.key, hold(j, outcome, "shared_workload", message, `(waits with ${by.key})`));
+      judged.set(
+        img.key,
+        hold(j, { outcome, reason: "shared_workload", message, short: `(waits with ${by.key})` }),
+      );
       changed = true;
     }
   }
@@ -172,8 +174,8 @@ function holdSharers(c: Config, given: Map<string, Judgement>): Map<string, Judg
 }
 
 /** What a blocking image is, for the images that wait with it: its own verdict, or its count's state. */
-function blockerState(j: Judgement): [ImageVerdict["outcome"], string] {
-  const v = j.verdict;
+function blockerState(judgement: Judgement): [ImageVerdict["outcome"], string] {
+  const v = judgement.verdict;
   if (holdsSharers(v.outcome)) return [v.outcome, `${v.outcome} ${v.reason}`];
   if (v.lockedOut) return ["locked_out", "locked out"];
   return ["held", "its attempt count is not trusted"];
@@ -184,16 +186,16 @@ function blockerState(j: Judgement): [ImageVerdict["outcome"], string] {
  * each group's first image. One pass over the targets with a union-find: comparing every due
  * image with every other made 200 images cost 40,000 sets of workload ids and 10 MB at 500 workloads.
  */
-function groupsOf(c: Config, judged: Map<string, Judgement>): Map<string, number> {
-  const due = c.images.filter((img) => judged.get(img.key)?.due);
+function groupsOf(config: Config, judged: Map<string, Judgement>): Map<string, number> {
+  const due = config.images.filter((img) => judged.get(img.key)?.due);
   const parent = due.map((_, i) => i);
-  const root = (i: number): number => {
-    while (parent[i] !== i) {
-      const up = parent[parent[i] as number] as number;
-      parent[i] = up;
-      i = up;
+  const root = (index: number): number => {
+    while (parent[index] !== index) {
+      const up = parent[parent[index] as number] as number;
+      parent[index] = up;
+      index = up;
     }
-    return i;
+    return index;
   };
   const owner = new Map<string, number>();
   due.forEach((img, i) => {
@@ -220,7 +222,7 @@ function groupsOf(c: Config, judged: Map<string, Judgement>): Map<string, number
 
 /** The one compare-and-swap write before any rollout, or undefined when nothing needs writing. */
 function stateWrite(
-  o: Observed,
+  observed: Observed,
   judged: Map<string, Judgement>,
   answer: RegistryWrites,
 ): StateWrite | undefined {
@@ -237,7 +239,7 @@ function stateWrite(
     } else if (j.due) w.attempts[key] = { count: j.due.count, digest: j.due.digest };
     if (j.due?.repin) {
       w.repins.push(key);
-      const b = o.book.images[key];
+      const b = observed.book.images[key];
       if (b?.repin.kind !== "trusted" || b.repin.value !== 1) change[IMAGE_KEYS.repin.name(key)] = "1";
     }
   }
@@ -256,13 +258,11 @@ function stateWrite(
 
 /** One rollout per workload, in the order workloads first appear in the config, carrying all its due containers. */
 function rollouts(
-  o: Observed,
-  c: Config,
-  judged: Map<string, Judgement>,
-  groups: Map<string, number>,
+  observed: Observed,
+  { config, judged, groups }: { config: Config; judged: Map<string, Judgement>; groups: Map<string, number> },
 ): Rollout[] {
   const rolls = new Map<string, Rollout>();
-  for (const img of c.images) {
+  for (const img of config.images) {
     const due = judged.get(img.key)?.due;
     // A regression without a build to go back to (or with onFailure: keep) is only counted.
     if (due?.regression && !due.regression.back) continue;
@@ -280,7 +280,7 @@ function rollouts(
       const roll = rolls.get(id) as Rollout;
       roll.containers.push(
         rolloutContainer(
-          o.workloads?.[id],
+          observed.workloads?.[id],
           t.container,
           `${img.registry.host}/${img.repository}@${due.digest}`,
         ),

@@ -4,7 +4,8 @@ import { describe, expect, test } from "bun:test";
 import { config, D, observed, shareProxy, verdictOf } from "../../../tests/support/plan-tables.ts";
 import { imageBook } from "../../state/book.ts";
 import { combine } from "./combine.ts";
-import { due, type Judgement, say } from "./due.ts";
+import { due } from "./due.ts";
+import { type Judgement, say } from "./judgement.ts";
 
 function deepFreeze<T>(x: T): T {
   if (x && typeof x === "object" && !Object.isFrozen(x)) {
@@ -26,7 +27,7 @@ const judgement = (key: string, j: Partial<Judgement> = {}): Judgement => ({
 describe("the verdict helpers do not mutate the judgement they are given", () => {
   test("say returns a new judgement with the new outcome", () => {
     const j = deepFreeze(judgement("api"));
-    const said = say(j, "held", "attempt_claimed", "claimed");
+    const said = say(j, { outcome: "held", reason: "attempt_claimed", message: "claimed" });
     expect(j.verdict.outcome).toBe("noop");
     expect(said.verdict).toMatchObject({ outcome: "held", reason: "attempt_claimed", message: "claimed" });
     expect(said).not.toBe(j);

@@ -2,133 +2,61 @@
 // re-pin alike: an untrusted count holds, a count at the maximum locks out, another
 // tick's claim stands, a target that can start no rollout holds. Pure, like all of verdict.ts.
 
-import type { Config, ImageConfig } from "../../config.ts";
-import type { EventReason } from "../../kube/events.ts";
-import type { ImageBook } from "../../state/book.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
 import { countOf, quoteForLog } from "../../state/values.ts";
-import type { ImageVerdict, Observed, WorkloadRef } from "../model.ts";
+import type { DueInput } from "./case.ts";
+import { amend, type Judgement, type Said, say } from "./judgement.ts";
 import { lastAttempt } from "./last-attempt.ts";
-import type { LiveImage } from "./live.ts";
 import { signatureGate } from "./signature.ts";
 
-export interface Judgement {
-  verdict: ImageVerdict;
-  /**
-   * A refresh is due to this digest, if nothing else holds it (isolation). A re-pin (`repin`)
-   * patches only the containers in `only` (`<workloadId>/<container>`), the ones not on the pin.
-   */
-  due?: {
-    digest: string;
-    count: number;
-    repin?: boolean;
-    only?: string[];
-    /** minimumAge: `candidates-<key>` as the write that records this rollout leaves it (null: removed). */
-    candidates?: string | null;
-    /**
-     * A regression: `failed` is the verified build whose pods failed (the attempt's build);
-     * `digest` is the build to go back to, rolled out only when `back`. `counted: false` is a
-     * rejected build rolled back: a revert, not an attempt, so no count is written.
-     */
-    regression?: { failed: string; back: boolean; counted?: false };
-  };
-  /** This image holds every workload it has a container in (lockout, untrusted count, pause). */
-  blocks: boolean;
-  /** Store writes this image needs before any rollout (streaks, flap marker). */
-  writes: Record<string, string | null>;
-  /** Its unresolved streak goes up this tick (an uncounted streak fails the tick). */
-  countsStreak: boolean;
-  flap: boolean;
-  firstSeen?: string;
-  /** A first observation that found containers on the floating tag: the next re-pin adopts them. */
-  adopt?: boolean;
-  /**
-   * Warning Events, each about the image's targets unless `regarding` names the workloads. One
-   * tick can reach two transitions of one image (stale and frozen): each is announced.
-   */
-  events?: ImageEvent[];
-}
-
-export type ImageEvent = { reason: EventReason; note: string; regarding?: WorkloadRef[] };
-
-/**
- * A change to a judgement: its verdict and writes are merged into the old ones, its events added
- * after the old ones, the rest replaced.
- */
-export type Change = Partial<Omit<Judgement, "verdict" | "writes">> & {
-  verdict?: Partial<ImageVerdict>;
-  writes?: Judgement["writes"];
-};
-
-/** A new judgement: `j` with `change` merged in; `j` itself is left as it was. */
-export function amend(j: Judgement, change: Change): Judgement {
-  const events = [...(j.events ?? []), ...(change.events ?? [])];
-  return {
-    ...j,
-    ...change,
-    verdict: { ...j.verdict, ...change.verdict },
-    writes: { ...j.writes, ...change.writes },
-    ...(events.length > 0 ? { events } : {}),
-  };
-}
-
-/** A new judgement: `j` with the verdict's outcome, reason and message set. */
-export function say(
-  j: Judgement,
-  outcome: ImageVerdict["outcome"],
-  reason: ImageVerdict["reason"],
-  message: string,
-): Judgement {
-  return { ...j, verdict: { ...j.verdict, outcome, reason, message } };
-}
-
-export interface DueInput {
-  img: ImageConfig;
-  b: ImageBook;
-  c: Config;
-  o: Observed;
-  digest: string;
-  live?: LiveImage;
-  /** A re-pin to the recorded digest rather than a new build. */
-  repin?: { only: string[]; managers: string[]; what: string; adoption?: boolean };
-}
-
-export function due(j: Judgement, { img, b, c, o, digest, live, repin }: DueInput): Judgement {
+export function due(judgement: Judgement, { img, b, c, o, digest, live, repin }: DueInput): Judgement {
   const max = c.maxRefreshAttempts;
   const count = countOf(b.attempt);
   if (count === undefined) {
     const raw = b.attempt.kind === "untrusted" ? b.attempt.raw : "";
     const msg = `the store's ${IMAGE_KEYS.attempt.name(img.key)} is ${quoteForLog(raw)}, not a count; no rollout of ${img.key} until a human checks its workloads and runs \`image-refresh rearm ${img.key}\``;
-    return say(j, "held", "attempt_untrusted", msg);
+    return say(judgement, { outcome: "held", reason: "attempt_untrusted", message: msg });
   }
-  if (count >= max) return lockout(j, img, b, c, digest, count);
+  if (count >= max) return lockout(judgement, { img, b, c, digest, count });
   // After the lockout check: a lockout is decided by the count alone,
   // also when another tick's write is what brought the count to the maximum.
   if (o.claimed?.includes(img.key)) {
     const msg = `another tick wrote refresh attempt ${count} of ${img.key} while this one was deciding; it owns this refresh, so this tick touches none of its workloads`;
-    return say(j, "held", "attempt_claimed", msg);
+    return say(judgement, { outcome: "held", reason: "attempt_claimed", message: msg });
   }
   // A patch that can start no rollout would only fail the wait and count an attempt.
   if (live && live.blocked.length > 0) {
     const msg = `refresh of ${img.key} is due but cannot start safely: ${live.blocked.join("; ")}`;
-    return say(amend(j, { blocks: true }), "held", "target_unavailable", msg);
+    return say(amend(judgement, { blocks: true }), {
+      outcome: "held",
+      reason: "target_unavailable",
+      message: msg,
+    });
   }
-  const signed = signatureGate(j, { img, b, c, o, digest, live, repin });
-  if (signed.held) return signed.j;
-  const next = amend(signed.j, {
+  const signed = signatureGate(judgement, { img, b, c, o, digest, live, repin });
+  if (signed.held) return signed.judgement;
+  const next = amend(signed.judgement, {
     due: { digest, count: count + 1, ...(repin ? { repin: true, only: repin.only } : {}) },
     verdict: { short: `attempt ${count + 1}/${max}`, attempt: count + 1, attemptCount: 0, lockedOut: false },
   });
   if (repin?.adoption) {
     const msg = `adopting ${img.key}: its containers name the floating tag; pinning them to ${digest}, the build recorded at first observation (attempt ${count + 1}/${max})`;
-    return say(amend(next, { verdict: { adopted: true } }), "refreshed", "pin_restored", msg);
+    return say(amend(next, { verdict: { adopted: true } }), {
+      outcome: "refreshed",
+      reason: "pin_restored",
+      message: msg,
+    });
   }
   if (repin) {
     const msg = `${repin.what}; re-pinning ${img.key} to ${digest} (reconcile: repin; attempt ${count + 1}/${max})`;
-    return say(amend(next, { verdict: { restoredFrom: repin.managers } }), "refreshed", "pin_restored", msg);
+    return say(amend(next, { verdict: { restoredFrom: repin.managers } }), {
+      outcome: "refreshed",
+      reason: "pin_restored",
+      message: msg,
+    });
   }
   const msg = `${img.key}: new build ${digest}; refresh attempt ${count + 1}/${max}`;
-  return say(next, "refreshed", "digest_changed", msg);
+  return say(next, { outcome: "refreshed", reason: "digest_changed", message: msg });
 }
 
 export interface LockoutFacts {
@@ -148,21 +76,25 @@ export interface LockoutFacts {
  * `reject` would reject the failed build, not the newer one). An abandoned last attempt names no
  * failed build: the human checks the workloads and names the build to reject, if any.
  */
-export function lockoutAdvice(key: string, f: LockoutFacts): string {
+export function lockoutAdvice(key: string, facts: LockoutFacts): string {
   const rearm = `\`image-refresh rearm ${key}\``;
-  if (f.abandoned !== undefined)
-    return `refresh of ${key} is held: ${f.count} rollout attempts in a row without a verified one (max ${f.max}); the last, of build ${f.abandoned}, was abandoned before anyone saw how it ended (its tick died, the answer to a write was lost, or the API refused the patch), so no build is called failed: check its workloads, then run ${rearm} to try again, or \`image-refresh reject ${key} DIGEST\` for a build you know is bad`;
-  const held = `refresh of ${key} is held: ${f.count} failed rollouts in a row (max ${f.max})`;
-  const failed = f.failed ?? f.now;
-  if (failed === f.now)
+  if (facts.abandoned !== undefined)
+    return `refresh of ${key} is held: ${facts.count} rollout attempts in a row without a verified one (max ${facts.max}); the last, of build ${facts.abandoned}, was abandoned before anyone saw how it ended (its tick died, the answer to a write was lost, or the API refused the patch), so no build is called failed: check its workloads, then run ${rearm} to try again, or \`image-refresh reject ${key} DIGEST\` for a build you know is bad`;
+  const held = `refresh of ${key} is held: ${facts.count} failed rollouts in a row (max ${facts.max})`;
+  const failed = facts.failed ?? facts.now;
+  if (failed === facts.now)
     return `${held}, the last of build ${failed}; check its workloads, then run ${rearm} to try this build again or \`image-refresh reject ${key}\` to wait for the next one`;
-  return `${held}, the last of build ${failed}; the registry now has a newer build ${f.now}: check its workloads, then run ${rearm} to try it (\`image-refresh reject ${key}\` would reject the failed build ${failed}, not the newer one)`;
+  return `${held}, the last of build ${failed}; the registry now has a newer build ${facts.now}: check its workloads, then run ${rearm} to try it (\`image-refresh reject ${key}\` would reject the failed build ${failed}, not the newer one)`;
 }
 
-function lockout(j: Judgement, img: ImageConfig, b: ImageBook, c: Config, digest: string, count: number) {
+/** The count reached the maximum: the image is locked out, announced once (the flap marker). */
+function lockout(
+  judgement: Judgement,
+  { img, b, c, digest, count }: Pick<DueInput, "img" | "b" | "c" | "digest"> & { count: number },
+) {
   const max = c.maxRefreshAttempts;
   const last = lastAttempt(b);
-  const short = amend(j, { verdict: { short: `${count}/${max}` } });
+  const short = amend(judgement, { verdict: { short: `${count}/${max}` } });
   const msg = lockoutAdvice(img.key, {
     count,
     max,
@@ -176,7 +108,25 @@ function lockout(j: Judgement, img: ImageConfig, b: ImageBook, c: Config, digest
       writes: { [IMAGE_KEYS.flap.name(img.key)]: String(count) },
       events: [{ reason: "RefreshLockedOut", note: msg }],
     });
-    return say(announced, "locked_out", "flap_lockout", msg);
+    return say(announced, { outcome: "locked_out", reason: "flap_lockout", message: msg });
   }
-  return say(short, "locked_out", "flap_lockout", msg);
+  return say(short, { outcome: "locked_out", reason: "flap_lockout", message: msg });
 }
+
+// TEMPORARY, deprecated: regression.ts still imports the judgement helpers from here, with `say`
+// taking positional strings, while it is being rewritten. Its rewrite imports them from
+// judgement.ts (`say(judgement, { outcome, reason, message })`); then this block goes. Nothing
+// else may use it.
+export { amend, type Judgement } from "./judgement.ts";
+
+/** @deprecated Use `say(judgement, { outcome, reason, message })` from judgement.ts. */
+function sayPositional(
+  judgement: Judgement,
+  outcome: Said["outcome"],
+  reason: Said["reason"],
+  message: string,
+): Judgement {
+  return say(judgement, { outcome, reason, message });
+}
+
+export { sayPositional as say };

@@ -13,9 +13,9 @@ export type LastAttempt =
   | { kind: "abandoned"; attempt: Attempt }
   | { kind: "none"; attempt?: Attempt };
 
-export function lastAttempt(b: ImageBook): LastAttempt {
-  const attempt = trusted(b.last);
-  const failed = trusted(b.failed);
+export function lastAttempt(book: ImageBook): LastAttempt {
+  const attempt = trusted(book.last);
+  const failed = trusted(book.failed);
   if (attempt && attempt.ending !== "verified" && !seenToFail(attempt.ending))
     return { kind: "abandoned", attempt };
   if (failed !== undefined) return { kind: "failed", digest: failed, ...(attempt ? { attempt } : {}) };

@@ -31,12 +31,12 @@ export interface LiveImage {
 }
 
 /** Every target of the image as read this tick; undefined when the targets were not read at all. */
-export function liveImage(img: ImageConfig, o: Observed, c: Config): LiveImage | undefined {
-  if (!o.workloads) return undefined;
+export function liveImage(img: ImageConfig, observed: Observed, config: Config): LiveImage | undefined {
+  if (!observed.workloads) return undefined;
   const want = configuredRef(img.registry.host, img.repository);
   const live: LiveImage = { problems: [], blocked: [], containers: [] };
   for (const t of img.targets) {
-    const w = o.workloads[workloadId(t)];
+    const w = observed.workloads[workloadId(t)];
     const what = describeWorkload(t);
     if (!w) live.problems.push(`${what} was not read`);
     else if (!w.found) live.problems.push(`${what}: ${w.message}`);
@@ -75,8 +75,8 @@ export function noSuchContainer(name: string, images: Record<string, string>): s
 }
 
 /** `Deployment apps/api container api`. */
-export function describeContainer(x: Pick<LiveContainer, "target">): string {
-  return `${describeWorkload(x.target)} container ${x.target.container}`;
+export function describeContainer(container: Pick<LiveContainer, "target">): string {
+  return `${describeWorkload(container.target)} container ${container.target.container}`;
 }
 
 /** `kubectl-set at 2026-12-01T10:00:00Z`, or that no manager is on record. */

@@ -7,10 +7,10 @@ import type { Decision, Observed } from "../model.ts";
 import { combine } from "./combine.ts";
 import { type Judgement, judgeImage } from "./verdict.ts";
 
-export function plan(o: Observed, c: Config): Decision {
-  return combine(o, c, judgeAll(o, c));
+export function plan(observed: Observed, config: Config): Decision {
+  return combine(observed, config, judgeAll(observed, config));
 }
 
-function judgeAll(o: Observed, c: Config): Map<string, Judgement> {
-  return new Map(c.images.map((img) => [img.key, judgeImage(img, o, c)]));
+function judgeAll(observed: Observed, config: Config): Map<string, Judgement> {
+  return new Map(config.images.map((img) => [img.key, judgeImage(img, observed, config)]));
 }

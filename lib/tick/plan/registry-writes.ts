@@ -2,7 +2,7 @@
 // Pure, like the rest of plan: every branch is a row in plan.test.ts or registry-writes.test.ts.
 import type { Config } from "../../config.ts";
 import { registryHostKey } from "../../registry/reference.ts";
-import { REGISTRY_KEYS, registryBook, registryMigration } from "../../state/registries.ts";
+import { REGISTRY_KEYS, type RegistryBook, registryBook, registryMigration } from "../../state/registries.ts";
 import { stamp } from "../../state/values.ts";
 import type { Observed, ObservedRegistry } from "../model.ts";
 
@@ -23,40 +23,40 @@ export interface RegistryWrites {
  * answer that did not hold (or that the tick would not believe) is corrected at once. The keys
  * the version before kept for its one registry ride too, moved to the top-level registry's own.
  */
-export function registryWrites(o: Observed, c: Config): RegistryWrites {
-  const top = registryHostKey(c.registry.host);
+export function registryWrites(observed: Observed, config: Config): RegistryWrites {
+  const top = registryHostKey(config.registry.host);
   const out: RegistryWrites = { correction: {}, rider: {} };
-  for (const [hostKey, seen] of Object.entries(o.registries ?? {})) {
-    retryAfterWrite(o, hostKey, top, seen, out);
-    challengeWrite(o, hostKey, top, seen, out);
+  for (const [hostKey, seen] of Object.entries(observed.registries ?? {})) {
+    const host: RegistryHost = {
+      hostKey,
+      seen,
+      stored: registryBook(observed.book, hostKey, hostKey === top),
+    };
+    retryAfterWrite(host, out);
+    challengeWrite(host, out);
   }
-  for (const [key, value] of Object.entries(registryMigration(o.book, top)))
+  for (const [key, value] of Object.entries(registryMigration(observed.book, top)))
     if (!(key in out.correction) && !(key in out.rider)) out.rider[key] = value;
   return out;
 }
 
-function retryAfterWrite(
-  o: Observed,
-  hostKey: string,
-  top: string,
-  seen: ObservedRegistry,
-  out: RegistryWrites,
-) {
+/** One registry host as the tick met it (`seen`) and as the store holds it (`stored`). */
+interface RegistryHost {
+  hostKey: string;
+  seen: ObservedRegistry;
+  stored: RegistryBook;
+}
+
+function retryAfterWrite({ hostKey, seen, stored: book }: RegistryHost, out: RegistryWrites) {
   const key = REGISTRY_KEYS.retryAfter.name(hostKey);
-  const stored = registryBook(o.book, hostKey, hostKey === top).retryAfter;
+  const stored = book.retryAfter;
   if (seen.retryAfter !== undefined) out.correction[key] = stamp(seen.retryAfter);
   else if (!seen.held && stored.kind !== "absent") out.correction[key] = null;
 }
 
-function challengeWrite(
-  o: Observed,
-  hostKey: string,
-  top: string,
-  seen: ObservedRegistry,
-  out: RegistryWrites,
-) {
+function challengeWrite({ hostKey, seen, stored: book }: RegistryHost, out: RegistryWrites) {
   const key = REGISTRY_KEYS.challenge.name(hostKey);
-  const stored = registryBook(o.book, hostKey, hostKey === top).challenge;
+  const stored = book.challenge;
   const remember = seen.remember;
   if (remember === undefined || (stored.kind !== "absent" && stored.raw === remember)) return;
   if (stored.kind !== "absent") out.correction[key] = remember;

@@ -10,14 +10,17 @@ import { countOf, quoteForLog } from "../../state/values.ts";
 import type { Observed, WorkloadRef } from "../model.ts";
 import { describeWorkload, workloadId } from "../model.ts";
 import type { ImageCase } from "./case.ts";
-import { amend, type Judgement, say } from "./due.ts";
+import { amend, type Judgement, say } from "./judgement.ts";
 import { regressed } from "./regression.ts";
 
 /** The image's targets that were read and are not settled, with what kubectl would say. */
-export function unsettled(img: ImageConfig, o: Observed): Array<{ ref: WorkloadRef; message: string }> {
+export function unsettled(
+  img: ImageConfig,
+  observed: Observed,
+): Array<{ ref: WorkloadRef; message: string }> {
   const out = new Map<string, { ref: WorkloadRef; message: string }>();
   for (const t of img.targets) {
-    const w = o.workloads?.[workloadId(t)];
+    const w = observed.workloads?.[workloadId(t)];
     if (w?.found && !w.settled)
       out.set(workloadId(t), {
         ref: { kind: t.kind, namespace: t.namespace, name: t.name },
@@ -31,8 +34,8 @@ export function unsettled(img: ImageConfig, o: Observed): Array<{ ref: WorkloadR
  * A streak as `n/max`, never past its max: a frozen or stale image keeps counting its ticks (the
  * message says how many), but `frozen 9/8` would read as a ceiling that did not hold.
  */
-export function ofMax(n: number, max: number): string {
-  return `${Math.min(n, max)}/${max}`;
+export function ofMax(count: number, max: number): string {
+  return `${Math.min(count, max)}/${max}`;
 }
 
 /** The judgement after the guard, and whether the guard holds the image (`held`). */
@@ -52,7 +55,7 @@ export function settledGuard(given: Judgement, imageCase: ImageCase): { j: Judge
 }
 
 function unsettledVerdict(
-  j: Judgement,
+  judgement: Judgement,
   { img, b, c }: ImageCase,
   waiting: Array<{ ref: WorkloadRef; message: string }>,
 ): Judgement {
@@ -61,23 +64,26 @@ function unsettledVerdict(
   const what = `${describeWorkload(first.ref)} not settled (${first.message})`;
   if (b.skip.kind === "untrusted") {
     const msg = `${img.key}: ${what}, and the store's ${name} is ${quoteForLog(b.skip.raw)}, not a count, so this skip cannot be counted; remove that key to reset it`;
-    return say(j, "error", "skip_streak_untrusted", msg);
+    return say(judgement, { outcome: "error", reason: "skip_streak_untrusted", message: msg });
   }
   const previous = countOf(b.skip) ?? 0;
   const n = previous + 1;
-  const counted = amend(j, {
+  const counted = amend(judgement, {
     writes: { [name]: String(n) },
     countsStreak: true,
     verdict: { skipStreak: n, short: ofMax(n, c.maxSkipTicks), frozen: n >= c.maxSkipTicks },
   });
   if (n < c.maxSkipTicks)
-    return say(counted, "skipped", "not_settled", `${img.key}: ${what}, skip ${n}/${c.maxSkipTicks}`);
+    return say(counted, {
+      outcome: "skipped",
+      reason: "not_settled",
+      message: `${img.key}: ${what}, skip ${n}/${c.maxSkipTicks}`,
+    });
   const msg = `FROZEN: ${img.key}: ${what} for ${n} ticks in a row (max ${c.maxSkipTicks}); no refresh of ${img.key} until it settles`;
   const event = { reason: "RefreshFrozen" as const, note: msg, regarding: [first.ref] };
-  return say(
-    previous < c.maxSkipTicks ? amend(counted, { events: [event] }) : counted,
-    "frozen",
-    "skip_ceiling",
-    msg,
-  );
+  return say(previous < c.maxSkipTicks ? amend(counted, { events: [event] }) : counted, {
+    outcome: "frozen",
+    reason: "skip_ceiling",
+    message: msg,
+  });
 }

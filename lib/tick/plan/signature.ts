@@ -5,7 +5,8 @@
 // image and counts nothing: its publisher, not the workload, has to act.
 import { IMAGE_KEYS } from "../../state/keys.ts";
 import { trusted } from "../../state/values.ts";
-import { amend, type DueInput, type Judgement, say } from "./due.ts";
+import type { DueInput } from "./case.ts";
+import { amend, type Judgement, say } from "./judgement.ts";
 
 /**
  * `held: false` when the build may go on (no policy, verified now or before), with the writes
@@ -13,26 +14,32 @@ import { amend, type DueInput, type Judgement, say } from "./due.ts";
  * refusal's Event is posted once per build (`refused-<key>-signature`).
  */
 export function signatureGate(
-  j: Judgement,
+  judgement: Judgement,
   { img, b, c, o, digest }: DueInput,
-): { j: Judgement; held: boolean } {
-  if (!img.verify || trusted(b.signed) === digest) return { j, held: false };
+): { judgement: Judgement; held: boolean } {
+  if (!img.verify || trusted(b.signed) === digest) return { judgement, held: false };
   const seen = o.signatures?.[img.key];
   const signedKey = IMAGE_KEYS.signed.name(img.key);
   const refusedKey = IMAGE_KEYS.refused.name(img.key);
-  const held = amend(j, { blocks: true, verdict: { digest } });
+  const held = amend(judgement, { blocks: true, verdict: { digest } });
   if (!seen || seen.digest !== digest) {
     const msg = `${img.key}: new build ${digest} waits for its signature to be checked`;
-    return { j: say(held, "held", "signature_unchecked", msg), held: true };
+    return {
+      judgement: say(held, { outcome: "held", reason: "signature_unchecked", message: msg }),
+      held: true,
+    };
   }
   const v = seen.verdict;
   if (v.status === "verified") {
     const forget = trusted(b.refused) !== undefined ? { [refusedKey]: null } : {};
-    return { j: amend(j, { writes: { [signedKey]: digest, ...forget } }), held: false };
+    return { judgement: amend(judgement, { writes: { [signedKey]: digest, ...forget } }), held: false };
   }
   if (v.status === "unreadable") {
     const msg = `${img.key}: new build ${digest} is not rolled out: its signature could not be read (${v.reason}); the next tick asks again`;
-    return { j: say(held, "held", "signature_unreadable", msg), held: true };
+    return {
+      judgement: say(held, { outcome: "held", reason: "signature_unreadable", message: msg }),
+      held: true,
+    };
   }
   const why = v.status === "unsigned" ? "it is not signed" : `its signature does not verify: ${v.reason}`;
   const check = `cosign verify --key ${img.verify.keys.join(" --key ")} --insecure-ignore-tlog ${c.registry.host}/${img.repository}@${digest}`;
@@ -41,5 +48,5 @@ export function signatureGate(
   const refused = announce
     ? amend(held, { writes: { [refusedKey]: digest }, events: [{ reason: "BuildRefused", note: msg }] })
     : held;
-  return { j: say(refused, "held", v.status, msg), held: true };
+  return { judgement: say(refused, { outcome: "held", reason: v.status, message: msg }), held: true };
 }

@@ -14,7 +14,9 @@ import {
   stamp,
   trim,
 } from "./candidates.ts";
-import { amend, type DueInput, due, type Judgement, say } from "./due.ts";
+import type { DueInput } from "./case.ts";
+import { due } from "./due.ts";
+import { amend, type Judgement, say } from "./judgement.ts";
 
 export function soak(given: Judgement, input: DueInput, recorded: string): Judgement {
   const { img, c, o, digest: L, b } = input;
@@ -35,7 +37,11 @@ export function soak(given: Judgement, input: DueInput, recorded: string): Judge
   const kept = parsed.list.filter((x) => x.digest !== recorded && (!back || x.seen <= back.seen));
   const all = addCandidate(kept, L, clock);
   // A rejected build never rolls out, also when it aged as a candidate before the tag moved on.
-  const chosen = chooseCandidate(all, clock, c.minimumAgeMs, [recorded, rejected]);
+  const chosen = chooseCandidate(all, {
+    clock,
+    minimumAgeMs: c.minimumAgeMs,
+    excluded: [recorded, rejected],
+  });
   const list = trim(all, chosen?.digest);
   const value = formatCandidates(list);
   const j = value !== (raw ?? null) ? amend(warned, { writes: { [key]: value } }) : warned;
@@ -47,22 +53,21 @@ export function soak(given: Judgement, input: DueInput, recorded: string): Judge
   const d = amend(tried, { due: { ...tried.due, candidates }, verdict: { digest: chosen.digest } });
   const seen = `first seen ${stamp(chosen.seen)}, minimumAge ${age(c.minimumAgeMs)}`;
   const newer = chosen.digest === L ? "" : `; the tag now names ${L}, which waits its turn`;
-  return say(
-    d,
-    "refreshed",
-    "digest_changed",
-    `${img.key}: build ${chosen.digest} has aged (${seen})${newer}; refresh attempt ${tried.due.count}/${c.maxRefreshAttempts}`,
-  );
+  return say(d, {
+    outcome: "refreshed",
+    reason: "digest_changed",
+    message: `${img.key}: build ${chosen.digest} has aged (${seen})${newer}; refresh attempt ${tried.due.count}/${c.maxRefreshAttempts}`,
+  });
 }
 
 /** No candidate old enough: the one due first (the oldest that may roll out) is named, with when. */
-function pending(j: Judgement, { img, c, o, digest: L, b }: DueInput, list: Candidate[]): Judgement {
+function pending(judgement: Judgement, { img, c, o, digest: L, b }: DueInput, list: Candidate[]): Judgement {
   const clock = o.clock as number;
   const rejected = trusted(b.rejected);
   const waiting = list.filter((x) => x.digest !== rejected);
   const next = waiting[waiting.length - 1] ?? (list[0] as Candidate);
   const at = dueAt(next, c.minimumAgeMs);
-  const waits = amend(j, { verdict: { digest: L, short: `(due ${stamp(at)})` } });
+  const waits = amend(judgement, { verdict: { digest: L, short: `(due ${stamp(at)})` } });
   // The tag's build can be trimmed from a full list whose times tie with it (a hand-edited list).
   const current = list.find((x) => x.digest === L);
   const when = current
@@ -70,7 +75,7 @@ function pending(j: Judgement, { img, c, o, digest: L, b }: DueInput, list: Cand
     : "not kept: the list holds at most 5";
   const tag = next.digest === L ? "" : `; the tag now names ${L} (${when})`;
   const msg = `${img.key}: build ${next.digest} waits out minimumAge ${age(c.minimumAgeMs)}: first seen ${stamp(next.seen)}, due ${stamp(at)} (in ${age(at - clock)})${tag}`;
-  return say(waits, "pending", "minimum_age", msg);
+  return say(waits, { outcome: "pending", reason: "minimum_age", message: msg });
 }
 
 /** `2h59m`, `40s`: a wait as a human reads it, whole seconds. */

@@ -8,21 +8,34 @@ import { IMAGE_KEYS } from "../../state/keys.ts";
 import { quoteForLog } from "../../state/values.ts";
 import { workloadId } from "../model.ts";
 import { stopUndoingAdvice } from "./advice.ts";
-import type { ImageCase } from "./case.ts";
-import { amend, type DueInput, due, type Judgement, say } from "./due.ts";
+import type { DueInput, ImageCase } from "./case.ts";
+import { due } from "./due.ts";
+import { amend, type Judgement, say } from "./judgement.ts";
 import { describeContainer, describeOwner, type LiveContainer, type LiveImage } from "./live.ts";
 
 /** Targets that cannot be read, or that run another repository, hold the image first. */
-export function targetFindings(j: Judgement, { img, c }: ImageCase, live: LiveImage): Judgement | undefined {
+export function targetFindings(
+  judgement: Judgement,
+  { img, c }: ImageCase,
+  live: LiveImage,
+): Judgement | undefined {
   if (live.problems.length > 0) {
     const msg = `${img.key} cannot be checked, so none of its workloads is touched: ${live.problems.join("; ")}`;
-    return say(amend(j, { blocks: true }), "held", "target_unavailable", msg);
+    return say(amend(judgement, { blocks: true }), {
+      outcome: "held",
+      reason: "target_unavailable",
+      message: msg,
+    });
   }
   const wrong = live.containers.filter((x) => x.state === "other_repo");
   if (wrong.length === 0) return undefined;
   const list = wrong.map((x) => `${describeContainer(x)} runs ${x.image}`).join("; ");
   const msg = `${img.key} is configured as ${img.registry.host}/${img.repository}, but ${list}: it is never patched; check images[].targets[].container in the config`;
-  return say(amend(j, { blocks: true }), "held", "target_mismatch", msg);
+  return say(amend(judgement, { blocks: true }), {
+    outcome: "held",
+    reason: "target_mismatch",
+    message: msg,
+  });
 }
 
 /**
@@ -37,15 +50,15 @@ export function humanPins(live: LiveImage, known: string[]): LiveContainer[] {
 }
 
 /** The pins whose pause was announced (the `paused-<key>` marker), if any were. */
-export const announcedPause = (b: ImageBook): string | undefined =>
-  b.paused.kind === "absent" ? undefined : b.paused.raw;
+export const announcedPause = (book: ImageBook): string | undefined =>
+  book.paused.kind === "absent" ? undefined : book.paused.raw;
 
 /** `pins`, the containers a human pinned, pause the image; every one is named, in one tick. */
-export function paused(j: Judgement, { img, b, c }: ImageCase, pins: LiveContainer[]): Judgement {
+export function paused(judgement: Judgement, { img, b, c }: ImageCase, pins: LiveContainer[]): Judgement {
   const announced = announcedPause(b);
   const resume = pins.map((x) => resumeCommand(x, img, c)).join("; ");
   const managers = [...new Set(pins.map((x) => x.owner?.manager ?? "unknown writer"))];
-  const held = amend(j, {
+  const held = amend(judgement, {
     blocks: true,
     verdict: { paused: true, short: `(${managers.join(", ")})`, resume },
   });
@@ -53,8 +66,8 @@ export function paused(j: Judgement, { img, b, c }: ImageCase, pins: LiveContain
     .map((x) => `${describeContainer(x)} was set to ${x.image} by ${describeOwner(x.owner)}`)
     .join("; ");
   // Paused and locked out at once: the pause wins while the pin lasts, and says what comes after.
-  const behind = j.verdict.lockedOut
-    ? `; the lockout (${j.verdict.attemptCount} failed rollouts) waits behind the pause: handed back, ${img.key} is locked out again until \`image-refresh rearm ${img.key}\``
+  const behind = judgement.verdict.lockedOut
+    ? `; the lockout (${judgement.verdict.attemptCount} failed rollouts) waits behind the pause: handed back, ${img.key} is locked out again until \`image-refresh rearm ${img.key}\``
     : "";
   const msg = `${img.key} is paused: ${what}, not by image-refresh; no refresh of ${img.key} while it stays so${behind}. To hand it back: ${resume}`;
   // The marker remembers which pins were announced, so the Warning Event comes when a pause
@@ -63,14 +76,18 @@ export function paused(j: Judgement, { img, b, c }: ImageCase, pins: LiveContain
   if (announced !== marker) {
     const event = { reason: "RefreshPaused" as const, note: msg };
     const marked = amend(held, { writes: { [IMAGE_KEYS.paused.name(img.key)]: marker }, events: [event] });
-    return say(marked, "paused", "pinned_by_human", msg);
+    return say(marked, { outcome: "paused", reason: "pinned_by_human", message: msg });
   }
-  return say(held, "paused", "pinned_by_human", msg);
+  return say(held, { outcome: "paused", reason: "pinned_by_human", message: msg });
 }
 
 /** The command that hands a paused container back: set it to the floating tag again. */
-export function resumeCommand(x: Pick<LiveContainer, "target">, img: ImageConfig, c: Config): string {
-  const t = x.target;
+export function resumeCommand(
+  container: Pick<LiveContainer, "target">,
+  img: ImageConfig,
+  _config: Config,
+): string {
+  const t = container.target;
   const ref = `${img.registry.host}/${img.repository}:${img.tag}`;
   return `\`kubectl -n ${t.namespace} set image ${t.kind.toLowerCase()}/${t.name} ${t.container}=${ref}\` (the next tick re-pins it)`;
 }
@@ -80,17 +97,16 @@ export function resumeCommand(x: Pick<LiveContainer, "target">, img: ImageConfig
  * (or an earlier failed attempt of ours is still there). `reconcile: repin` re-pins once, as a
  * counted refresh; the repin streak makes a second re-render in a row a contest, not a loop.
  */
-export function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]): Judgement {
+export function rerendered(judgement: Judgement, input: DueInput, off: LiveContainer[]): Judgement {
   const { c, b, img, digest: R } = input;
   const x = off.find((y) => !y.ours) ?? (off[0] as LiveContainer);
   const what = `${describeContainer(x)} names ${x.image} (written by ${describeOwner(x.owner)}), not the pin ${R}`;
   if (c.reconcile === "report") {
-    return say(
-      amend(j, { verdict: { short: `(${x.owner?.manager ?? "unknown writer"})` } }),
-      "drifted",
-      "tag_rerendered",
-      `${what}; reconcile: report, so it is left as it is (pods may run any build of :${img.tag})`,
-    );
+    return say(amend(judgement, { verdict: { short: `(${x.owner?.manager ?? "unknown writer"})` } }), {
+      outcome: "drifted",
+      reason: "tag_rerendered",
+      message: `${what}; reconcile: report, so it is left as it is (pods may run any build of :${img.tag})`,
+    });
   }
   // Only another writer contests a pin: the tag put back by our own revert of a failed re-pin is
   // that re-pin's next attempt (counted; the lockout ends it), not a deploy tool fighting us.
@@ -98,14 +114,14 @@ export function rerendered(j: Judgement, input: DueInput, off: LiveContainer[]):
   // A tick that lost the race to another one re-reads a streak that tick just wrote, with the tag
   // still there because that tick's re-pin is under way: the claim stands, nothing is contested.
   const claimed = input.o.claimed?.includes(img.key) === true;
-  if (b.repin.kind !== "absent" && foreign && !claimed) return contested(j, input, { x, what });
+  if (b.repin.kind !== "absent" && foreign && !claimed) return contested(judgement, input, { x, what });
   const managers = [...new Set(off.filter((y) => !y.ours).map((y) => y.owner?.manager ?? "unknown"))];
   const only = off.map((y) => `${workloadId(y.target)}/${y.target.container}`);
   // The streak itself rides with the re-pin's attempt (combine.ts), so a re-pin that isolation
   // holds back (a shared workload) writes none.
   // The first re-pin of an install found on the floating tag at first observation adopts it.
   const adoption = b.adopt.kind !== "absent";
-  return due(j, { ...input, repin: { only, managers, what, adoption } });
+  return due(judgement, { ...input, repin: { only, managers, what, adoption } });
 }
 
 /** The tag came back over the pin this image's re-pin set: `x`, `what` it names. */
@@ -120,15 +136,15 @@ function contested(
   const advice = stopUndoingAdvice(x.owner?.manager);
   if (streak.kind === "untrusted") {
     const msg = `${what}, and the store's ${key} is ${quoteForLog(streak.raw)}, not a count; no re-pin until it is removed (\`image-refresh rearm ${img.key}\`)`;
-    return say(j, "held", "pin_contested", msg);
+    return say(j, { outcome: "held", reason: "pin_contested", message: msg });
   }
   const msg = `PIN CONTESTED: ${what} again after image-refresh re-pinned it; something keeps undoing the pin, so image-refresh does not re-pin again: ${advice}. Then run \`image-refresh rearm ${img.key}\``;
   // 1 is the re-pin; 2 marks the contest as announced, so the Warning Event comes once.
   if (streak.kind === "trusted" && streak.value < 2) {
     const announced = amend(j, { writes: { [key]: "2" }, events: [{ reason: "PinContested", note: msg }] });
-    return say(announced, "held", "pin_contested", msg);
+    return say(announced, { outcome: "held", reason: "pin_contested", message: msg });
   }
-  return say(j, "held", "pin_contested", msg);
+  return say(j, { outcome: "held", reason: "pin_contested", message: msg });
 }
 
 /** `<digest>=<time>,...`: the digests only; anything unreadable is ignored. */

@@ -10,8 +10,9 @@ import { type ImageBook, imageBook } from "../../state/book.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
 import { countOf, quoteForLog, trusted } from "../../state/values.ts";
 import type { ImageVerdict, Observed } from "../model.ts";
-import type { ImageCase } from "./case.ts";
-import { amend, type DueInput, due, type Judgement, say } from "./due.ts";
+import type { DueInput, ImageCase } from "./case.ts";
+import { due } from "./due.ts";
+import { amend, type Judgement, type Said, say } from "./judgement.ts";
 import { liveImage } from "./live.ts";
 import { rollBackRejected } from "./regression.ts";
 import { ofMax, settledGuard } from "./settle.ts";
@@ -25,16 +26,16 @@ import {
   targetFindings,
 } from "./verdict-live.ts";
 
-export type { Judgement } from "./due.ts";
+export type { Judgement } from "./judgement.ts";
 
-export const bookOf = (o: Observed, key: string): ImageBook =>
-  o.book.images[key] ?? imageBook(() => undefined);
+export const bookOf = (observed: Observed, key: string): ImageBook =>
+  observed.book.images[key] ?? imageBook(() => undefined);
 
-export function judgeImage(img: ImageConfig, o: Observed, c: Config): Judgement {
-  const b = bookOf(o, img.key);
-  const imageCase: ImageCase = { img, b, c, o };
+export function judgeImage(img: ImageConfig, observed: Observed, config: Config): Judgement {
+  const b = bookOf(observed, img.key);
+  const imageCase: ImageCase = { img, b, c: config, o: observed };
   const count = countOf(b.attempt);
-  const lockedOut = count !== undefined && count >= c.maxRefreshAttempts;
+  const lockedOut = count !== undefined && count >= config.maxRefreshAttempts;
   const base: ImageVerdict = {
     key: img.key,
     repository: img.repository,
@@ -54,30 +55,32 @@ export function judgeImage(img: ImageConfig, o: Observed, c: Config): Judgement 
     countsStreak: false,
     flap: false,
   };
-  if (img.pinned) return say(start, "noop", "pinned", `${img.key} is pinned: never resolved, never touched`);
+  if (img.pinned)
+    return say(start, {
+      outcome: "noop",
+      reason: "pinned",
+      message: `${img.key} is pinned: never resolved, never touched`,
+    });
   // The unresolved streak counts whatever else holds the image this tick.
   const [counted, stale] = unresolved(start, imageCase);
   const guard = settledGuard(counted, imageCase);
   const [j, held] = guard.held ? [guard.j, guard.j] : liveFindings(guard.j, imageCase);
-  if (held) return stale && severity(stale.outcome) < severity(held.verdict.outcome) ? sayAs(j, stale) : held;
-  if (stale) return sayAs(j, stale);
-  const seen = o.digests?.[img.key];
+  if (held) return stale && severity(stale.outcome) < severity(held.verdict.outcome) ? say(j, stale) : held;
+  if (stale) return say(j, stale);
+  const seen = observed.digests?.[img.key];
   if (!seen?.ok) throw new Error(`${img.key}: resolved without a digest`);
   return judgeResolved(j, imageCase, seen.digest);
 }
-
-type Said = Pick<ImageVerdict, "outcome" | "reason" | "message">;
-const sayAs = (j: Judgement, s: Said) => say(j, s.outcome, s.reason, s.message);
 
 /**
  * Targets that cannot be read or run another repository hold the image (the second value); also
  * says whether it runs its pin (the first: the judgement to go on with).
  */
-function liveFindings(j: Judgement, imageCase: ImageCase): [Judgement, Judgement | undefined] {
+function liveFindings(judgement: Judgement, imageCase: ImageCase): [Judgement, Judgement | undefined] {
   const { img, b, o, c } = imageCase;
   const live = liveImage(img, o, c);
-  if (!live) return [j, undefined];
-  const held = targetFindings(j, imageCase, live);
+  if (!live) return [judgement, undefined];
+  const held = targetFindings(judgement, imageCase, live);
   if (held) return [held, held];
   const recorded = trusted(b.digest);
   const inSync = recorded !== undefined && live.containers.every((x) => x.digest === recorded);
@@ -87,49 +90,52 @@ function liveFindings(j: Judgement, imageCase: ImageCase): [Judgement, Judgement
   if (inSync && b.repin.kind !== "absent") writes[IMAGE_KEYS.repin.name(img.key)] = null;
   // Every pin in place: nothing is left to adopt (a new build's rollout pinned it all).
   if (inSync && b.adopt.kind !== "absent") writes[IMAGE_KEYS.adopt.name(img.key)] = null;
-  return [amend(j, { verdict: { inSync }, writes }), undefined];
+  return [amend(judgement, { verdict: { inSync }, writes }), undefined];
 }
 
 /** The registry named `L` for the image: first seen, paused, rejected, in sync, re-rendered, or due. */
-function judgeResolved(given: Judgement, imageCase: ImageCase, L: string): Judgement {
+function judgeResolved(given: Judgement, imageCase: ImageCase, registryDigest: string): Judgement {
   const { img, b, o, c } = imageCase;
   const live = liveImage(img, o, c);
   const recorded = trusted(b.digest);
-  const j = amend(given, { verdict: { digest: L } });
+  const j = amend(given, { verdict: { digest: registryDigest } });
   if (recorded === undefined) {
     const floating = live?.containers.some((x) => x.state === "floating") === true;
-    return say(
-      amend(j, { firstSeen: L, ...(floating ? { adopt: true } : {}) }),
-      "recorded",
-      "first_observation",
-      `first observation of ${img.key}: ${L}`,
-    );
+    return say(amend(j, { firstSeen: registryDigest, ...(floating ? { adopt: true } : {}) }), {
+      outcome: "recorded",
+      reason: "first_observation",
+      message: `first observation of ${img.key}: ${registryDigest}`,
+    });
   }
   // R is the store's, which no rollback of a workload can rewind: always trusted. A container
   // set to anything else by someone else (a human's pin, a `kubectl rollout undo`) is a pause.
   const known = [
     recorded,
-    L,
+    registryDigest,
     ...candidateDigests(b.candidates.kind === "absent" ? undefined : b.candidates.raw),
   ];
   const pins = live ? humanPins(live, known) : [];
   if (pins.length > 0) return paused(j, imageCase, pins);
   const k =
     announcedPause(b) !== undefined ? amend(j, { writes: { [IMAGE_KEYS.paused.name(img.key)]: null } }) : j;
-  const rollback = rollBackRejected(k, img, b, o, { ...c, L });
+  const rollback = rollBackRejected(k, img, b, o, { ...c, L: registryDigest });
   if (rollback) return rollback;
-  if (trusted(b.rejected) === L) {
-    const msg = `${img.key}: the registry's ${L} was rejected by a human; waiting for the next build of ${img.repository}:${img.tag}`;
-    return say(amend(k, { blocks: true, verdict: { paused: true } }), "paused", "build_rejected", msg);
+  if (trusted(b.rejected) === registryDigest) {
+    const msg = `${img.key}: the registry's ${registryDigest} was rejected by a human; waiting for the next build of ${img.repository}:${img.tag}`;
+    return say(amend(k, { blocks: true, verdict: { paused: true } }), {
+      outcome: "paused",
+      reason: "build_rejected",
+      message: msg,
+    });
   }
-  const input: DueInput = { ...imageCase, digest: L, live };
-  if (recorded === L) {
+  const input: DueInput = { ...imageCase, digest: registryDigest, live };
+  if (recorded === registryDigest) {
     // The tag's owner moved it back: every build first seen after it was withdrawn.
     const writes = b.candidates.kind !== "absent" ? { [IMAGE_KEYS.candidates.name(img.key)]: null } : {};
     const v = amend(k, { verdict: { verified: true }, writes });
     const off = live?.containers.filter((x) => x.digest !== recorded) ?? [];
     if (off.length > 0) return rerendered(v, input, off);
-    return say(v, "noop", "unchanged", `${img.key} is on ${L}`);
+    return say(v, { outcome: "noop", reason: "unchanged", message: `${img.key} is on ${registryDigest}` });
   }
   return c.minimumAgeMs > 0 ? soak(k, input, recorded) : due(k, input);
 }
@@ -138,24 +144,27 @@ function judgeResolved(given: Judgement, imageCase: ImageCase, L: string): Judge
  * The unresolved streak: counted whatever else holds the image; the verdict it
  * reaches (unresolved, stale, or an untrusted streak) is returned for judgeImage to weigh.
  */
-function unresolved(j: Judgement, { img, b, o, c }: ImageCase): [Judgement, Said | undefined] {
+function unresolved(judgement: Judgement, { img, b, o, c }: ImageCase): [Judgement, Said | undefined] {
   const seen = o.digests?.[img.key];
   const name = IMAGE_KEYS.unresolved.name(img.key);
   if (seen?.ok)
-    return [b.unresolved.kind !== "absent" ? amend(j, { writes: { [name]: null } }) : j, undefined];
+    return [
+      b.unresolved.kind !== "absent" ? amend(judgement, { writes: { [name]: null } }) : judgement,
+      undefined,
+    ];
   const failure = seen?.ok === false ? seen : undefined;
   const why = failure ? `${failure.failure}: ${failure.message}` : "not resolved";
   if (b.unresolved.kind === "untrusted") {
     const message = `${img.key} could not be resolved (${why}) and the store's ${name} is ${quoteForLog(b.unresolved.raw)}, not a count; remove that key to reset it`;
     return [
-      amend(j, { verdict: { unresolvedStreak: undefined } }),
+      amend(judgement, { verdict: { unresolvedStreak: undefined } }),
       { outcome: "error", reason: "unresolved_streak_untrusted", message },
     ];
   }
   const previous = countOf(b.unresolved) ?? 0;
   const n = previous + 1;
   const short = `${ofMax(n, c.maxUnresolvedTicks)} (${failure?.failure ?? "not resolved"})`;
-  const counted = amend(j, {
+  const counted = amend(judgement, {
     writes: { [name]: String(n) },
     countsStreak: true,
     verdict: { unresolvedStreak: n, short },
