@@ -1,13 +1,15 @@
 // A regression is not a skip: within regressionWindow of a verified refresh, a target that runs
-// the recorded build and does not settle because that build's own pods fail (a restart since the
-// verification, CrashLoopBackOff, running but not Ready) is a failed attempt of that build. It is
-// counted (and its build named) before anything is touched, and with onFailure: revert the
-// image's targets go back to previous-<key>-digest. A workload unsettled for any other reason
-// (pods Pending, a NotReady node) is left to the settled guard. Pure, like the rest of plan.
+// the recorded build, settled or not, whose own pods show evidence against that build (a restart
+// since the verification, CrashLoopBackOff, running but not Ready) is a failed attempt of that
+// build. It is counted (and its build named) before anything is touched, and with onFailure:
+// revert the image's targets go back to previous-<key>-digest. A restart is counted once: one
+// that finished before a regression already counted for the build is not evidence again. A
+// workload unsettled for any other reason (pods Pending, a NotReady node) is left to the settled
+// guard. Pure, like the rest of plan: observe lists the pods, this judges them with the clock.
 import type { Config, ImageConfig } from "../../config.ts";
 import { describeEvidence, type Evidence, podEvidence, podsRunning } from "../../kube/pod-evidence.ts";
 import type { Book, ImageBook } from "../../state/book.ts";
-import { countOf, stamp, trusted } from "../../state/values.ts";
+import { countOf, seenToFail, stamp, trusted } from "../../state/values.ts";
 import type { Observed, WorkloadRef } from "../model.ts";
 import { describeWorkload, workloadId } from "../model.ts";
 import type { ImageCase } from "./case.ts";
@@ -21,20 +23,31 @@ function windowOpen(b: ImageBook, clock: number | undefined, c: Config): number 
   return clock - at <= c.regressionWindowMs ? at : undefined;
 }
 
-/** The image's targets that are unsettled and run its recorded build inside the window. */
+/**
+ * When a regression of the recorded build was last counted (the last attempt's time, which is
+ * the latest restart it counted): a restart that finished by then is not evidence again.
+ */
+function countedUntil(b: ImageBook): number | undefined {
+  const last = trusted(b.last);
+  const recorded = trusted(b.digest);
+  return last && last.digest === recorded && seenToFail(last.ending) ? last.at : undefined;
+}
+
+/** The image's targets, settled or not, that run its recorded build inside the window. */
 function suspects(img: ImageConfig, b: ImageBook, o: Observed, c: Config) {
   const recorded = trusted(b.digest);
   if (img.pinned || windowOpen(b, o.clock, c) === undefined) return [];
   const live = liveImage(img, o, c);
   return (live?.containers ?? []).filter((x) => {
     const w = o.workloads?.[workloadId(x.target)];
-    return w?.found && !w.settled && w.selector && x.digest === recorded;
+    return w?.found && w.selector && x.digest === recorded;
   });
 }
 
 /**
- * The workloads whose pods observe must list (with their selector): the unsettled targets that
- * run a build still inside its regressionWindow. None on a tick where everything settled.
+ * The workloads whose pods observe must list (with their selector): every target, settled or
+ * not, that runs a build still inside its regressionWindow; one list per workload. None outside
+ * the window, nor for a target that no longer runs the recorded build.
  */
 export function regressionSuspects(c: Config, o: Observed): Array<{ ref: WorkloadRef; selector: string }> {
   const out = new Map<string, { ref: WorkloadRef; selector: string }>();
@@ -58,14 +71,28 @@ function evidence(img: ImageConfig, b: ImageBook, o: Observed, c: Config) {
     const pods = o.pods?.[workloadId(x.target)];
     if (!pods || !Array.isArray(pods)) continue;
     const running = podsRunning(pods, { [x.target.container]: x.image });
+    const counted = countedUntil(b);
     const found: Evidence | undefined = podEvidence(running, {
       unready: "all",
       ...(since !== undefined ? { restartsSince: stamp(since) } : {}),
+      ...(counted !== undefined ? { restartsAfter: stamp(counted) } : {}),
     });
     const ref = { kind: x.target.kind, namespace: x.target.namespace, name: x.target.name };
-    if (found) return { ref, found };
+    const w = o.workloads?.[workloadId(x.target)];
+    const settled = w?.found === true && w.settled;
+    if (found) return { ref, found, settled };
   }
   return undefined;
+}
+
+/**
+ * When the regression was seen: the later of the tick's clock and the restart it counted, so
+ * that the next tick counts only a restart after it (the pods are listed after the clock is read).
+ */
+function seenAt(clock: number | undefined, e: Evidence): number | undefined {
+  const restart = e.finishedAt === undefined ? Number.NaN : Date.parse(e.finishedAt);
+  if (clock === undefined) return Number.isNaN(restart) ? undefined : restart;
+  return Number.isNaN(restart) ? clock : Math.max(clock, restart);
 }
 
 /** The regression's judgement, or undefined when the recorded build shows nothing against it. */
@@ -79,7 +106,8 @@ export function regressed(j: Judgement, { img, b, o, c }: ImageCase) {
   const n = count + 1;
   const max = c.maxRefreshAttempts;
   const showed = describeEvidence(seen.ref.namespace, seen.found);
-  const head = `${img.key}: build ${failed} regressed within regressionWindow of its verification: ${describeWorkload(seen.ref)} does not settle, ${showed}; failed attempt ${n}/${max}`;
+  const state = seen.settled ? "is available, but" : "does not settle,";
+  const head = `${img.key}: build ${failed} regressed within regressionWindow of its verification: ${describeWorkload(seen.ref)} ${state} ${showed}; failed attempt ${n}/${max}`;
   const back = previous !== undefined && previous !== failed && c.onFailure === "revert";
   const tail = back
     ? `; putting its targets back on ${previous}`
@@ -88,7 +116,11 @@ export function regressed(j: Judgement, { img, b, o, c }: ImageCase) {
       : "; onFailure: keep leaves it running";
   const event = { reason: "BuildRegressed" as const, note: `${head}${tail}`, regarding: [seen.ref] };
   const next = amend(j, {
-    due: { digest: back ? (previous as string) : failed, count: n, regression: { failed, back } },
+    due: {
+      digest: back ? (previous as string) : failed,
+      count: n,
+      regression: { failed, back, at: seenAt(o.clock, seen.found) },
+    },
     events: [event],
     verdict: {
       short: `attempt ${n}/${max}`,
