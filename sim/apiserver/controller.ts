@@ -332,7 +332,10 @@ export class Controllers {
   #armBreak(w: Workload): void {
     const bad = this.#badBuild(w);
     if (!bad || typeof bad === "string" || w.broken !== "no" || w.breakTimer || this.#stopped) return;
-    if ("restartOnceAfterMs" in bad) return this.#armRestart(w, bad.restartOnceAfterMs);
+    if ("restartOnceAfterMs" in bad) {
+      this.#armRestart(w, bad.restartOnceAfterMs);
+      return;
+    }
     const crash = "crashAfterMs" in bad;
     const after = crash ? bad.crashAfterMs : bad.unreadyAfterMs;
     w.breakTimer = setTimeout(() => {
