@@ -140,6 +140,8 @@ export function publish(p: Playground, key: string | undefined): string {
 function badNote(how: BadBuild): string {
   if (typeof how === "string") return "its pods never become available";
   if ("crashAfterMs" in how) return `its pods become Ready, then crash ${how.crashAfterMs / 1000}s later`;
+  if ("restartOnceAfterMs" in how)
+    return `its pods become Ready, then restart once ${how.restartOnceAfterMs / 1000}s later and are Ready again`;
   return `its pods become Ready, then turn unready ${how.unreadyAfterMs / 1000}s later`;
 }
 

@@ -155,6 +155,7 @@ const cases: Array<[string, Pod[], EvidenceRules, ReturnType<typeof podEvidence>
       pod: "api-1",
       container: "api",
       kind: "restarted",
+      finishedAt: "2026-01-01T10:05:00Z",
       what: "container api restarted (restart count 0 -> 1)",
     },
   ],
@@ -171,6 +172,30 @@ const cases: Array<[string, Pod[], EvidenceRules, ReturnType<typeof podEvidence>
       kind: "crash_loop",
       what: "container api waits in CrashLoopBackOff after 2 restarts (last exit: Error, code 1)",
     },
+  ],
+  [
+    "a restart already counted by an earlier regression is no evidence again",
+    [pod({}, { restartCount: 1, lastFinishedAt: "2026-01-01T10:05:00Z" })],
+    { ...REGRESSION, restartsAfter: "2026-01-01T10:05:00Z" },
+    undefined,
+  ],
+  [
+    "a restart after the one already counted",
+    [pod({}, { restartCount: 2, lastFinishedAt: "2026-01-01T10:05:01Z" })],
+    { ...REGRESSION, restartsAfter: "2026-01-01T10:05:00Z" },
+    {
+      pod: "api-1",
+      container: "api",
+      kind: "restarted",
+      finishedAt: "2026-01-01T10:05:01Z",
+      what: "container api restarted (restart count 0 -> 2)",
+    },
+  ],
+  [
+    "after a counted regression, a restart that does not say when it finished is no evidence",
+    [pod({}, { restartCount: 2 })],
+    { ...REGRESSION, restartsAfter: "2026-01-01T10:05:00Z" },
+    undefined,
   ],
 ];
 

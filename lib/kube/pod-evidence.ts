@@ -11,6 +11,8 @@ export interface Evidence {
   pod: string;
   container?: string;
   kind: EvidenceKind;
+  /** lastState.terminated.finishedAt of the restart shown (restarted, crash_loop), when the pod says. */
+  finishedAt?: string;
   /** What the pod showed, e.g. "container api waits in CrashLoopBackOff after 2 restarts (last exit: Error, code 1)". */
   what: string;
 }
@@ -29,6 +31,11 @@ export interface EvidenceRules {
   unready: "none" | "known" | "all";
   /** RFC 3339: a restart that began before this is not evidence (a regression counts from verification). */
   restartsSince?: string;
+  /**
+   * RFC 3339: a restart that finished at or before this was counted already (a regression of the
+   * same build on an earlier tick); one whose finish the pod does not say is not evidence either.
+   */
+  restartsAfter?: string;
 }
 
 const PULL = new Set(["ErrImagePull", "ImagePullBackOff"]);
@@ -39,25 +46,34 @@ function lastExit(c: ContainerState): string {
   return ` (last exit: ${c.lastTerminated}${code})`;
 }
 
-function restartedSince(c: ContainerState, since: string | undefined): boolean {
-  if (!since || !c.lastFinishedAt) return true;
-  const at = Date.parse(c.lastFinishedAt);
-  return Number.isNaN(at) || at >= Date.parse(since);
+function restartedSince(c: ContainerState, rules: EvidenceRules): boolean {
+  const at = c.lastFinishedAt ? Date.parse(c.lastFinishedAt) : Number.NaN;
+  if (rules.restartsAfter && (Number.isNaN(at) || at <= Date.parse(rules.restartsAfter))) return false;
+  return !rules.restartsSince || Number.isNaN(at) || at >= Date.parse(rules.restartsSince);
 }
 
 function containerEvidence(p: Pod, c: ContainerState, rules: EvidenceRules): Evidence | undefined {
-  const at = { pod: p.name, container: c.name };
+  const at = {
+    pod: p.name,
+    container: c.name,
+    ...(c.lastFinishedAt ? { finishedAt: c.lastFinishedAt } : {}),
+  };
   const restarts = c.restartCount === 1 ? "1 restart" : `${c.restartCount} restarts`;
-  if (c.waiting === "CrashLoopBackOff" && restartedSince(c, rules.restartsSince))
+  if (c.waiting === "CrashLoopBackOff" && restartedSince(c, rules))
     return {
       ...at,
       kind: "crash_loop",
       what: `container ${c.name} waits in CrashLoopBackOff after ${restarts}${lastExit(c)}`,
     };
   if (c.waiting && PULL.has(c.waiting))
-    return { ...at, kind: "image_pull", what: `container ${c.name} cannot pull its image (${c.waiting})` };
+    return {
+      pod: p.name,
+      container: c.name,
+      kind: "image_pull",
+      what: `container ${c.name} cannot pull its image (${c.waiting})`,
+    };
   const before = rules.baseline?.get(p.uid)?.[c.name] ?? 0;
-  if (c.restartCount > before && restartedSince(c, rules.restartsSince))
+  if (c.restartCount > before && restartedSince(c, rules))
     return {
       ...at,
       kind: "restarted",

@@ -97,7 +97,7 @@ export interface Observed {
   /** Every target of every image that is not pinned, by workloadId, read before any decision. */
   workloads?: Record<string, ObservedWorkload>;
   /**
-   * The pods of each unsettled target that runs a build still inside its regressionWindow, by
+   * The pods of each target, settled or not, that runs a build still inside its regressionWindow, by
    * workloadId (an error when they could not be listed): what a regression is judged from.
    */
   pods?: Record<string, Pod[] | { error: string }>;
@@ -160,9 +160,10 @@ export interface StateWrite {
   change: Change;
   /**
    * Each due image's new count; apply adds the count, this tick's traceparent and the digest tried.
-   * `regressed`: the count is a regression's, its digest the build that failed after verification.
+   * `regressed`: the count is a regression's, its digest the build that failed after verification;
+   * `at` when it was seen (the last attempt's time; the tick's clock when absent).
    */
-  attempts: Record<string, { count: number; digest: string; regressed?: boolean }>;
+  attempts: Record<string, { count: number; digest: string; regressed?: boolean; at?: number }>;
   /** Due images whose rollout is a re-pin to the recorded digest (a tag re-rendered over the pin). */
   repins: string[];
   /** Images whose unresolved or skip streak goes up: the write must land, or the tick fails. */

@@ -104,7 +104,7 @@ export async function observe(ctx: TickContext, podsToList?: PodsToList): Promis
         r instanceof Error ? { found: false, message: r.message } : observeWorkload(r);
   });
   const observed: Observed = { book, workloads, clock };
-  // Beside the registry: the pods of a recorded build that may have regressed (rarely any).
+  // Beside the registry: the pods of a recorded build still inside its regressionWindow.
   const pods = podsToList ? suspectPods(ctx, podsToList(observed)) : Promise.resolve(undefined);
   const resolved = await resolving;
   mark("resolved");
@@ -128,9 +128,10 @@ const readWorkload = (kube: KubeClient, ref: WorkloadRef): Promise<Workload | Er
   kube.get(ref).catch((err: Error) => err);
 
 /**
- * The pods of every unsettled target that runs a build inside its regressionWindow, listed by
- * the workload's selector; a list that fails is kept as its error (no evidence, so the settled
- * guard judges the workload as before). Undefined when no target is suspect.
+ * The pods of every target, settled or not, that runs a build inside its regressionWindow: one
+ * list per workload by its selector (the build's own pods are picked by their images, as the
+ * verification does); a list that fails is kept as its error (no evidence, so the settled guard
+ * judges the workload as before). Undefined when no target runs such a build.
  */
 async function suspectPods(ctx: TickContext, suspects: ReturnType<PodsToList>): Promise<Observed["pods"]> {
   if (suspects.length === 0) return undefined;

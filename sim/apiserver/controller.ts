@@ -16,7 +16,9 @@ export type ControllerMode = "healthy" | "flap" | "deadline" | "unsettled" | "sl
  * "crashloop": the containers exit at once and back off (restartCount growing); "pull": the image
  * cannot be pulled; `crashAfterMs`: Ready, the rollout settles, then the containers crash that long
  * after the pods became Ready (a build that dies after warm-up); `unreadyAfterMs`: Ready, then
- * unready without a crash.
+ * unready without a crash; `restartOnceAfterMs`: Ready, the rollout settles, then each container
+ * restarts once that long after (lastState.terminated.finishedAt says when), is unready for a few
+ * controller steps and runs Ready again: a workload that looks settled, with a restart to show.
  */
 export type BadBuild =
   | "flap"
@@ -24,7 +26,8 @@ export type BadBuild =
   | "crashloop"
   | "pull"
   | { crashAfterMs: number }
-  | { unreadyAfterMs: number };
+  | { unreadyAfterMs: number }
+  | { restartOnceAfterMs: number };
 
 /** How often a crash-looping container is restarted (the kubelet's back-off, compressed). */
 const RESTART_MS = 1000;
@@ -58,9 +61,14 @@ interface Workload {
   templates: Map<string, Array<{ name: string; image: string }>>;
   labels: JsonObject;
   pods: string[];
-  /** The new pods of a settled rollout to a build that fails later: crashed, or unready. */
-  broken: "no" | "crash" | "unready";
+  /**
+   * The new pods of a settled rollout to a build that fails later: crashed, unready, or restarted
+   * once (`restarting` while the restarted containers are not Ready yet, `restarted` once they are).
+   */
+  broken: "no" | "crash" | "unready" | "restarting" | "restarted";
   restarts: number;
+  /** When the containers last restarted (RFC 3339, seconds), for a restart-once build. */
+  restartedAt?: string;
   breakTimer?: ReturnType<typeof setTimeout>;
   restartTimer?: ReturnType<typeof setInterval>;
 }
@@ -309,7 +317,7 @@ export class Controllers {
       step: w.step,
       flicker: w.flicker,
       deadlineExceeded: w.deadlineExceeded,
-      broken: w.step === 4 && w.broken !== "no",
+      broken: w.step === 4 && w.broken !== "no" && w.broken !== "restarted",
       currentName: `${w.name}-${w.currentHash}`,
       updateName: `${w.name}-${w.updateHash}`,
       now: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
@@ -324,6 +332,10 @@ export class Controllers {
   #armBreak(w: Workload): void {
     const bad = this.#badBuild(w);
     if (!bad || typeof bad === "string" || w.broken !== "no" || w.breakTimer || this.#stopped) return;
+    if ("restartOnceAfterMs" in bad) {
+      this.#armRestart(w, bad.restartOnceAfterMs);
+      return;
+    }
     const crash = "crashAfterMs" in bad;
     const after = crash ? bad.crashAfterMs : bad.unreadyAfterMs;
     w.breakTimer = setTimeout(() => {
@@ -331,6 +343,21 @@ export class Controllers {
       w.broken = crash ? "crash" : "unready";
       if (crash) w.restarts = 1;
       this.#writeCurrent(w);
+    }, after);
+  }
+
+  /** Each container restarts once `after` ms from now, is unready a few steps, then Ready again. */
+  #armRestart(w: Workload, after: number): void {
+    w.breakTimer = setTimeout(() => {
+      w.broken = "restarting";
+      w.restarts = 1;
+      w.restartedAt = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+      this.#writeCurrent(w);
+      w.breakTimer = setTimeout(() => {
+        w.breakTimer = undefined;
+        w.broken = "restarted";
+        this.#writeCurrent(w);
+      }, this.stepMs * 3);
     }, after);
   }
 
@@ -342,11 +369,15 @@ export class Controllers {
     w.restartTimer = undefined;
     w.broken = "no";
     w.restarts = 0;
+    w.restartedAt = undefined;
   }
 
   /** What the new pods show: a bad build's failure, a later break, or the rollout's progress. */
   #newHealth(w: Workload, last: boolean): PodHealth {
     const bad = this.#badBuild(w);
+    const finishedAt = w.restartedAt;
+    if (w.broken === "restarting" && finishedAt) return { kind: "unready", restarts: 1, finishedAt };
+    if (w.broken === "restarted" && finishedAt) return { kind: "ready", restarts: 1, finishedAt };
     if (bad === "crashloop" || w.broken === "crash" || (!bad && w.mode === "crashloop" && !w.flicker))
       return { kind: "crashing", restarts: Math.max(1, w.restarts) };
     if (bad === "pull") return { kind: "pull", backoff: w.restarts % 2 === 1 };

@@ -135,7 +135,8 @@ export interface SimApiServer {
    * becomes available (as "flap", its pods running but never Ready), with `how` "deadline" runs
    * out of its progress deadline (a Deployment), "crashloop" crash-loops, "pull" cannot pull its
    * image, `{ crashAfterMs }` settles Ready and then crashes, `{ unreadyAfterMs }` settles Ready
-   * and then turns unready; a rollout back to other images settles as its mode says.
+   * and then turns unready, `{ restartOnceAfterMs }` settles Ready, restarts each container once
+   * that long after and runs Ready again; a rollout back to other images settles as its mode says.
    */
   failImages(
     kind: WorkloadKind,

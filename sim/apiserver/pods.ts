@@ -8,11 +8,14 @@ import { createHash } from "node:crypto";
 import type { WorkloadKind } from "./objects.ts";
 import { clone, deepEqual, type JsonObject } from "./patch.ts";
 
-/** What a pod's containers show. */
+/**
+ * What a pod's containers show. `finishedAt`: when the last restart's container terminated (its
+ * lastState.terminated.finishedAt); the pod's start when not given.
+ */
 export type PodHealth =
-  | { kind: "ready"; restarts: number }
+  | { kind: "ready"; restarts: number; finishedAt?: string }
   | { kind: "starting" }
-  | { kind: "unready"; restarts: number }
+  | { kind: "unready"; restarts: number; finishedAt?: string }
   | { kind: "crashing"; restarts: number }
   | { kind: "pull"; backoff: boolean };
 
@@ -66,7 +69,8 @@ function containerState(h: PodHealth, pod: string, c: string, startedAt: string)
   switch (h.kind) {
     case "ready":
     case "unready":
-      return { running: { startedAt } };
+      // A restarted container runs since its restart.
+      return { running: { startedAt: h.finishedAt ?? startedAt } };
     case "starting":
       return { waiting: { reason: "ContainerCreating" } };
     case "crashing":
@@ -89,6 +93,7 @@ export function renderPodStatus(p: DesiredPod, startedAt: string): JsonObject {
   const ready = h.kind === "ready";
   const running = h.kind !== "starting" && h.kind !== "pull";
   const restarts = "restarts" in h ? h.restarts : 0;
+  const finishedAt = "finishedAt" in h && h.finishedAt ? h.finishedAt : startedAt;
   const unready = p.containers.map((c) => c.name).join(" ");
   const why = ready ? undefined : "ContainersNotReady";
   const msg = ready ? undefined : `containers with unready status: [${unready}]`;
@@ -112,7 +117,7 @@ export function renderPodStatus(p: DesiredPod, startedAt: string): JsonObject {
       restartCount: restarts,
       state: containerState(h, p.name, c.name, startedAt),
       ...(restarts > 0
-        ? { lastState: { terminated: { exitCode: 1, reason: "Error", startedAt, finishedAt: startedAt } } }
+        ? { lastState: { terminated: { exitCode: 1, reason: "Error", startedAt, finishedAt } } }
         : {}),
     })),
   };

@@ -68,6 +68,31 @@ describe("pods", () => {
     expect(settled(sim.getObject("Deployment", "apps", name))).toBe(false);
   });
 
+  test("a build that restarts once: Ready and settled, one restart (finishedAt its time), then Ready and settled again", async () => {
+    const name = fresh("Deployment", { restartOnceAfterMs: 300 });
+    await roll("Deployment", name);
+    await waitFor(sim, "Deployment", "apps", name, settled);
+    const rolled = new Date(Date.now() - 1000).toISOString();
+    await until(() => onImage(name, "myorg/app:2").length === 2 && onImage(name, "myorg/app:2").every(ready));
+    await until(() =>
+      onImage(name, "myorg/app:2").every((p: Pod) => p.status.containerStatuses[0].restartCount === 1),
+    );
+    await until(() => onImage(name, "myorg/app:2").every(ready));
+    await waitFor(sim, "Deployment", "apps", name, settled);
+    for (const p of onImage(name, "myorg/app:2")) {
+      const c = p.status.containerStatuses[0];
+      expect([c.restartCount, c.ready, Object.keys(c.state)]).toEqual([1, true, ["running"]]);
+      expect(c.lastState.terminated.reason).toBe("Error");
+      expect(Date.parse(c.lastState.terminated.finishedAt)).toBeGreaterThan(Date.parse(rolled));
+      expect(c.state.running.startedAt).toBe(c.lastState.terminated.finishedAt);
+    }
+    // Once: no second restart follows.
+    await Bun.sleep(600);
+    expect(onImage(name, "myorg/app:2").map((p: Pod) => p.status.containerStatuses[0].restartCount)).toEqual([
+      1, 1,
+    ]);
+  });
+
   test("a build that turns unready: no restart, not Ready", async () => {
     const name = fresh("StatefulSet", { unreadyAfterMs: 100 });
     await roll("StatefulSet", name);

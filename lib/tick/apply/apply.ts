@@ -144,7 +144,8 @@ async function writeState(run: Run, w: StateWrite): Promise<void> {
     change[IMAGE_KEYS.attempt.name(key)] = String(a.count);
     change[IMAGE_KEYS.traceparent.name(key)] = traceparent;
     const ending = a.regressed ? "regressed" : "started";
-    Object.assign(change, setField(key, "last", { digest: a.digest, ending, at: tickClock(run) }));
+    const at = a.at ?? tickClock(run);
+    Object.assign(change, setField(key, "last", { digest: a.digest, ending, at }));
     // A regression was seen before anything is touched: its build is named failed with its count.
     if (a.regressed) {
       change[IMAGE_KEYS.failed.name(key)] = a.digest;

@@ -234,8 +234,9 @@ function stateWrite(
     if (j.countsStreak) w.streaks.push(key);
     if (j.flap) w.flaps.push(key);
     if (j.due?.regression) {
-      if (j.due.regression.counted !== false)
-        w.attempts[key] = { count: j.due.count, digest: j.due.regression.failed, regressed: true };
+      const { counted, failed, at } = j.due.regression;
+      if (counted !== false)
+        w.attempts[key] = { count: j.due.count, digest: failed, regressed: true, ...(at ? { at } : {}) };
     } else if (j.due) w.attempts[key] = { count: j.due.count, digest: j.due.digest };
     if (j.due?.repin) {
       w.repins.push(key);

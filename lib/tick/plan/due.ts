@@ -5,7 +5,7 @@
 import { IMAGE_KEYS } from "../../state/keys.ts";
 import { countOf, quoteForLog } from "../../state/values.ts";
 import type { DueInput } from "./case.ts";
-import { amend, type Judgement, type Said, say } from "./judgement.ts";
+import { amend, type Judgement, say } from "./judgement.ts";
 import { lastAttempt } from "./last-attempt.ts";
 import { signatureGate } from "./signature.ts";
 
@@ -112,21 +112,3 @@ function lockout(
   }
   return say(short, { outcome: "locked_out", reason: "flap_lockout", message: msg });
 }
-
-// TEMPORARY, deprecated: regression.ts still imports the judgement helpers from here, with `say`
-// taking positional strings, while it is being rewritten. Its rewrite imports them from
-// judgement.ts (`say(judgement, { outcome, reason, message })`); then this block goes. Nothing
-// else may use it.
-export { amend, type Judgement } from "./judgement.ts";
-
-/** @deprecated Use `say(judgement, { outcome, reason, message })` from judgement.ts. */
-function sayPositional(
-  judgement: Judgement,
-  outcome: Said["outcome"],
-  reason: Said["reason"],
-  message: string,
-): Judgement {
-  return say(judgement, { outcome, reason, message });
-}
-
-export { sayPositional as say };

@@ -21,9 +21,10 @@ export interface Judgement {
     /**
      * A regression: `failed` is the verified build whose pods failed (the attempt's build);
      * `digest` is the build to go back to, rolled out only when `back`. `counted: false` is a
-     * rejected build rolled back: a revert, not an attempt, so no count is written.
+     * rejected build rolled back: a revert, not an attempt, so no count is written. `at`: when the
+     * regression was seen (the latest restart it counted, if later than the tick's clock).
      */
-    regression?: { failed: string; back: boolean; counted?: false };
+    regression?: { failed: string; back: boolean; counted?: false; at?: number };
   };
   /** This image holds every workload it has a container in (lockout, untrusted count, pause). */
   blocks: boolean;

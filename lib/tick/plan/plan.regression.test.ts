@@ -55,6 +55,25 @@ const world =
     o.pods = { "Deployment/apps/api": pods };
   };
 const BACK_D = `docker.io/myorg/api@${D("d")}`;
+const CLOCK = Date.parse("2026-12-01T12:00:00Z");
+
+/** The same, with apps/api settled and available: a restart since the verification is evidence all the same. */
+const settledWorld =
+  (pods: Pod[], tweak: (o: Observed) => void = () => {}) =>
+  (o: Observed) => {
+    world(pods)(o);
+    const w = o.workloads?.["Deployment/apps/api"];
+    if (w?.found) Object.assign(w, { settled: true, settleMessage: "successfully rolled out" });
+    tweak(o);
+  };
+/** A pod that restarted once at `at` and runs Ready again. */
+const restartedAt = (at: string) =>
+  pod({}, { restartCount: 1, lastTerminated: "Error", lastExitCode: 1, lastFinishedAt: at });
+/** A regression of a already counted on an earlier tick, seen at `at`. */
+const counted = (at: string) => (o: Observed) => {
+  ann(o, "last-attempt-api", `${D("a")} regressed ${at}`);
+  ann(o, "refresh-attempt-api", "1");
+};
 
 type Row = [name: string, o: (o: Observed) => void, c: (c: any) => void, want: string, actions?: string[]];
 const NONE = () => {};
@@ -104,6 +123,51 @@ const rows: Row[] = [
     "skipped/not_settled",
   ],
   [
+    "settled, a pod restarted once since the verification and Ready again: failed, regressed",
+    settledWorld([restartedAt("2026-12-01T11:50:00Z")]),
+    NONE,
+    "failed/regressed",
+  ],
+  [
+    "settled, the restart exactly at the verification: failed, regressed",
+    settledWorld([restartedAt("2026-12-01T11:30:00Z")]),
+    NONE,
+    "failed/regressed",
+  ],
+  [
+    "settled, a restart from before the verification: unchanged",
+    settledWorld([restartedAt("2026-12-01T11:29:59Z")]),
+    NONE,
+    "noop/unchanged",
+  ],
+  ["settled, every pod Ready without a restart: unchanged", settledWorld([pod()]), NONE, "noop/unchanged"],
+  [
+    "settled, a Pending pod: unchanged",
+    settledWorld([pod({ phase: "Pending", ready: false }, { ready: false, waiting: "ContainerCreating" })]),
+    NONE,
+    "noop/unchanged",
+  ],
+  [
+    "settled, past regressionWindow: unchanged",
+    settledWorld([restartedAt("2026-12-01T11:50:00Z")], (o) =>
+      ann(o, "verified-api-at", "2026-12-01T10:59:59Z"),
+    ),
+    NONE,
+    "noop/unchanged",
+  ],
+  [
+    "settled, the restart already counted by the regression of an earlier tick: not counted again",
+    settledWorld([restartedAt("2026-12-01T11:50:00Z")], counted("2026-12-01T11:50:00Z")),
+    NONE,
+    "noop/unchanged",
+  ],
+  [
+    "settled, a restart after the regression already counted: counted on top",
+    settledWorld([restartedAt("2026-12-01T11:55:00Z")], counted("2026-12-01T11:50:00Z")),
+    NONE,
+    "failed/regressed",
+  ],
+  [
     "locked out already: left to the settled guard, as before",
     both(world([crashing]), (o) => ann(o, "refresh-attempt-api", "3")),
     NONE,
@@ -120,6 +184,19 @@ describe("regression verdicts", () => {
 });
 
 describe("a regression's actions", () => {
+  test("on a settled workload: counted with the time of the restart it saw, when later than the clock", () => {
+    const late = "2026-12-01T12:00:03Z";
+    const d = plan(observed(settledWorld([restartedAt(late)])), config());
+    const api = d.images.find((x) => x.key === "api");
+    expect(api?.message).toContain(
+      "Deployment apps/api is available, but pod apps/api-7d9-x2b: container api restarted (restart count 0 -> 1) (last exit: Error, code 1); failed attempt 1/3",
+    );
+    expect(d.actions[0]).toMatchObject({
+      type: "write-state",
+      attempts: { api: { count: 1, digest: D("a"), regressed: true, at: Date.parse(late) } },
+    });
+  });
+
   test("the failed attempt of a (count, failed digest) first, then every target back on d, then d recorded; no reset", () => {
     const d = plan(observed(world([crashing])), config());
     const api = d.images.find((x) => x.key === "api");
@@ -133,7 +210,7 @@ describe("a regression's actions", () => {
       containers: [expect.objectContaining({ name: container, image: BACK_D })],
     });
     const want: unknown[] = [
-      write({ attempts: { api: { count: 1, digest: D("a"), regressed: true } as never } }),
+      write({ attempts: { api: { count: 1, digest: D("a"), regressed: true, at: CLOCK } as never } }),
       back("api", "api"),
       back("api-proxy", "proxy"),
       { type: "record-revert", digests: { api: D("d") } },

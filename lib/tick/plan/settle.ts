@@ -46,7 +46,10 @@ export function settledGuard(given: Judgement, imageCase: ImageCase): { j: Judge
   if (waiting.length === 0) {
     // A settled image's streak is removed (a failed removal is only a warning).
     const writes = b.skip.kind !== "absent" ? { [name]: null } : {};
-    return { j: amend(given, { writes, verdict: { skipStreak: 0, frozen: false } }), held: false };
+    const settledJ = amend(given, { writes, verdict: { skipStreak: 0, frozen: false } });
+    // A workload that looks settled may still run a build that failed since its verification.
+    const regression = regressed(settledJ, imageCase);
+    return regression ? { j: regression, held: true } : { j: settledJ, held: false };
   }
   // A regression is not a skip: the recorded build's own pods failing is a failed attempt.
   const regression = regressed(given, imageCase);

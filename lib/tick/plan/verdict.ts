@@ -118,7 +118,7 @@ function judgeResolved(given: Judgement, imageCase: ImageCase, registryDigest: s
   if (pins.length > 0) return paused(j, imageCase, pins);
   const k =
     announcedPause(b) !== undefined ? amend(j, { writes: { [IMAGE_KEYS.paused.name(img.key)]: null } }) : j;
-  const rollback = rollBackRejected(k, img, b, o, { ...c, L: registryDigest });
+  const rollback = rollBackRejected(k, { ...imageCase, registryDigest });
   if (rollback) return rollback;
   if (trusted(b.rejected) === registryDigest) {
     const msg = `${img.key}: the registry's ${registryDigest} was rejected by a human; waiting for the next build of ${img.repository}:${img.tag}`;

@@ -1,10 +1,11 @@
 // Builds that really crash, on the real node, judged by the product's own image as the CronJob:
 // the seed's case (Ready, then crashing a few seconds later) caught by the verification window
 // and reverted by the tick that rolled it out, retried and locked out on the third attempt,
-// announced, and the fix rolling out after `reject`. (A build that goes bad only after it was
-// verified is caught here only while its workload is unsettled at the tick; on this node a
-// restart comes back Ready within seconds, so that story is proved on the real control plane's
-// kubelet, tests/real/verify.real.test.ts, instead.)
+// announced, and the fix rolling out after `reject`. And a build that goes bad well after its
+// verification: its containers crash once 45 s after they started, the kubelet restarts them and
+// they are Ready again, the Deployment fully available; the next tick, inside regressionWindow,
+// lists the pods, sees the restart since the verification, counts it as a regression of that
+// build and reverts it, and the fix rolls out on the tick after.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ok } from "../kubectl.ts";
 import { list, namespace } from "../manifests.ts";
@@ -137,5 +138,58 @@ describe.skipIf(missing)("builds that really crash, judged by the product on a r
     expect(said(fixed)).toEqual([0, "refreshed", ""]);
     expect(await image("web")).toBe(pinned("web", fix));
     await allOn("web", fix);
+  }, 900_000);
+
+  /** Both pods of `name` run `digest`, restarted at least once and Ready again; waits up to 150 s. */
+  async function restartedAndReady(name: string, digest: string): Promise<void> {
+    let last = "";
+    for (let i = 0; i < 300; i++) {
+      const pods = await c.admin.get(`/api/v1/namespaces/${APPS}/pods?labelSelector=app%3D${name}`);
+      // biome-ignore lint/suspicious/noExplicitAny: pods read loosely
+      const seen = pods.items.map((x: any) => {
+        const s = x.status?.containerStatuses?.[0] ?? {};
+        return `${s.ready === true} ${String(s.imageID).endsWith(digest)} ${(s.restartCount ?? 0) > 0}`;
+      });
+      last = seen.join(", ");
+      if (seen.length === 2 && seen.every((s: string) => s === "true true true")) return;
+      await Bun.sleep(500);
+    }
+    throw new Error(`${name}'s pods did not restart and come back Ready on ${digest}: ${last}`);
+  }
+
+  test("a build that crashes once well after its verification, Ready again: the next tick counts a regression and reverts it, the fix rolls out after", async () => {
+    const bad = await c.images.server(repo("api"), "stable", { mode: "crash", after: 45 });
+    const rolled = await p.tick();
+    expect(said(rolled)).toEqual([0, "refreshed", ""]);
+    const s0 = await store();
+    expect([s0["last-refreshed-api-digest"], s0["previous-api-digest"]]).toEqual([bad, good.api]);
+    expect(s0["verified-api-at"]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    // Long after the verification: each container exits once, is restarted, and is Ready again.
+    await restartedAndReady("api", bad);
+    const fix = await c.images.server(repo("api"), "stable", { mode: "ready" });
+    const regressed = await p.tick();
+    expect([regressed.exitCode, regressed.outcome]).toEqual([1, "failed"]);
+    expect(regressed.log).toContain(`build ${bad} regressed within regressionWindow of its verification`);
+    expect(regressed.log).toMatch(/pod apps\/api-\w+-\w+: container api restarted/);
+    const s1 = await store();
+    expect([s1["refresh-attempt-api"], s1["failed-api-digest"], s1["last-refreshed-api-digest"]]).toEqual([
+      "1",
+      bad,
+      good.api,
+    ]);
+    expect(s1["last-attempt-api"]).toMatch(new RegExp(`^${bad} regressed `));
+    expect(await productEvents(c)).toContainEqual({
+      type: "Warning",
+      reason: "BuildRegressed",
+      about: `${APPS} Deployment/api`,
+    });
+    expect(await image("api")).toBe(pinned("api", good.api as string));
+    await allOn("api", good.api as string);
+    // Nothing in front of the fix, and the restart is not counted again.
+    const fixed = await p.tick();
+    expect(said(fixed)).toEqual([0, "refreshed", ""]);
+    expect(await image("api")).toBe(pinned("api", fix));
+    expect((await store())["refresh-attempt-api"]).toBeUndefined();
+    await allOn("api", fix);
   }, 900_000);
 });
