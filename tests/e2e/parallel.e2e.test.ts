@@ -6,8 +6,10 @@
 // released: a product that rolls out one group at a time never gets there, and the test fails.
 import { describe, expect, test } from "bun:test";
 import type { RolloutRecord } from "../../sim/apiserver/index.ts";
+import { startCollector } from "../../sim/collector.ts";
 import { recorded, storeKey, type World } from "../support/world.ts";
 import { worldPerTest } from "../support/world-each.ts";
+import { runWith } from "../telemetry/e2e.ts";
 
 let w: World;
 worldPerTest((world) => {
@@ -110,17 +112,28 @@ describe("independent images roll out side by side", () => {
       expect(r.stderr).toMatch(new RegExp(`patched Deployment apps/${n}: .* group=${i + 1}\\b`));
   }, 60_000);
 
-  test("parallelism 1: one rollout at a time, in config order", async () => {
+  test("parallelism 1: one rollout at a time, in config order; each wait's span names its group", async () => {
     seed(Object.fromEntries(names.map((n) => [n, [n]])));
     configure(images, { parallelism: 1 });
     await recorded(w);
     for (const n of names) w.registry.push(`myorg/${n}`, "stable");
     const before = w.api.rollouts.length;
-    const r = await w.run();
-    expect(r.code).toBe(0);
-    const mine = w.api.rollouts.slice(before);
-    expect(mine.map((x) => x.workload)).toEqual(names.map(id));
-    expect(mostAtOnce(mine)).toBe(1);
+    const c = startCollector();
+    try {
+      const r = await runWith(w, c, "http/json");
+      expect(r.code).toBe(0);
+      const mine = w.api.rollouts.slice(before);
+      expect(mine.map((x) => x.workload)).toEqual(names.map(id));
+      expect(mostAtOnce(mine)).toBe(1);
+      for (const span of ["rollout.wait", "rollout.verify"]) {
+        const seen = r.spans
+          .filter((x) => x.name === span)
+          .map((x) => `${x.attributes["k8s.deployment.name"]} ${x.attributes["image_refresh.group"]}`);
+        expect(seen).toEqual(names.map((n, i) => `${n} ${i + 1}`));
+      }
+    } finally {
+      await c.stop();
+    }
   }, 60_000);
 });
 
