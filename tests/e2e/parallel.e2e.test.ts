@@ -200,4 +200,35 @@ describe("a group moves as one", () => {
     ]);
     expect(r.stderr).toMatch(/reverting Deployment apps\/b-only: .* group=2\b/);
   }, 60_000);
+
+  test("two groups failing at once: each reverted with its own count, failed build and Events", async () => {
+    const first = seed({ "a-only": ["a"], "b-only": ["b"], "c-only": ["c"] });
+    configure({ a: ["a-only"], b: ["b-only"], c: ["c-only"] });
+    await recorded(w);
+    const next = Object.fromEntries(
+      ["a", "b", "c"].map((repo) => [repo, w.registry.push(`myorg/${repo}`, "stable")]),
+    );
+    for (const repo of ["a", "c"])
+      w.api.failImages("Deployment", "apps", `${repo}-only`, [pin(repo, next[repo] as string)], "crashloop");
+    const r = await w.run();
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("a: failed (reverted); b: refreshed; c: failed (reverted)");
+    for (const repo of ["a", "c"]) {
+      expect(w.image("Deployment", "apps", `${repo}-only`, repo)).toBe(pin(repo, first[repo] as string));
+      expect(w.ours()[storeKey(`refresh-attempt-${repo}`)]).toBe("1");
+      expect(w.ours()[storeKey(`failed-${repo}-digest`)]).toBe(next[repo]);
+    }
+    expect(w.ours()[storeKey("refresh-attempt-b")]).toBeUndefined();
+    expect(w.ours()[storeKey("last-refreshed-b-digest")]).toBe(next.b);
+    const events = w.api.events.map((e) => `${e.reason} ${e.regarding?.name}`).sort();
+    expect(events).toEqual([
+      "Refreshed b-only",
+      "RolloutFailed a-only",
+      "RolloutFailed c-only",
+      "RolloutReverted a-only",
+      "RolloutReverted c-only",
+    ]);
+    // The lanes' store writes took turns: neither lost a compare-and-swap to the other.
+    expect(r.stderr).not.toContain("changed concurrently");
+  }, 60_000);
 });
