@@ -2,7 +2,7 @@
 // runtime floor with the same flags, runs every section against simulated worlds on 127.0.0.1
 // and prints one markdown report. Benchmarks print; nothing here asserts a time.
 //
-//   bun bench/run.ts [--quick] [--write] [--only=1,2,3,4,5,6,7] [--baseline=GIT-REF]
+//   bun bench/run.ts [--quick] [--write] [--only=1,2,3,4,5,6,7,8] [--baseline=GIT-REF]
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,6 +10,7 @@ import { buildBaseline } from "./baseline.ts";
 import { BINARY, compile, LIMIT_SOURCE, productBuildFlags } from "./clients.ts";
 import { distanceSection } from "./distance.ts";
 import { type BenchContext, noopSection, scaleSection, telemetrySection } from "./noop.ts";
+import { parallelSection } from "./parallel.ts";
 import { startupSection } from "./startup.ts";
 import { coldStartSection, floorSource, memoryRows, refreshSection } from "./ticks.ts";
 
@@ -22,7 +23,7 @@ interface Options {
 }
 
 function parseOptions(argv: string[]): Options {
-  const o: Options = { quick: false, write: false, only: new Set(["1", "2", "3", "4", "5", "6", "7"]) };
+  const o: Options = { quick: false, write: false, only: new Set(["1", "2", "3", "4", "5", "6", "7", "8"]) };
   for (const a of argv) {
     if (a === "--quick") o.quick = true;
     else if (a === "--write") o.write = true;
@@ -87,6 +88,7 @@ async function main(): Promise<void> {
     if (opts.only.has("5")) body.push(...(await telemetrySection(ctx)));
     if (opts.only.has("6")) body.push(...(await startupSection(ctx, floor)));
     if (opts.only.has("7")) body.push(...(await distanceSection(ctx)));
+    if (opts.only.has("8")) body.push(...(await parallelSection(ctx)));
     const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
     const report = [
       `## Benchmarks (\`npm run bench${opts.quick ? " -- --quick" : ""}\`)`,

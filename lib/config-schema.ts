@@ -49,6 +49,15 @@ function durationText(zero: boolean) {
   );
 }
 
+/** `parallelism`: a whole number of groups, at least 1, with a message that says so for 0, -2 or 1.5. */
+function groupsAtOnce() {
+  const z = zod();
+  const rule =
+    "must be a whole number of image groups rolling out at once, at least 1 (1: one workload at a time)";
+  const error = (iss: { input?: unknown }) => `${rule}: ${JSON.stringify(iss.input)}`;
+  return z.int({ error }).check(z.gte(1, { error }), z.lte(1000, { error: "must be at most 1000" }));
+}
+
 export const DEFAULT_STORE_NAME = "image-refresh-state";
 
 /** `myorg/web:stable` is the commonest mistake here: say what to drop rather than only the rule. */
@@ -150,6 +159,8 @@ export const configSchemas = lazy((z) => {
     // 0s keeps the instant judgement of `kubectl rollout status`.
     verifyFor: duration(DURATIONS, "2m", true),
     regressionWindow: duration(DURATIONS, "1h"),
+    // Groups of images that share no workload rolling out at once; 1 rolls out one workload at a time.
+    parallelism: z._default(groupsAtOnce(), 4),
     verify: z.optional(verify),
     images,
   });

@@ -37,6 +37,7 @@ describe("parseConfig", () => {
       minimumAgeMs: 0,
       verifyForMs: 120_000,
       regressionWindowMs: 3_600_000,
+      parallelism: 4,
       registry: { host: "docker.io", insecure: false },
     });
     expect(c.images.map((i) => i.key)).toEqual(["api", "node-agent"]);
@@ -143,6 +144,19 @@ images:
       }),
     );
     expect(problems.length).toBe(3);
+  });
+
+  test("parallelism: a whole number of groups, at least 1; anything else says what it must be", () => {
+    expect(parse((c) => (c.parallelism = 1)).parallelism).toBe(1);
+    const rule =
+      "parallelism: must be a whole number of image groups rolling out at once, at least 1 (1: one workload at a time)";
+    for (const bad of [0, -2, 1.5, "4"])
+      expect(problemsOf(() => parse((c) => (c.parallelism = bad)))).toEqual([
+        `${rule}: ${JSON.stringify(bad)}`,
+      ]);
+    expect(problemsOf(() => parse((c) => (c.parallelism = 1001)))).toEqual([
+      "parallelism: must be at most 1000",
+    ]);
   });
 
   test("a file that is not a mapping or not YAML is a ConfigError", () => {

@@ -99,6 +99,8 @@ export interface Config {
   verifyForMs: number;
   /** How long after its verification a build whose pods fail still counts as a failed rollout. */
   regressionWindowMs: number;
+  /** How many groups of images that share no workload roll out at once. */
+  parallelism: number;
   /** The top-level signature policy (each image carries the one in force for it). */
   verify?: { keys: string[] };
   images: ImageConfig[];
@@ -218,6 +220,7 @@ function finish(c: Checked): Config {
     minimumAgeMs: ms(c.minimumAge),
     verifyForMs: ms(c.verifyFor),
     regressionWindowMs: ms(c.regressionWindow),
+    parallelism: c.parallelism,
     ...(c.verify ? { verify: c.verify } : {}),
     images: normalise(c.images, c.namespace ?? c.state?.namespace ?? c.store.namespace, c),
   };

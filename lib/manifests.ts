@@ -1,9 +1,10 @@
 // What rendered manifests (`kubectl kustomize`) must grant and allow for a config: the Roles
 // bound to the CronJob's service account give exactly the permissions the product uses, and the
-// Job's activeDeadlineSeconds outlasts every rollout wait. Shared by `image-refresh validate
+// Job's activeDeadlineSeconds outlasts every rollout wait (groups side by side, see deadlineTerms). Shared by `image-refresh validate
 // --manifests` and the tests of the shipped overlays, so that both apply one rule.
 import * as z from "zod/mini";
 import type { Config } from "./config.ts";
+import { imageGroups } from "./groups.ts";
 import { formatPath, parse } from "./issues.ts";
 import { WORKLOAD_KIND_TABLE, type WorkloadKind } from "./workload.ts";
 
@@ -186,9 +187,36 @@ function waitsPerWorkload(config: Config): number {
   return config.onFailure === "revert" ? 2 : 1;
 }
 
+/**
+ * What a tick's rollouts can take at most, in rounds of waits. Groups of images that share no
+ * workload roll out side by side, `parallelism` at a time, each the next as one ends; inside a
+ * group one workload at a time. So no tick needs more than ceil(groups / parallelism) rounds of
+ * the longest group: a lane that takes up a group later than that found every other lane busy
+ * through each earlier round, which would be more groups than there are.
+ */
+export function deadlineTerms(config: Config): {
+  groups: number;
+  longest: number;
+  rounds: number;
+  waits: number;
+} {
+  const groups = imageGroups(config.images.filter((img) => !img.pinned));
+  const longest = Math.max(0, ...groups.map((g) => g.workloads.length));
+  const rounds = Math.ceil(groups.length / config.parallelism);
+  return { groups: groups.length, longest, rounds, waits: waitsPerWorkload(config) };
+}
+
 export function minimumDeadlineSeconds(config: Config): number {
-  const waits = targetsOf(config).length * waitsPerWorkload(config);
+  const t = deadlineTerms(config);
+  const waits = t.rounds * t.longest * t.waits;
   return (waits * (config.rolloutTimeoutMs + config.verifyForMs)) / 1000 + DEADLINE_SLACK_SECONDS;
+}
+
+/** The rule as a sentence, with this config's figures: what a too-short deadline is told. */
+export function deadlineRule(config: Config): string {
+  const t = deadlineTerms(config);
+  const revert = t.waits === 2 ? "2 waits (onFailure: revert) × " : "";
+  return `ceil(${t.groups} groups / parallelism ${config.parallelism}) × ${t.longest} workloads (the longest group) × ${revert}(rolloutTimeout ${config.rolloutTimeoutMs / 1000}s + verifyFor ${config.verifyForMs / 1000}s) + ${DEADLINE_SLACK_SECONDS}s = ${minimumDeadlineSeconds(config)}s`;
 }
 
 /** `get, patch on deployments.apps/api in namespace apps`, one line per object. */
@@ -239,7 +267,7 @@ export function manifestProblems(config: Config, objects: readonly K8sObject[]):
   const needed = minimumDeadlineSeconds(config);
   if (deadline === undefined || deadline < needed)
     problems.push(
-      `CronJob ${job.metadata.name}: activeDeadlineSeconds ${deadline ?? "(unset)"} does not cover ${targetsOf(config).length} workloads × ${waitsPerWorkload(config) === 2 ? "2 waits (onFailure: revert) × " : ""}(rolloutTimeout ${config.rolloutTimeoutMs / 1000}s + verifyFor ${config.verifyForMs / 1000}s) + ${DEADLINE_SLACK_SECONDS}s = ${needed}s`,
+      `CronJob ${job.metadata.name}: activeDeadlineSeconds ${deadline ?? "(unset)"} does not cover ${deadlineRule(config)}`,
     );
   return problems;
 }

@@ -2,7 +2,7 @@
 import * as R from "./refinements.ts";
 import { FAIL } from "./fail.ts";
 
-const C0 = new Set(["tag","registry","namespace","store","state","annotationPrefix","maxRefreshAttempts","maxSkipTicks","maxUnresolvedTicks","rolloutTimeout","requestTimeout","onFailure","reconcile","minimumAge","verifyFor","regressionWindow","verify","images"]);
+const C0 = new Set(["tag","registry","namespace","store","state","annotationPrefix","maxRefreshAttempts","maxSkipTicks","maxUnresolvedTicks","rolloutTimeout","requestTimeout","onFailure","reconcile","minimumAge","verifyFor","regressionWindow","parallelism","verify","images"]);
 const C1 = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
 const C2 = new Set(["host","endpoint","insecure","dockerConfigJson","auth","token"]);
 const C3 = /^[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?$/;
@@ -27,42 +27,42 @@ const C21 = new Set(["kind","namespace","name","container"]);
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkConfig(v: unknown): unknown {
-  return s52(v);
+  return s54(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkKubeconfig(v: unknown): unknown {
-  return s75(v);
+  return s77(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkConfigMap(v: unknown): unknown {
-  return s80(v);
+  return s82(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkWorkload(v: unknown): unknown {
-  return s114(v);
+  return s116(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkManagedFields(v: unknown): unknown {
-  return s118(v);
-}
-
-/** zod's output for a valid input; FAIL for any other (zod then says why). */
-export function checkDockerConfig(v: unknown): unknown {
-  return s121(v);
-}
-
-/** zod's output for a valid input; FAIL for any other (zod then says why). */
-export function checkDockerCfg(v: unknown): unknown {
   return s120(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
-export function checkTokenResponse(v: unknown): unknown {
+export function checkDockerConfig(v: unknown): unknown {
+  return s123(v);
+}
+
+/** zod's output for a valid input; FAIL for any other (zod then says why). */
+export function checkDockerCfg(v: unknown): unknown {
   return s122(v);
+}
+
+/** zod's output for a valid input; FAIL for any other (zod then says why). */
+export function checkTokenResponse(v: unknown): unknown {
+  return s124(v);
 }
 
 function s0(v: any): any {
@@ -326,6 +326,17 @@ function s36(v: any): any {
 }
 
 function s37(v: any): any {
+  if (typeof v !== "number" || !Number.isSafeInteger(v)) return FAIL;
+  if (!(v >= 1)) return FAIL;
+  if (!(v <= 1000)) return FAIL;
+  return v;
+}
+
+function s38(v: any): any {
+  return v === undefined ? 4 : s37(v);
+}
+
+function s39(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   if (!(v.length >= 1)) return FAIL;
   const o = new Array(v.length);
@@ -337,63 +348,63 @@ function s37(v: any): any {
   return o;
 }
 
-function s38(v: any): any {
+function s40(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C16.has(k)) return FAIL;
   const o: any = {};
   let r: any;
   if ("keys" in v) {
-    r = s37(v["keys"]);
+    r = s39(v["keys"]);
     if (r === FAIL) return FAIL;
     o["keys"] = r;
   } else return FAIL;
   return o;
 }
 
-function s39(v: any): any {
-  return v === undefined ? undefined : s38(v);
+function s41(v: any): any {
+  return v === undefined ? undefined : s40(v);
 }
 
-function s40(v: any): any {
+function s42(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(C18.test(v))) return FAIL;
   return v;
 }
 
-function s41(v: any): any {
+function s43(v: any): any {
   if (typeof v !== "string") return FAIL;
   if (!(C19.test(v))) return FAIL;
   return v;
 }
 
-function s42(v: any): any {
-  return v === undefined ? undefined : s41(v);
-}
-
-function s43(v: any): any {
-  return v === undefined ? undefined : s0(v);
-}
-
 function s44(v: any): any {
-  return v === undefined ? undefined : s12(v);
+  return v === undefined ? undefined : s43(v);
 }
 
 function s45(v: any): any {
-  return C20.has(v) ? v : FAIL;
+  return v === undefined ? undefined : s0(v);
 }
 
 function s46(v: any): any {
-  let r: any;
-  if ((r = s45(v)) !== FAIL) return r;
-  if ((r = s38(v)) !== FAIL) return r;
-  return FAIL;
+  return v === undefined ? undefined : s12(v);
 }
 
 function s47(v: any): any {
-  return v === undefined ? undefined : s46(v);
+  return C20.has(v) ? v : FAIL;
 }
 
 function s48(v: any): any {
+  let r: any;
+  if ((r = s47(v)) !== FAIL) return r;
+  if ((r = s40(v)) !== FAIL) return r;
+  return FAIL;
+}
+
+function s49(v: any): any {
+  return v === undefined ? undefined : s48(v);
+}
+
+function s50(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C21.has(k)) return FAIL;
   const o: any = {};
@@ -421,65 +432,6 @@ function s48(v: any): any {
   return o;
 }
 
-function s49(v: any): any {
-  if (!Array.isArray(v)) return FAIL;
-  if (!(v.length >= 1)) return FAIL;
-  const o = new Array(v.length);
-  for (let i = 0; i < v.length; i++) {
-    const r = s48(v[i]);
-    if (r === FAIL) return FAIL;
-    o[i] = r;
-  }
-  return o;
-}
-
-function s50(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  for (const k in v) if (!C17.has(k)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("repository" in v) {
-    r = s40(v["repository"]);
-    if (r === FAIL) return FAIL;
-    o["repository"] = r;
-  } else return FAIL;
-  if ("key" in v) {
-    r = s42(v["key"]);
-    if (r === FAIL) return FAIL;
-    o["key"] = r;
-  }
-  if ("tag" in v) {
-    r = s43(v["tag"]);
-    if (r === FAIL) return FAIL;
-    o["tag"] = r;
-  }
-  if ("registry" in v) {
-    r = s44(v["registry"]);
-    if (r === FAIL) return FAIL;
-    o["registry"] = r;
-  }
-  if ("pinned" in v) {
-    r = s5(v["pinned"]);
-    if (r === FAIL) return FAIL;
-    o["pinned"] = r;
-  } else {
-    r = s5(undefined);
-    if (r === FAIL) return FAIL;
-    o["pinned"] = r;
-  }
-  if ("verify" in v) {
-    r = s47(v["verify"]);
-    if (r === FAIL) return FAIL;
-    o["verify"] = r;
-  }
-  if ("targets" in v) {
-    r = s49(v["targets"]);
-    if (r === FAIL) return FAIL;
-    o["targets"] = r;
-  } else return FAIL;
-  return o;
-}
-
 function s51(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   if (!(v.length >= 1)) return FAIL;
@@ -493,6 +445,65 @@ function s51(v: any): any {
 }
 
 function s52(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  for (const k in v) if (!C17.has(k)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("repository" in v) {
+    r = s42(v["repository"]);
+    if (r === FAIL) return FAIL;
+    o["repository"] = r;
+  } else return FAIL;
+  if ("key" in v) {
+    r = s44(v["key"]);
+    if (r === FAIL) return FAIL;
+    o["key"] = r;
+  }
+  if ("tag" in v) {
+    r = s45(v["tag"]);
+    if (r === FAIL) return FAIL;
+    o["tag"] = r;
+  }
+  if ("registry" in v) {
+    r = s46(v["registry"]);
+    if (r === FAIL) return FAIL;
+    o["registry"] = r;
+  }
+  if ("pinned" in v) {
+    r = s5(v["pinned"]);
+    if (r === FAIL) return FAIL;
+    o["pinned"] = r;
+  } else {
+    r = s5(undefined);
+    if (r === FAIL) return FAIL;
+    o["pinned"] = r;
+  }
+  if ("verify" in v) {
+    r = s49(v["verify"]);
+    if (r === FAIL) return FAIL;
+    o["verify"] = r;
+  }
+  if ("targets" in v) {
+    r = s51(v["targets"]);
+    if (r === FAIL) return FAIL;
+    o["targets"] = r;
+  } else return FAIL;
+  return o;
+}
+
+function s53(v: any): any {
+  if (!Array.isArray(v)) return FAIL;
+  if (!(v.length >= 1)) return FAIL;
+  const o = new Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const r = s52(v[i]);
+    if (r === FAIL) return FAIL;
+    o[i] = r;
+  }
+  return o;
+}
+
+function s54(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   for (const k in v) if (!C0.has(k)) return FAIL;
   const o: any = {};
@@ -625,33 +636,42 @@ function s52(v: any): any {
     if (r === FAIL) return FAIL;
     o["regressionWindow"] = r;
   }
+  if ("parallelism" in v) {
+    r = s38(v["parallelism"]);
+    if (r === FAIL) return FAIL;
+    o["parallelism"] = r;
+  } else {
+    r = s38(undefined);
+    if (r === FAIL) return FAIL;
+    o["parallelism"] = r;
+  }
   if ("verify" in v) {
-    r = s39(v["verify"]);
+    r = s41(v["verify"]);
     if (r === FAIL) return FAIL;
     o["verify"] = r;
   }
   if ("images" in v) {
-    r = s51(v["images"]);
+    r = s53(v["images"]);
     if (r === FAIL) return FAIL;
     o["images"] = r;
   } else return FAIL;
   return o;
 }
 
-function s53(v: any): any {
+function s55(v: any): any {
   if (typeof v !== "string") return FAIL;
   return v;
 }
 
-function s54(v: any): any {
-  return v === undefined ? undefined : s53(v);
+function s56(v: any): any {
+  return v === undefined ? undefined : s55(v);
 }
 
-function s55(v: any): any {
+function s57(v: any): any {
   return v === undefined ? undefined : s4(v);
 }
 
-function s56(v: any): any {
+function s58(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -671,14 +691,14 @@ function s56(v: any): any {
     o["certificate-authority-data"] = r;
   }
   if ("insecure-skip-tls-verify" in v) {
-    r = s55(v["insecure-skip-tls-verify"]);
+    r = s57(v["insecure-skip-tls-verify"]);
     if (r === FAIL) return FAIL;
     o["insecure-skip-tls-verify"] = r;
   }
   return o;
 }
 
-function s57(v: any): any {
+function s59(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -688,34 +708,26 @@ function s57(v: any): any {
     o["name"] = r;
   } else return FAIL;
   if ("cluster" in v) {
-    r = s56(v["cluster"]);
+    r = s58(v["cluster"]);
     if (r === FAIL) return FAIL;
     o["cluster"] = r;
   } else return FAIL;
   return o;
 }
 
-function s58(v: any): any {
+function s60(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s57(v[i]);
+    const r = s59(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s59(v: any): any {
-  return v === null ? null : s58(v);
-}
-
-function s60(v: any): any {
-  return v === undefined ? undefined : s59(v);
-}
-
 function s61(v: any): any {
-  return v;
+  return v === null ? null : s60(v);
 }
 
 function s62(v: any): any {
@@ -723,6 +735,14 @@ function s62(v: any): any {
 }
 
 function s63(v: any): any {
+  return v;
+}
+
+function s64(v: any): any {
+  return v === undefined ? undefined : s63(v);
+}
+
+function s65(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -757,27 +777,27 @@ function s63(v: any): any {
     o["client-key-data"] = r;
   }
   if ("exec" in v) {
-    r = s62(v["exec"]);
+    r = s64(v["exec"]);
     if (r === FAIL) return FAIL;
     o["exec"] = r;
   }
   if ("auth-provider" in v) {
-    r = s62(v["auth-provider"]);
+    r = s64(v["auth-provider"]);
     if (r === FAIL) return FAIL;
     o["auth-provider"] = r;
   }
   return o;
 }
 
-function s64(v: any): any {
-  return v === null ? null : s63(v);
-}
-
-function s65(v: any): any {
-  return v === undefined ? undefined : s64(v);
-}
-
 function s66(v: any): any {
+  return v === null ? null : s65(v);
+}
+
+function s67(v: any): any {
+  return v === undefined ? undefined : s66(v);
+}
+
+function s68(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -787,33 +807,33 @@ function s66(v: any): any {
     o["name"] = r;
   } else return FAIL;
   if ("user" in v) {
-    r = s65(v["user"]);
+    r = s67(v["user"]);
     if (r === FAIL) return FAIL;
     o["user"] = r;
   }
   return o;
 }
 
-function s67(v: any): any {
+function s69(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s66(v[i]);
+    const r = s68(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s68(v: any): any {
-  return v === null ? null : s67(v);
-}
-
-function s69(v: any): any {
-  return v === undefined ? undefined : s68(v);
-}
-
 function s70(v: any): any {
+  return v === null ? null : s69(v);
+}
+
+function s71(v: any): any {
+  return v === undefined ? undefined : s70(v);
+}
+
+function s72(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -823,19 +843,19 @@ function s70(v: any): any {
     o["cluster"] = r;
   } else return FAIL;
   if ("user" in v) {
-    r = s54(v["user"]);
+    r = s56(v["user"]);
     if (r === FAIL) return FAIL;
     o["user"] = r;
   }
   if ("namespace" in v) {
-    r = s54(v["namespace"]);
+    r = s56(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   }
   return o;
 }
 
-function s71(v: any): any {
+function s73(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -845,60 +865,60 @@ function s71(v: any): any {
     o["name"] = r;
   } else return FAIL;
   if ("context" in v) {
-    r = s70(v["context"]);
+    r = s72(v["context"]);
     if (r === FAIL) return FAIL;
     o["context"] = r;
   } else return FAIL;
   return o;
 }
 
-function s72(v: any): any {
+function s74(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s71(v[i]);
+    const r = s73(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s73(v: any): any {
-  return v === null ? null : s72(v);
-}
-
-function s74(v: any): any {
-  return v === undefined ? undefined : s73(v);
-}
-
 function s75(v: any): any {
+  return v === null ? null : s74(v);
+}
+
+function s76(v: any): any {
+  return v === undefined ? undefined : s75(v);
+}
+
+function s77(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("current-context" in v) {
-    r = s54(v["current-context"]);
+    r = s56(v["current-context"]);
     if (r === FAIL) return FAIL;
     o["current-context"] = r;
   }
   if ("clusters" in v) {
-    r = s60(v["clusters"]);
+    r = s62(v["clusters"]);
     if (r === FAIL) return FAIL;
     o["clusters"] = r;
   }
   if ("users" in v) {
-    r = s69(v["users"]);
+    r = s71(v["users"]);
     if (r === FAIL) return FAIL;
     o["users"] = r;
   }
   if ("contexts" in v) {
-    r = s74(v["contexts"]);
+    r = s76(v["contexts"]);
     if (r === FAIL) return FAIL;
     o["contexts"] = r;
   }
   return o;
 }
 
-function s76(v: any): any {
+function s78(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -910,83 +930,83 @@ function s76(v: any): any {
   return o;
 }
 
-function s77(v: any): any {
+function s79(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const p = Object.getPrototypeOf(v);
   if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
   const o: any = {};
   for (const k of Object.keys(v)) {
     if (k === "__proto__") continue;
-    const r = s53(v[k]);
+    const r = s55(v[k]);
     if (r === FAIL) return FAIL;
     o[k] = r;
   }
   return o;
 }
 
-function s78(v: any): any {
-  return v === null ? null : s77(v);
-}
-
-function s79(v: any): any {
-  return v === undefined ? undefined : s78(v);
-}
-
 function s80(v: any): any {
+  return v === null ? null : s79(v);
+}
+
+function s81(v: any): any {
+  return v === undefined ? undefined : s80(v);
+}
+
+function s82(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("metadata" in v) {
-    r = s76(v["metadata"]);
+    r = s78(v["metadata"]);
     if (r === FAIL) return FAIL;
     o["metadata"] = r;
   } else return FAIL;
   if ("data" in v) {
-    r = s79(v["data"]);
+    r = s81(v["data"]);
     if (r === FAIL) return FAIL;
     o["data"] = r;
   }
   return o;
 }
 
-function s81(v: any): any {
+function s83(v: any): any {
   if (typeof v !== "number" || !Number.isSafeInteger(v)) return FAIL;
   return v;
 }
 
-function s82(v: any): any {
-  return v === undefined ? 0 : s81(v);
-}
-
-function s83(v: any): any {
-  return R.emptyIfAbsent(v);
-}
-
 function s84(v: any): any {
-  const r = s79(v);
-  return r === FAIL ? FAIL : s83(r);
+  return v === undefined ? 0 : s83(v);
 }
 
 function s85(v: any): any {
+  return R.emptyIfAbsent(v);
+}
+
+function s86(v: any): any {
+  const r = s81(v);
+  return r === FAIL ? FAIL : s85(r);
+}
+
+function s87(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("name" in v) {
-    r = s53(v["name"]);
+    r = s55(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   if ("namespace" in v) {
-    r = s53(v["namespace"]);
+    r = s55(v["namespace"]);
     if (r === FAIL) return FAIL;
     o["namespace"] = r;
   } else return FAIL;
   if ("generation" in v) {
-    r = s82(v["generation"]);
+    r = s84(v["generation"]);
     if (r === FAIL) return FAIL;
     o["generation"] = r;
   } else {
-    r = s82(undefined);
+    r = s84(undefined);
     if (r === FAIL) return FAIL;
     o["generation"] = r;
   }
@@ -996,104 +1016,83 @@ function s85(v: any): any {
     o["resourceVersion"] = r;
   } else return FAIL;
   if ("annotations" in v) {
-    r = s84(v["annotations"]);
+    r = s86(v["annotations"]);
     if (r === FAIL) return FAIL;
     o["annotations"] = r;
   } else {
-    r = s84(undefined);
+    r = s86(undefined);
     if (r === FAIL) return FAIL;
     if (r !== undefined) o["annotations"] = r;
   }
   if ("uid" in v) {
-    r = s54(v["uid"]);
+    r = s56(v["uid"]);
     if (r === FAIL) return FAIL;
     o["uid"] = r;
   }
   if ("managedFields" in v) {
-    r = s62(v["managedFields"]);
+    r = s64(v["managedFields"]);
     if (r === FAIL) return FAIL;
     o["managedFields"] = r;
   }
   return o;
 }
 
-function s86(v: any): any {
-  return v === undefined ? undefined : s81(v);
-}
-
-function s87(v: any): any {
-  return v === undefined ? undefined : s77(v);
-}
-
 function s88(v: any): any {
+  return v === undefined ? undefined : s83(v);
+}
+
+function s89(v: any): any {
+  return v === undefined ? undefined : s79(v);
+}
+
+function s90(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s53(v[i]);
+    const r = s55(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s89(v: any): any {
-  return v === null ? null : s88(v);
-}
-
-function s90(v: any): any {
-  return v === undefined ? undefined : s89(v);
-}
-
 function s91(v: any): any {
+  return v === null ? null : s90(v);
+}
+
+function s92(v: any): any {
+  return v === undefined ? undefined : s91(v);
+}
+
+function s93(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("key" in v) {
-    r = s53(v["key"]);
+    r = s55(v["key"]);
     if (r === FAIL) return FAIL;
     o["key"] = r;
   } else return FAIL;
   if ("operator" in v) {
-    r = s53(v["operator"]);
+    r = s55(v["operator"]);
     if (r === FAIL) return FAIL;
     o["operator"] = r;
   } else return FAIL;
   if ("values" in v) {
-    r = s90(v["values"]);
+    r = s92(v["values"]);
     if (r === FAIL) return FAIL;
     o["values"] = r;
   }
   return o;
 }
 
-function s92(v: any): any {
+function s94(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s91(v[i]);
+    const r = s93(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
-  }
-  return o;
-}
-
-function s93(v: any): any {
-  return v === undefined ? undefined : s92(v);
-}
-
-function s94(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("matchLabels" in v) {
-    r = s87(v["matchLabels"]);
-    if (r === FAIL) return FAIL;
-    o["matchLabels"] = r;
-  }
-  if ("matchExpressions" in v) {
-    r = s93(v["matchExpressions"]);
-    if (r === FAIL) return FAIL;
-    o["matchExpressions"] = r;
   }
   return o;
 }
@@ -1106,37 +1105,37 @@ function s96(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
+  if ("matchLabels" in v) {
+    r = s89(v["matchLabels"]);
+    if (r === FAIL) return FAIL;
+    o["matchLabels"] = r;
+  }
+  if ("matchExpressions" in v) {
+    r = s95(v["matchExpressions"]);
+    if (r === FAIL) return FAIL;
+    o["matchExpressions"] = r;
+  }
+  return o;
+}
+
+function s97(v: any): any {
+  return v === undefined ? undefined : s96(v);
+}
+
+function s98(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
   if ("partition" in v) {
-    r = s86(v["partition"]);
+    r = s88(v["partition"]);
     if (r === FAIL) return FAIL;
     o["partition"] = r;
   }
   return o;
 }
 
-function s97(v: any): any {
-  return v === null ? null : s96(v);
-}
-
-function s98(v: any): any {
-  return v === undefined ? undefined : s97(v);
-}
-
 function s99(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("type" in v) {
-    r = s54(v["type"]);
-    if (r === FAIL) return FAIL;
-    o["type"] = r;
-  }
-  if ("rollingUpdate" in v) {
-    r = s98(v["rollingUpdate"]);
-    if (r === FAIL) return FAIL;
-    o["rollingUpdate"] = r;
-  }
-  return o;
+  return v === null ? null : s98(v);
 }
 
 function s100(v: any): any {
@@ -1147,345 +1146,330 @@ function s101(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
+  if ("type" in v) {
+    r = s56(v["type"]);
+    if (r === FAIL) return FAIL;
+    o["type"] = r;
+  }
+  if ("rollingUpdate" in v) {
+    r = s100(v["rollingUpdate"]);
+    if (r === FAIL) return FAIL;
+    o["rollingUpdate"] = r;
+  }
+  return o;
+}
+
+function s102(v: any): any {
+  return v === undefined ? undefined : s101(v);
+}
+
+function s103(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
   if ("name" in v) {
-    r = s53(v["name"]);
+    r = s55(v["name"]);
     if (r === FAIL) return FAIL;
     o["name"] = r;
   } else return FAIL;
   if ("image" in v) {
-    r = s53(v["image"]);
+    r = s55(v["image"]);
     if (r === FAIL) return FAIL;
     o["image"] = r;
   } else return FAIL;
   return o;
 }
 
-function s102(v: any): any {
+function s104(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s101(v[i]);
+    const r = s103(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s103(v: any): any {
-  return v === undefined ? undefined : s102(v);
-}
-
-function s104(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("containers" in v) {
-    r = s102(v["containers"]);
-    if (r === FAIL) return FAIL;
-    o["containers"] = r;
-  } else return FAIL;
-  if ("initContainers" in v) {
-    r = s103(v["initContainers"]);
-    if (r === FAIL) return FAIL;
-    o["initContainers"] = r;
-  }
-  return o;
-}
-
 function s105(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("spec" in v) {
-    r = s104(v["spec"]);
-    if (r === FAIL) return FAIL;
-    o["spec"] = r;
-  } else return FAIL;
-  return o;
+  return v === undefined ? undefined : s104(v);
 }
 
 function s106(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
+  if ("containers" in v) {
+    r = s104(v["containers"]);
+    if (r === FAIL) return FAIL;
+    o["containers"] = r;
+  } else return FAIL;
+  if ("initContainers" in v) {
+    r = s105(v["initContainers"]);
+    if (r === FAIL) return FAIL;
+    o["initContainers"] = r;
+  }
+  return o;
+}
+
+function s107(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("spec" in v) {
+    r = s106(v["spec"]);
+    if (r === FAIL) return FAIL;
+    o["spec"] = r;
+  } else return FAIL;
+  return o;
+}
+
+function s108(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
   if ("replicas" in v) {
-    r = s86(v["replicas"]);
+    r = s88(v["replicas"]);
     if (r === FAIL) return FAIL;
     o["replicas"] = r;
   }
   if ("selector" in v) {
-    r = s95(v["selector"]);
+    r = s97(v["selector"]);
     if (r === FAIL) return FAIL;
     o["selector"] = r;
   }
   if ("paused" in v) {
-    r = s55(v["paused"]);
+    r = s57(v["paused"]);
     if (r === FAIL) return FAIL;
     o["paused"] = r;
   }
   if ("updateStrategy" in v) {
-    r = s100(v["updateStrategy"]);
+    r = s102(v["updateStrategy"]);
     if (r === FAIL) return FAIL;
     o["updateStrategy"] = r;
   }
   if ("template" in v) {
-    r = s105(v["template"]);
+    r = s107(v["template"]);
     if (r === FAIL) return FAIL;
     o["template"] = r;
   } else return FAIL;
   return o;
 }
 
-function s107(v: any): any {
-  return v === null ? null : s53(v);
-}
-
-function s108(v: any): any {
-  return v === undefined ? undefined : s107(v);
-}
-
 function s109(v: any): any {
+  return v === null ? null : s55(v);
+}
+
+function s110(v: any): any {
+  return v === undefined ? undefined : s109(v);
+}
+
+function s111(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("type" in v) {
-    r = s53(v["type"]);
+    r = s55(v["type"]);
     if (r === FAIL) return FAIL;
     o["type"] = r;
   } else return FAIL;
   if ("status" in v) {
-    r = s53(v["status"]);
+    r = s55(v["status"]);
     if (r === FAIL) return FAIL;
     o["status"] = r;
   } else return FAIL;
   if ("reason" in v) {
-    r = s54(v["reason"]);
+    r = s56(v["reason"]);
     if (r === FAIL) return FAIL;
     o["reason"] = r;
   }
   if ("message" in v) {
-    r = s54(v["message"]);
+    r = s56(v["message"]);
     if (r === FAIL) return FAIL;
     o["message"] = r;
   }
   if ("lastUpdateTime" in v) {
-    r = s108(v["lastUpdateTime"]);
+    r = s110(v["lastUpdateTime"]);
     if (r === FAIL) return FAIL;
     o["lastUpdateTime"] = r;
   }
   if ("lastTransitionTime" in v) {
-    r = s108(v["lastTransitionTime"]);
+    r = s110(v["lastTransitionTime"]);
     if (r === FAIL) return FAIL;
     o["lastTransitionTime"] = r;
   }
   return o;
 }
 
-function s110(v: any): any {
+function s112(v: any): any {
   if (!Array.isArray(v)) return FAIL;
   const o = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
-    const r = s109(v[i]);
+    const r = s111(v[i]);
     if (r === FAIL) return FAIL;
     o[i] = r;
   }
   return o;
 }
 
-function s111(v: any): any {
-  return v === undefined ? undefined : s110(v);
-}
-
-function s112(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("observedGeneration" in v) {
-    r = s86(v["observedGeneration"]);
-    if (r === FAIL) return FAIL;
-    o["observedGeneration"] = r;
-  }
-  if ("replicas" in v) {
-    r = s86(v["replicas"]);
-    if (r === FAIL) return FAIL;
-    o["replicas"] = r;
-  }
-  if ("updatedReplicas" in v) {
-    r = s86(v["updatedReplicas"]);
-    if (r === FAIL) return FAIL;
-    o["updatedReplicas"] = r;
-  }
-  if ("readyReplicas" in v) {
-    r = s86(v["readyReplicas"]);
-    if (r === FAIL) return FAIL;
-    o["readyReplicas"] = r;
-  }
-  if ("availableReplicas" in v) {
-    r = s86(v["availableReplicas"]);
-    if (r === FAIL) return FAIL;
-    o["availableReplicas"] = r;
-  }
-  if ("currentReplicas" in v) {
-    r = s86(v["currentReplicas"]);
-    if (r === FAIL) return FAIL;
-    o["currentReplicas"] = r;
-  }
-  if ("updateRevision" in v) {
-    r = s54(v["updateRevision"]);
-    if (r === FAIL) return FAIL;
-    o["updateRevision"] = r;
-  }
-  if ("currentRevision" in v) {
-    r = s54(v["currentRevision"]);
-    if (r === FAIL) return FAIL;
-    o["currentRevision"] = r;
-  }
-  if ("desiredNumberScheduled" in v) {
-    r = s86(v["desiredNumberScheduled"]);
-    if (r === FAIL) return FAIL;
-    o["desiredNumberScheduled"] = r;
-  }
-  if ("updatedNumberScheduled" in v) {
-    r = s86(v["updatedNumberScheduled"]);
-    if (r === FAIL) return FAIL;
-    o["updatedNumberScheduled"] = r;
-  }
-  if ("numberAvailable" in v) {
-    r = s86(v["numberAvailable"]);
-    if (r === FAIL) return FAIL;
-    o["numberAvailable"] = r;
-  }
-  if ("conditions" in v) {
-    r = s111(v["conditions"]);
-    if (r === FAIL) return FAIL;
-    o["conditions"] = r;
-  }
-  return o;
-}
-
 function s113(v: any): any {
-  return v === undefined ? {} : s112(v);
+  return v === undefined ? undefined : s112(v);
 }
 
 function s114(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
+  if ("observedGeneration" in v) {
+    r = s88(v["observedGeneration"]);
+    if (r === FAIL) return FAIL;
+    o["observedGeneration"] = r;
+  }
+  if ("replicas" in v) {
+    r = s88(v["replicas"]);
+    if (r === FAIL) return FAIL;
+    o["replicas"] = r;
+  }
+  if ("updatedReplicas" in v) {
+    r = s88(v["updatedReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["updatedReplicas"] = r;
+  }
+  if ("readyReplicas" in v) {
+    r = s88(v["readyReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["readyReplicas"] = r;
+  }
+  if ("availableReplicas" in v) {
+    r = s88(v["availableReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["availableReplicas"] = r;
+  }
+  if ("currentReplicas" in v) {
+    r = s88(v["currentReplicas"]);
+    if (r === FAIL) return FAIL;
+    o["currentReplicas"] = r;
+  }
+  if ("updateRevision" in v) {
+    r = s56(v["updateRevision"]);
+    if (r === FAIL) return FAIL;
+    o["updateRevision"] = r;
+  }
+  if ("currentRevision" in v) {
+    r = s56(v["currentRevision"]);
+    if (r === FAIL) return FAIL;
+    o["currentRevision"] = r;
+  }
+  if ("desiredNumberScheduled" in v) {
+    r = s88(v["desiredNumberScheduled"]);
+    if (r === FAIL) return FAIL;
+    o["desiredNumberScheduled"] = r;
+  }
+  if ("updatedNumberScheduled" in v) {
+    r = s88(v["updatedNumberScheduled"]);
+    if (r === FAIL) return FAIL;
+    o["updatedNumberScheduled"] = r;
+  }
+  if ("numberAvailable" in v) {
+    r = s88(v["numberAvailable"]);
+    if (r === FAIL) return FAIL;
+    o["numberAvailable"] = r;
+  }
+  if ("conditions" in v) {
+    r = s113(v["conditions"]);
+    if (r === FAIL) return FAIL;
+    o["conditions"] = r;
+  }
+  return o;
+}
+
+function s115(v: any): any {
+  return v === undefined ? {} : s114(v);
+}
+
+function s116(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
   if ("metadata" in v) {
-    r = s85(v["metadata"]);
+    r = s87(v["metadata"]);
     if (r === FAIL) return FAIL;
     o["metadata"] = r;
   } else return FAIL;
   if ("spec" in v) {
-    r = s106(v["spec"]);
+    r = s108(v["spec"]);
     if (r === FAIL) return FAIL;
     o["spec"] = r;
   } else return FAIL;
   if ("status" in v) {
-    r = s113(v["status"]);
+    r = s115(v["status"]);
     if (r === FAIL) return FAIL;
     o["status"] = r;
   } else {
-    r = s113(undefined);
+    r = s115(undefined);
     if (r === FAIL) return FAIL;
     o["status"] = r;
   }
   return o;
 }
 
-function s115(v: any): any {
+function s117(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const p = Object.getPrototypeOf(v);
   if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
   const o: any = {};
   for (const k of Object.keys(v)) {
     if (k === "__proto__") continue;
-    const r = s61(v[k]);
+    const r = s63(v[k]);
     if (r === FAIL) return FAIL;
     o[k] = r;
   }
   return o;
 }
 
-function s116(v: any): any {
-  return v === undefined ? undefined : s115(v);
-}
-
-function s117(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const o: any = {};
-  let r: any;
-  if ("manager" in v) {
-    r = s54(v["manager"]);
-    if (r === FAIL) return FAIL;
-    o["manager"] = r;
-  }
-  if ("operation" in v) {
-    r = s54(v["operation"]);
-    if (r === FAIL) return FAIL;
-    o["operation"] = r;
-  }
-  if ("time" in v) {
-    r = s54(v["time"]);
-    if (r === FAIL) return FAIL;
-    o["time"] = r;
-  }
-  if ("subresource" in v) {
-    r = s54(v["subresource"]);
-    if (r === FAIL) return FAIL;
-    o["subresource"] = r;
-  }
-  if ("fieldsV1" in v) {
-    r = s116(v["fieldsV1"]);
-    if (r === FAIL) return FAIL;
-    o["fieldsV1"] = r;
-  }
-  return o;
-}
-
 function s118(v: any): any {
-  if (!Array.isArray(v)) return FAIL;
-  const o = new Array(v.length);
-  for (let i = 0; i < v.length; i++) {
-    const r = s117(v[i]);
-    if (r === FAIL) return FAIL;
-    o[i] = r;
-  }
-  return o;
+  return v === undefined ? undefined : s117(v);
 }
 
 function s119(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
-  if ("username" in v) {
-    r = s54(v["username"]);
+  if ("manager" in v) {
+    r = s56(v["manager"]);
     if (r === FAIL) return FAIL;
-    o["username"] = r;
+    o["manager"] = r;
   }
-  if ("password" in v) {
-    r = s54(v["password"]);
+  if ("operation" in v) {
+    r = s56(v["operation"]);
     if (r === FAIL) return FAIL;
-    o["password"] = r;
+    o["operation"] = r;
   }
-  if ("auth" in v) {
-    r = s54(v["auth"]);
+  if ("time" in v) {
+    r = s56(v["time"]);
     if (r === FAIL) return FAIL;
-    o["auth"] = r;
+    o["time"] = r;
+  }
+  if ("subresource" in v) {
+    r = s56(v["subresource"]);
+    if (r === FAIL) return FAIL;
+    o["subresource"] = r;
+  }
+  if ("fieldsV1" in v) {
+    r = s118(v["fieldsV1"]);
+    if (r === FAIL) return FAIL;
+    o["fieldsV1"] = r;
   }
   return o;
 }
 
 function s120(v: any): any {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
-  const p = Object.getPrototypeOf(v);
-  if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
-  const o: any = {};
-  for (const k of Object.keys(v)) {
-    if (k === "__proto__") continue;
-    const r = s119(v[k]);
+  if (!Array.isArray(v)) return FAIL;
+  const o = new Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const r = s119(v[i]);
     if (r === FAIL) return FAIL;
-    o[k] = r;
+    o[i] = r;
   }
   return o;
 }
@@ -1494,25 +1478,61 @@ function s121(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
+  if ("username" in v) {
+    r = s56(v["username"]);
+    if (r === FAIL) return FAIL;
+    o["username"] = r;
+  }
+  if ("password" in v) {
+    r = s56(v["password"]);
+    if (r === FAIL) return FAIL;
+    o["password"] = r;
+  }
+  if ("auth" in v) {
+    r = s56(v["auth"]);
+    if (r === FAIL) return FAIL;
+    o["auth"] = r;
+  }
+  return o;
+}
+
+function s122(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const p = Object.getPrototypeOf(v);
+  if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
+  const o: any = {};
+  for (const k of Object.keys(v)) {
+    if (k === "__proto__") continue;
+    const r = s121(v[k]);
+    if (r === FAIL) return FAIL;
+    o[k] = r;
+  }
+  return o;
+}
+
+function s123(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
   if ("auths" in v) {
-    r = s120(v["auths"]);
+    r = s122(v["auths"]);
     if (r === FAIL) return FAIL;
     o["auths"] = r;
   } else return FAIL;
   return o;
 }
 
-function s122(v: any): any {
+function s124(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("token" in v) {
-    r = s54(v["token"]);
+    r = s56(v["token"]);
     if (r === FAIL) return FAIL;
     o["token"] = r;
   }
   if ("access_token" in v) {
-    r = s54(v["access_token"]);
+    r = s56(v["access_token"]);
     if (r === FAIL) return FAIL;
     o["access_token"] = r;
   }

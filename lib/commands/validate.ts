@@ -9,10 +9,10 @@ import { type Config, ConfigError, loadConfig, parseConfig } from "../config.ts"
 import {
   configMapText,
   cronJobOf,
+  deadlineRule,
   type K8sObject,
   ManifestError,
   manifestProblems,
-  minimumDeadlineSeconds,
   parseManifests,
 } from "../manifests.ts";
 import { EXIT_USAGE } from "../outcomes.ts";
@@ -37,7 +37,7 @@ export async function validateCommand(
     if (problems.length) return fail(`${args.manifests} does not fit ${source}`, problems);
     const deadline = cronJobOf(objects).spec.jobTemplate.spec.activeDeadlineSeconds;
     out(
-      `${args.manifests}: the Roles grant exactly what the config needs; activeDeadlineSeconds ${deadline} covers ${minimumDeadlineSeconds(config)}s`,
+      `${args.manifests}: the Roles grant exactly what the config needs; activeDeadlineSeconds ${deadline} covers ${deadlineRule(config)}`,
     );
     return 0;
   } catch (err) {

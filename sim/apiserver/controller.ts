@@ -73,6 +73,20 @@ interface Workload {
   restartTimer?: ReturnType<typeof setInterval>;
 }
 
+/**
+ * One rollout as the controller saw it: from the generation that brought a new template to the
+ * step that settled it (or the next new template, which supersedes it). `start` and `end` are
+ * places in one sequence of every start and end, so overlap is judged without a clock; `startMs`
+ * and `endMs` are wall times, for a reader.
+ */
+export interface RolloutRecord {
+  workload: string;
+  start: number;
+  end?: number;
+  startMs: number;
+  endMs?: number;
+}
+
 /** Steps the earlier rollout's pods take to go (their grace period) after a revert brought an old ReplicaSet back. */
 const LEFT_OVER_STEPS = 10;
 
@@ -82,6 +96,9 @@ const meta = (o: JsonObject): JsonObject => o.metadata as JsonObject;
 export class Controllers {
   #workloads = new Map<string, Workload>();
   #stopped = false;
+  #seq = 0;
+  /** Every rollout since the server started, in the order they started. */
+  readonly rollouts: RolloutRecord[] = [];
 
   constructor(
     private readonly store: Store,
@@ -242,6 +259,7 @@ export class Controllers {
       if (w.step === 4) w.currentHash = w.updateHash;
       w.updateHash = hash;
       w.templates.set(hash, templateContainers(obj));
+      this.#record(w, "start");
       this.#heal(w);
       w.step = rollsOnItsOwn(obj) ? 1 : 0;
       const reused = w.kind === "Deployment" && this.store.replicaSets.find(obj) !== undefined;
@@ -311,6 +329,7 @@ export class Controllers {
 
   #write(w: Workload, obj: JsonObject, generation: number, annotations?: Record<string, string>): void {
     if (w.step === 4) w.currentHash = w.updateHash;
+    if (w.step === 4) this.#record(w, "end");
     const point: RolloutPoint = {
       replicas: w.kind === "DaemonSet" ? w.nodes : Number((obj.spec as JsonObject).replicas ?? 1),
       generation,
@@ -359,6 +378,14 @@ export class Controllers {
         this.#writeCurrent(w);
       }, this.stepMs * 3);
     }, after);
+  }
+
+  /** A rollout of `w` starts (ending the one still open: a new template supersedes it) or settles. */
+  #record(w: Workload, what: "start" | "end"): void {
+    const workload = keyOf(w.kind, w.ns, w.name);
+    const open = this.rollouts.findLast((r) => r.workload === workload && r.end === undefined);
+    if (open) Object.assign(open, { end: this.#seq++, endMs: Date.now() });
+    if (what === "start") this.rollouts.push({ workload, start: this.#seq++, startMs: Date.now() });
   }
 
   /** A new template: its pods are new, nothing of the old ones' trouble carries over. */

@@ -7,7 +7,7 @@ import type { Socket } from "node:net";
 import { type FaultRule, FaultSet } from "../faults.ts";
 import { generateTls, type TlsMaterial } from "../tls.ts";
 import { ConfigMaps } from "./configmaps.ts";
-import { type BadBuild, type ControllerMode, Controllers } from "./controller.ts";
+import { type BadBuild, type ControllerMode, Controllers, type RolloutRecord } from "./controller.ts";
 import { applyFault, type Ctx, type RequestLogEntry, readContext, sendStatus } from "./http.ts";
 import { renderKubeconfig } from "./kubeconfig.ts";
 import { manifest, type WorkloadKind } from "./objects.ts";
@@ -19,7 +19,7 @@ import { Store } from "./store.ts";
 import { labelsMatch } from "./workloads.ts";
 
 export type { FaultRule } from "../faults.ts";
-export type { BadBuild, ControllerMode } from "./controller.ts";
+export type { BadBuild, ControllerMode, RolloutRecord } from "./controller.ts";
 export type { RequestLogEntry } from "./http.ts";
 export type { WorkloadKind } from "./objects.ts";
 export type { RbacPolicy, RbacRule } from "./rbac.ts";
@@ -145,6 +145,12 @@ export interface SimApiServer {
     images: readonly string[],
     how?: BadBuild,
   ): void;
+  /**
+   * Every rollout the simulated controllers ran, in the order they started, as `Kind/ns/name`
+   * with its start and end in one sequence (`end` unset: still rolling out): what tests judge
+   * overlap from.
+   */
+  readonly rollouts: readonly RolloutRecord[];
   /** The pods the simulated kubelet keeps for a workload, as stored. */
   // biome-ignore lint/suspicious/noExplicitAny: API objects are free-form JSON for the tests that read them
   pods(namespace: string, labelSelector?: string): any[];
@@ -337,6 +343,7 @@ function makeHandle(rt: Runtime, d: HandleDeps): SimApiServer {
     },
     setMode: (kind, ns, name, mode, o) => d.controllers.setMode(kind, ns, name, mode, o),
     failImages: (kind, ns, name, images, how) => d.controllers.failImages(kind, ns, name, images, how),
+    rollouts: d.controllers.rollouts,
     pods: (ns, selector) =>
       store
         .list("Pod", ns)

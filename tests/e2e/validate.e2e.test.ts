@@ -228,8 +228,8 @@ describe("validate --manifests on broken overlays", () => {
     ],
     [
       "a short deadline",
-      (o) => (job(o).spec.jobTemplate.spec.activeDeadlineSeconds = 3600),
-      "CronJob image-refresh: activeDeadlineSeconds 3600 does not cover 3 workloads × 2 waits (onFailure: revert) × (rolloutTimeout 600s + verifyFor 120s) + 120s = 4440s",
+      (o) => (job(o).spec.jobTemplate.spec.activeDeadlineSeconds = 2400),
+      "CronJob image-refresh: activeDeadlineSeconds 2400 does not cover ceil(2 groups / parallelism 4) × 2 workloads (the longest group) × 2 waits (onFailure: revert) × (rolloutTimeout 600s + verifyFor 120s) + 120s = 3000s",
     ],
     [
       "no deadline",
@@ -243,7 +243,17 @@ describe("validate --manifests on broken overlays", () => {
           name: "ROLLOUT_TIMEOUT",
           value: "15m",
         }),
-      "activeDeadlineSeconds 4620 does not cover 3 workloads × 2 waits (onFailure: revert) × (rolloutTimeout 900s + verifyFor 120s) + 120s = 6240s",
+      "activeDeadlineSeconds 3180 does not cover ceil(2 groups / parallelism 4) × 2 workloads (the longest group) × 2 waits (onFailure: revert) × (rolloutTimeout 900s + verifyFor 120s) + 120s = 4200s",
+    ],
+    [
+      "parallelism 1: the groups one after another",
+      (o) => {
+        const cm = o.find(
+          (x) => x.kind === "ConfigMap" && typeof x.data?.["config.yaml"] === "string",
+        ) as Obj;
+        cm.data["config.yaml"] = cm.data["config.yaml"].replace("parallelism: 4", "parallelism: 1");
+      },
+      "activeDeadlineSeconds 3180 does not cover ceil(2 groups / parallelism 1) × 2 workloads (the longest group) × 2 waits (onFailure: revert) × (rolloutTimeout 600s + verifyFor 120s) + 120s = 5880s",
     ],
     [
       "the placeholder image left in",

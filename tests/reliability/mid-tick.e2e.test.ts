@@ -2,7 +2,7 @@
 // compiled tick is mid-flight (spawn.ts start()), and the tick must keep its promises: no
 // digest recorded for a rollout that is not ours, no count lost, no failure without a rollout.
 import { afterEach, expect, test } from "bun:test";
-import { patch } from "../../sim/apiserver/driver.ts";
+import { patch, settled } from "../../sim/apiserver/driver.ts";
 import type { World } from "../support/world.ts";
 import {
   AGENT_PATH,
@@ -65,6 +65,14 @@ test("a tick's reset does not wipe the count of another tick whose rollout then 
   await until("node-agent patched by tick A", () =>
     w.image("DaemonSet", "agents", "node-agent", "agent").includes(s.digests["node-agent"] as string),
   );
+  // node-agent shares no workload with api, so tick A rolls api out beside it: wait until A's
+  // api-proxy (api's last workload) settled on A's build.
+  await until("api-proxy settled on tick A's build", () => {
+    const proxy = w.api.getObject("Deployment", "apps", "api-proxy");
+    return (
+      w.image("Deployment", "apps", "api-proxy", "proxy").includes(s.digests.api as string) && settled(proxy)
+    );
+  });
   // While tick A waits on node-agent, a newer api build is pushed and a manual Job (B) starts;
   // api-proxy will not take B's build.
   w.registry.push("myorg/api", "stable");

@@ -247,3 +247,28 @@ describe("failure modes", () => {
     expect(s.resourceVersion).toBe(rv);
   });
 });
+
+describe("the controllers record every rollout", () => {
+  test("a new template starts one, the settled step ends it; a newer template supersedes an open one", async () => {
+    const w = fresh("Deployment", "slow", { slowMs: 60_000 });
+    const mine = () => sim.rollouts.filter((r) => r.workload === `Deployment/apps/${w.name}`);
+    expect(mine()).toEqual([]); // created settled: no rollout
+    await setImage(w.path, "myorg/app:2");
+    await w.until((o) => o.status?.observedGeneration === o.metadata.generation);
+    expect(mine().map((r) => r.end)).toEqual([undefined]);
+    // Superseded while it hangs: the first ends where the second starts.
+    await setImage(w.path, "myorg/app:3");
+    await w.until((o) => o.status?.observedGeneration === o.metadata.generation);
+    const [first, second] = mine();
+    expect(first?.end).toBeDefined();
+    expect(second?.start).toBeGreaterThan(first?.end as number);
+    sim.setMode("Deployment", "apps", w.name, "healthy");
+    await w.until(settled);
+    expect(mine()).toHaveLength(2);
+    expect(mine()[1]?.end).toBeGreaterThan(mine()[1]?.start as number);
+    // An annotation change is no new template: no rollout.
+    sim.setAnnotations("Deployment", "apps", w.name, { note: "x" });
+    await w.until((o) => o.status?.observedGeneration === o.metadata.generation);
+    expect(mine()).toHaveLength(2);
+  });
+});

@@ -101,27 +101,52 @@ never read or patched, so they get nothing.
 {{- end -}}
 
 {{/*
-The Job's deadline: above workloads x (rolloutTimeout + verifyFor), twice with onFailure: revert
-(the wait forward and the wait back, each verified), plus 300 s for the reads, writes and telemetry flush, so Kubernetes
-never kills a tick that is still inside its own rollout deadlines.
+The Job's deadline. Images that share a workload are one group; groups roll out side by side, up
+to config.parallelism at once, one workload at a time inside each. So a tick waits at most
+ceil(groups / parallelism) x the longest group's workloads x (rolloutTimeout + verifyFor), twice
+with onFailure: revert (the wait forward and the wait back, each verified), plus 300 s for the
+reads, writes and telemetry flush, so Kubernetes never kills a tick that is still inside its own
+rollout deadlines. The groups are found by labelling each workload with its group: an image's
+workloads, and every workload already labelled like one of them, take the image's label.
 */}}
 {{- define "image-refresh.activeDeadlineSeconds" -}}
 {{- $c := .Values.config -}}
 {{- $def := include "image-refresh.defaultNamespace" . -}}
-{{- $workloads := dict -}}
-{{- range $c.images -}}
-{{- if not .pinned -}}
-{{- range .targets -}}
-{{- $_ := set $workloads (printf "%s/%s/%s" (.namespace | default $def) .kind .name) true -}}
+{{- $label := dict -}}
+{{- range $i, $img := $c.images -}}
+{{- if not $img.pinned -}}
+{{- $mine := printf "g%d" $i -}}
+{{- $ws := list -}}
+{{- range $img.targets -}}
+{{- $ws = append $ws (printf "%s/%s/%s" (.namespace | default $def) .kind .name) -}}
+{{- end -}}
+{{- $joined := dict -}}
+{{- range $ws -}}
+{{- with get $label . -}}{{- $_ := set $joined . true -}}{{- end -}}
+{{- end -}}
+{{- range $w, $l := $label -}}
+{{- if hasKey $joined $l -}}{{- $_ := set $label $w $mine -}}{{- end -}}
+{{- end -}}
+{{- range $ws -}}{{- $_ := set $label . $mine -}}{{- end -}}
 {{- end -}}
 {{- end -}}
+{{- $size := dict -}}
+{{- range $w, $l := $label -}}
+{{- $_ := set $size $l (add1 (get $size $l | default 0)) -}}
 {{- end -}}
+{{- $longest := 0 -}}
+{{- range $l, $n := $size -}}
+{{- if gt (int $n) $longest -}}{{- $longest = int $n -}}{{- end -}}
+{{- end -}}
+{{- $groups := len $size -}}
+{{- $p := int ($c.parallelism | default 4) -}}
+{{- $rounds := div (add $groups (sub $p 1)) $p -}}
 {{- $waits := eq ($c.onFailure | default "revert") "revert" | ternary 2 1 -}}
 {{- $ms := add (include "image-refresh.durationMs" ($c.rolloutTimeout | default "10m") | atoi) (include "image-refresh.durationMs" ($c.verifyFor | default "2m") | atoi) -}}
-{{- $needed := add (div (add (mul (len $workloads) $waits $ms) 999) 1000) 300 -}}
+{{- $needed := add (div (add (mul $rounds $longest $waits $ms) 999) 1000) 300 -}}
 {{- with .Values.activeDeadlineSeconds -}}
 {{- if lt (int .) (int $needed) -}}
-{{- fail (printf "activeDeadlineSeconds %v does not cover %d workloads x %d waits x (rolloutTimeout + verifyFor) + 300 s = %d s: raise it or leave it empty" . (len $workloads) $waits $needed) -}}
+{{- fail (printf "activeDeadlineSeconds %v does not cover ceil(%d groups / parallelism %d) x %d workloads (the longest group) x %d waits x (rolloutTimeout + verifyFor) + 300 s = %d s: raise it or leave it empty" . $groups $p $longest $waits $needed) -}}
 {{- end -}}
 {{- . -}}
 {{- else -}}

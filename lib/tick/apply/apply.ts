@@ -1,7 +1,7 @@
 // Apply: carries out a plan's actions in order. Each action has its own failure policy, as
 // follows: an uncounted streak or an unpersisted attempt stops the tick before any rollout; a
 // failed streak clear or Event is only a warning; a failed rollout fails its group of images and
-// the others go on; the reset never depends on the digest write.
+// the others go on (groups roll out side by side, lanes.ts); the reset never depends on the digest write.
 import type { Outcome } from "../../outcomes.ts";
 import { mostSevere } from "../../outcomes.ts";
 import { type Change, setField } from "../../state/change.ts";
@@ -11,9 +11,9 @@ import { baseAttrs } from "../attributes.ts";
 import type { TickContext } from "../context.ts";
 import type { Action, Decision, DecisionToApply, ImageVerdict, Reason, StateWrite } from "../model.ts";
 import { summarise } from "../plan/combine.ts";
+import { phases, rollOut } from "./lanes.ts";
 import { pinRestored, recordDigests, reset } from "./record.ts";
 import { recordRevert } from "./regression.ts";
-import { rolloutGroup } from "./rollouts.ts";
 import {
   describeStore,
   dropLegacy,
@@ -54,7 +54,8 @@ export async function apply(d: DecisionToApply, ctx: TickContext, root: SpanHand
   };
   let stopped: Failure | undefined;
   try {
-    for (const action of d.actions) await step(run, action);
+    // The rollouts, together: up to `parallelism` groups at once (lanes.ts).
+    for (const p of phases(d.actions)) await (Array.isArray(p) ? rollOut(run, p) : step(run, p));
     await migrateAlone(run);
   } catch (err) {
     if (!(err instanceof Stop)) throw err;
@@ -92,12 +93,10 @@ function result(d: Decision, run: Run, stopped: Failure | undefined): Applied {
   return { outcome, reason, message: `${stopped.message}; ${summary.message}`, images };
 }
 
-async function step(run: Run, a: Action): Promise<void> {
+async function step(run: Run, a: Exclude<Action, { type: "rollout" }>): Promise<void> {
   switch (a.type) {
     case "write-state":
       return writeState(run, a);
-    case "rollout":
-      return rolloutGroup(run, a);
     case "reset":
       return reset(run, a.counts);
     case "record-digests":

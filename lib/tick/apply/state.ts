@@ -68,6 +68,8 @@ export interface Run {
   patched: Patched[];
   /** The attempts this tick persisted, by image key: the count it wrote and the build it tries. */
   attempts: Record<string, { count: number; digest: string }>;
+  /** The store write in flight: lanes write one after another (writeBook). */
+  storeTurn?: Promise<void>;
 }
 
 export function describeStore(run: { ctx: Pick<TickContext, "store"> }): string {
@@ -79,7 +81,18 @@ export function describeStore(run: { ctx: Pick<TickContext, "store"> }): string 
  * guarded by the resourceVersion it was decided on. Throws StoreConflict when another tick
  * wrote first, else the ApiError.
  */
-export async function writeBook(run: Run, change: Change): Promise<void> {
+export function writeBook(run: Run, change: Change): Promise<void> {
+  // Groups rolling out side by side end their attempts at any moment: their writes take turns,
+  // so that two lanes of one tick never lose a compare-and-swap to each other.
+  const turn = (run.storeTurn ?? Promise.resolve()).then(() => writeNow(run, change));
+  run.storeTurn = turn.then(
+    () => {},
+    () => {},
+  );
+  return turn;
+}
+
+async function writeNow(run: Run, change: Change): Promise<void> {
   const all = merge(run.pending, change);
   if (run.ctx.dryRun) {
     const w = storeWrite(run.book, all);

@@ -5,6 +5,7 @@
 // workload that carries a held, locked-out or paused image is patched for none (the lockout exists
 // to stop churning that workload), and a rollout's failure fails every image of its group.
 import type { Config, ImageConfig, Target } from "../../config.ts";
+import { groupOf, imageGroups } from "../../groups.ts";
 import { holdsSharers, mostSevere } from "../../outcomes.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
 import type {
@@ -181,43 +182,9 @@ function blockerState(judgement: Judgement): [ImageVerdict["outcome"], string] {
   return ["held", "its attempt count is not trusted"];
 }
 
-/**
- * Due images grouped by shared workloads (connected components), numbered in the config order of
- * each group's first image. One pass over the targets with a union-find: comparing every due
- * image with every other made 200 images cost 40,000 sets of workload ids and 10 MB at 500 workloads.
- */
+/** Due images grouped by shared workloads (groups.ts), numbered in config order. */
 function groupsOf(config: Config, judged: Map<string, Judgement>): Map<string, number> {
-  const due = config.images.filter((img) => judged.get(img.key)?.due);
-  const parent = due.map((_, i) => i);
-  const root = (index: number): number => {
-    while (parent[index] !== index) {
-      const up = parent[parent[index] as number] as number;
-      parent[index] = up;
-      index = up;
-    }
-    return index;
-  };
-  const owner = new Map<string, number>();
-  due.forEach((img, i) => {
-    for (const t of img.targets) {
-      const id = workloadId(t);
-      const first = owner.get(id);
-      if (first === undefined) owner.set(id, i);
-      else {
-        const [a, b] = [root(first), root(i)];
-        if (a !== b) parent[b] = a;
-      }
-    }
-  });
-  // Numbered as their first image comes in config order, whichever image is a group's root.
-  const number = new Map<number, number>();
-  const group = new Map<string, number>();
-  due.forEach((img, i) => {
-    const r = root(i);
-    if (!number.has(r)) number.set(r, number.size);
-    group.set(img.key, number.get(r) as number);
-  });
-  return group;
+  return groupOf(imageGroups(config.images.filter((img) => judged.get(img.key)?.due)));
 }
 
 /** The one compare-and-swap write before any rollout, or undefined when nothing needs writing. */

@@ -98,7 +98,8 @@ describe.skipIf(missing)("the chart under Helm v3 and v4", () => {
           chartPermissions(config, "image-refresh"),
         );
         expect(objects.filter((o) => o.kind.startsWith("Cluster"))).toEqual([]);
-        // The rule of the kustomize base: distinct workloads x waits x (rolloutTimeout + verifyFor) + 300 s.
+        // The rule of the kustomize base: ceil(groups / parallelism) x the longest group's workloads
+        // x waits x (rolloutTimeout + verifyFor) + 300 s.
         expect(jobSpec(objects).activeDeadlineSeconds).toBe(
           minimumDeadlineSeconds(config) - DEADLINE_SLACK_SECONDS + 300,
         );
@@ -109,8 +110,15 @@ describe.skipIf(missing)("the chart under Helm v3 and v4", () => {
       const objects = rendered(mod, WIDE);
       const granted = [...grantedPermissions(objects, SA)];
       expect(granted.filter((p) => p.includes("statefulsets"))).toEqual([]);
-      // web, worker and agent (db is pinned) x 1 wait (onFailure: keep) x (5400 s + verifyFor 120 s) + 300 s.
-      expect(jobSpec(objects).activeDeadlineSeconds).toBe(3 * 5520 + 300);
+      // Two groups (web and sidecar share web, with worker; agent), db pinned: ceil(2 / 4) round
+      // x 2 workloads x 1 wait (onFailure: keep) x (5400 s + verifyFor 120 s) + 300 s.
+      expect(jobSpec(objects).activeDeadlineSeconds).toBe(2 * 5520 + 300);
+      // One group at a time: two rounds.
+      const serial = { config: { ...WIDE.config, parallelism: 1 } };
+      expect(jobSpec(rendered(mod, serial)).activeDeadlineSeconds).toBe(2 * 2 * 5520 + 300);
+      expect(jobSpec(rendered(mod, serial)).activeDeadlineSeconds).toBe(
+        minimumDeadlineSeconds(configOf(rendered(mod, serial))) - DEADLINE_SLACK_SECONDS + 300,
+      );
     });
 
     test(`${mod}: the values schema is Helm's check too`, () => {
@@ -139,7 +147,7 @@ describe.skipIf(missing)("the chart under Helm v3 and v4", () => {
       const r = template(mod, { activeDeadlineSeconds: 600 });
       expect(r.code).not.toBe(0);
       expect(r.stderr).toContain(
-        "activeDeadlineSeconds 600 does not cover 1 workloads x 2 waits x (rolloutTimeout + verifyFor) + 300 s = 1740 s",
+        "activeDeadlineSeconds 600 does not cover ceil(1 groups / parallelism 4) x 1 workloads (the longest group) x 2 waits x (rolloutTimeout + verifyFor) + 300 s = 1740 s",
       );
       expect(jobSpec(rendered(mod, { activeDeadlineSeconds: 4000 })).activeDeadlineSeconds).toBe(4000);
     });
