@@ -1,6 +1,7 @@
 #!/bin/sh
 # Builds the real peers the test tier runs against (kube-apiserver, kube-controller-manager,
-# kubectl, etcd, helm v3 and v4, kube-state-metrics, Jaeger v2, cosign; and for the node tier kubelet,
+# kubectl, etcd, helm v3 and v4, kube-state-metrics, Jaeger v2, cosign,
+# Alertmanager and amtool; and for the node tier kubelet,
 # kube-scheduler, kube-proxy and the pause binary) from the pinned Go modules beside this script, into a cache
 # keyed by each module's go.sum, so a second run builds nothing. Prints one line per module:
 # "<module> <directory holding its binaries>".
@@ -28,11 +29,13 @@ binaries() {
     ksm) echo "kube-state-metrics=k8s.io/kube-state-metrics/v2" ;;
     jaeger) echo "jaeger=github.com/jaegertracing/jaeger/cmd/jaeger" ;;
     cosign) echo "cosign=github.com/sigstore/cosign/v3/cmd/cosign" ;;
+    alertmanager) echo "alertmanager=github.com/prometheus/alertmanager/cmd/alertmanager" \
+                       "amtool=github.com/prometheus/alertmanager/cmd/amtool" ;;
     # The node's binaries: a module of its own, because they need modules the control plane's
     # go.sum lacks, and adding them there would move peers/kube's cache key.
     node) echo "kubelet=k8s.io/kubernetes/cmd/kubelet kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler" \
                "kube-proxy=k8s.io/kubernetes/cmd/kube-proxy" ;;
-    *) echo "Cannot build peer module $1: known modules are kube, helm3, helm4, ksm, jaeger, cosign, node" >&2; exit 2 ;;
+    *) echo "Cannot build peer module $1: known modules are kube, helm3, helm4, ksm, jaeger, cosign, alertmanager, node" >&2; exit 2 ;;
   esac
 }
 
@@ -57,6 +60,11 @@ ldflags() {
     # As its Makefile stamps it: kube-state-metrics --version and its build_info metric.
     flags="$flags -X github.com/prometheus/common/version.Version=$ksm"
     flags="$flags -X k8s.io/kube-state-metrics/v2/pkg/app.ClientGoVersion=$(required_version "$1" k8s.io/client-go)"
+  fi
+  if [ "$1" = alertmanager ]; then
+    am=$(required_version "$1" github.com/prometheus/alertmanager)
+    # As promu stamps it: alertmanager --version, amtool --version and alertmanager_build_info.
+    flags="$flags -X github.com/prometheus/common/version.Version=${am#v}"
   fi
   if [ "$major" = v3 ]; then
     # helm v3's Makefile also stamps the Kubernetes version its client-go is from; without it
@@ -114,5 +122,5 @@ if [ "$cached_only" = 0 ] && ! command -v go >/dev/null 2>&1; then
   echo "Cannot build the real peers: go is not on PATH (install Go >= 1.26 from https://go.dev/dl)" >&2
   exit 3
 fi
-mods=${*:-kube helm3 helm4 ksm jaeger cosign node}
+mods=${*:-kube helm3 helm4 ksm jaeger cosign alertmanager node}
 for m in $mods; do build_one "$m"; done

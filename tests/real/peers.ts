@@ -12,7 +12,7 @@ import { inCi } from "../support/tools.ts";
 
 const PEERS = join(import.meta.dir, "..", "..", "peers");
 
-export type PeerModule = "kube" | "helm3" | "helm4" | "ksm" | "jaeger" | "cosign" | "node";
+export type PeerModule = "kube" | "helm3" | "helm4" | "ksm" | "jaeger" | "cosign" | "alertmanager" | "node";
 
 /** The directory peers/build.sh builds `mod` into (it may not exist yet). */
 export function peerDir(mod: PeerModule, env: Record<string, string | undefined> = process.env): string {
@@ -43,7 +43,7 @@ export function needPeers(mods: readonly PeerModule[], file: string): boolean {
   if (missing.length === 0) return false;
   const go = Bun.which("go") !== null;
   const line = go
-    ? `skip: ${file} needs the real peers ${missing.join(", ")} (run: npm run test:real, which builds them)`
+    ? `skip: ${file} needs the real peers ${missing.join(", ")} (build them: sh peers/build.sh ${missing.join(" ")}; npm run test:real builds every peer)`
     : `skip: ${file} needs Go >= 1.26 to build the real peers ${missing.join(", ")} (install Go from https://go.dev/dl, then npm run test:real)`;
   if (!inCi()) console.log(line);
   else

@@ -3,7 +3,8 @@
 // k8s/base's CronJob on the real control plane, ending with that tick's exit code (cronjob.ts);
 // the real kube-state-metrics watches them; the real Prometheus evaluates the rules rendered for
 // that installation (its CronJob, its store, as the chart renders them) and sends its alerts to a
-// real Alertmanager run with k8s/monitoring/alertmanager.yaml, which notifies a webhook receiver.
+// real Alertmanager (built from peers/alertmanager) run with k8s/monitoring/alertmanager.yaml,
+// which notifies a webhook receiver.
 // The story: two images' new builds fail their rollouts three times and are locked out, stay
 // locked out, and a rearm (with the fault gone) refreshes them. The receiver must get one firing
 // and one resolved notification per image, the failed Jobs' generic alert must be held back
@@ -12,9 +13,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { RULES_PATH } from "../../../k8s/monitoring/generate.ts";
 import { renderRules } from "../../../k8s/monitoring/install.ts";
-import { needTool } from "../../support/tools.ts";
 import { type ControlPlane, startControlPlane } from "../control-plane.ts";
-import { needPeers as needRealPeers } from "../peers.ts";
+import { needPeers as needRealPeers, peer } from "../peers.ts";
 import { type Alertmanager, type AmAlert, type Notification, startAlertmanager } from "./alertmanager.ts";
 import { FACTOR, minutes, ms, REAL } from "./compress.ts";
 import { applyBase, type JobKubelet, jobKubelet, NAME, NS, scheduleOnce } from "./cronjob.ts";
@@ -26,9 +26,8 @@ import { type Pipeline, startPipeline } from "./pipeline.ts";
 
 const FILE = "tests/real/pipeline/alertmanager.test.ts";
 const peers = needPeers(FILE);
-const missingReal = needRealPeers(["kube", "ksm"], FILE);
-const noAlertmanager = needTool("prometheus-alertmanager", { apt: "prometheus-alertmanager" });
-const skip = !peers || missingReal || noAlertmanager;
+const missingReal = needRealPeers(["kube", "ksm", "alertmanager"], FILE);
+const skip = !peers || missingReal;
 
 /** Its store is k8s/base's: image-refresh/image-refresh-state, the CronJob's own. */
 const INSTALLATION = "image-refresh";
@@ -132,7 +131,7 @@ describe.skipIf(skip)(`notifications through a real Alertmanager (time compresse
     await applyBase(cp.admin);
     ksm = await startKsm(cp.adminKubeconfig, cp.dir, NS);
     kubelet = jobKubelet(cp.admin);
-    am = await startAlertmanager(Bun.which("prometheus-alertmanager") as string);
+    am = await startAlertmanager(peer("alertmanager", "alertmanager"));
     // The rules as the chart renders them for this CronJob and its store.
     const rules = renderRules(readFileSync(RULES_PATH, "utf8"), {
       namespace: NS,

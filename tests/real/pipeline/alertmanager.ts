@@ -1,4 +1,4 @@
-// A real Alertmanager (Debian's prometheus-alertmanager) run with k8s/monitoring/alertmanager.yaml
+// A real Alertmanager (peers/alertmanager's, built by peers/build.sh) run with k8s/monitoring/alertmanager.yaml
 // as shipped, but for its durations (compressed like the rules) and its receiver's URL (a webhook
 // receiver this test runs on 127.0.0.1, which keeps every notification it is sent). Clustering is
 // off (no gossip port); the process ends with the test like the pipeline's (pipeline.ts spawn).
