@@ -20,7 +20,7 @@ import type {
   WorkloadRef,
 } from "../model.ts";
 import { describeWorkload, workloadId } from "../model.ts";
-import { amend, type Judgement, type Said } from "./judgement.ts";
+import type { Judgement, Said } from "./judgement.ts";
 import { type RegistryWrites, registryWrites } from "./registry-writes.ts";
 
 export function combine(observed: Observed, config: Config, given: Map<string, Judgement>): Decision {
@@ -130,11 +130,12 @@ function hold(
   judgement: Judgement,
   { outcome, reason, message, short }: Said & { short: string },
 ): Judgement {
-  return amend(judgement, {
+  return {
+    ...judgement,
     due: undefined,
     blocks: true,
-    verdict: { outcome, reason, message, attemptCount: judgement.verdict.attemptCount, short },
-  });
+    verdict: { ...judgement.verdict, outcome, reason, message, short },
+  };
 }
 
 /** The workload ids an image has a container in. */

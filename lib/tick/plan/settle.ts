@@ -46,12 +46,13 @@ export function settledGuard(given: Judgement, imageCase: ImageCase): { j: Judge
   const settled = waiting.length === 0;
   const writes = settled && b.skip.kind !== "absent" ? { [IMAGE_KEYS.skip.name(img.key)]: null } : {};
   const before = settled ? amend(given, { writes, verdict: { skipStreak: 0, frozen: false } }) : given;
+  // Not settled: skipped, or frozen at the ceiling, unless the recorded build regressed.
+  const skipped = settled ? undefined : unsettledVerdict(amend(given, { blocks: true }), imageCase, waiting);
   // A workload that looks settled may still run a build that failed since its verification; and
   // a regression is not a skip: the recorded build's own pods failing is a failed attempt.
   const regression = regressed(before, imageCase);
   if (regression) return { j: regression, held: true };
-  if (settled) return { j: before, held: false };
-  return { j: unsettledVerdict(amend(given, { blocks: true }), imageCase, waiting), held: true };
+  return skipped ? { j: skipped, held: true } : { j: before, held: false };
 }
 
 function unsettledVerdict(
