@@ -85,7 +85,8 @@ export function migrationChange(book: Book, input: LegacyInput): Change {
 
 /** The book a tick decides on: the store's, with the legacy annotations of fresh images. */
 export function bookWithLegacy(book: Book, input: LegacyInput): Book {
-  return applyChange(book, migrationChange(book, input));
+  const change = migrationChange(book, input);
+  return applyChange(book, change);
 }
 
 /**

@@ -101,10 +101,10 @@ async function step(run: Run, a: Exclude<Action, { type: "rollout" }>): Promise<
       return reset(run, a.counts);
     case "record-digests":
       return recordDigests(run, a.digests, a.candidates, a.also);
-    case "record-revert":
-      return recordRevert(run, a.digests);
     case "pin-restored":
       return pinRestored(run, a.images);
+    case "record-revert":
+      return recordRevert(run, a.digests);
     case "event":
       return postEvent(run, a, a.regarding);
   }

@@ -20,12 +20,13 @@ import type {
   WorkloadRef,
 } from "../model.ts";
 import { describeWorkload, workloadId } from "../model.ts";
-import { amend, type Judgement, type Said } from "./judgement.ts";
+import type { Judgement, Said } from "./judgement.ts";
 import { type RegistryWrites, registryWrites } from "./registry-writes.ts";
 
 export function combine(observed: Observed, config: Config, given: Map<string, Judgement>): Decision {
   const judged = holdSharers(config, given);
-  const groups = groupsOf(config, judged);
+  // Due images grouped by shared workloads, numbered in config order.
+  const groups = groupOf(imageGroups(config.images.filter((img) => judged.get(img.key)?.due)));
   const answer = registryWrites(observed, config);
   const write = stateWrite(observed, judged, answer);
   const actions: Action[] = [];
@@ -129,11 +130,12 @@ function hold(
   judgement: Judgement,
   { outcome, reason, message, short }: Said & { short: string },
 ): Judgement {
-  return amend(judgement, {
+  return {
+    ...judgement,
     due: undefined,
     blocks: true,
-    verdict: { outcome, reason, message, attemptCount: judgement.verdict.attemptCount, short },
-  });
+    verdict: { ...judgement.verdict, outcome, reason, message, short },
+  };
 }
 
 /** The workload ids an image has a container in. */
@@ -180,11 +182,6 @@ function blockerState(judgement: Judgement): [ImageVerdict["outcome"], string] {
   if (holdsSharers(v.outcome)) return [v.outcome, `${v.outcome} ${v.reason}`];
   if (v.lockedOut) return ["locked_out", "locked out"];
   return ["held", "its attempt count is not trusted"];
-}
-
-/** Due images grouped by shared workloads (groups.ts), numbered in config order. */
-function groupsOf(config: Config, judged: Map<string, Judgement>): Map<string, number> {
-  return groupOf(imageGroups(config.images.filter((img) => judged.get(img.key)?.due)));
 }
 
 /** The one compare-and-swap write before any rollout, or undefined when nothing needs writing. */

@@ -47,9 +47,10 @@ export function liveImage(img: ImageConfig, observed: Observed, config: Config):
         live.blocked.push(`${what}: ${w.blocked}`);
       const image = w.images[t.container] as string;
       const owners = w.owners?.[t.container] ?? [];
+      const state = classify(image, want, img.tag);
       const owner = lastOwner(owners);
       const ours = owners.some((x) => x.manager === FIELD_MANAGER);
-      live.containers.push({ target: t, image, ...classify(image, want, img.tag), owner, ours });
+      live.containers.push({ target: t, image, ...state, owner, ours });
     }
   }
   return live;

@@ -8,7 +8,8 @@ import { combine } from "./combine.ts";
 import { type Judgement, judgeImage } from "./verdict.ts";
 
 export function plan(observed: Observed, config: Config): Decision {
-  return combine(observed, config, judgeAll(observed, config));
+  const judged = judgeAll(observed, config);
+  return combine(observed, config, judged);
 }
 
 function judgeAll(observed: Observed, config: Config): Map<string, Judgement> {

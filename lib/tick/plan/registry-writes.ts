@@ -25,17 +25,20 @@ export interface RegistryWrites {
  */
 export function registryWrites(observed: Observed, config: Config): RegistryWrites {
   const top = registryHostKey(config.registry.host);
-  const out: RegistryWrites = { correction: {}, rider: {} };
-  for (const [hostKey, seen] of Object.entries(observed.registries ?? {})) {
-    const host: RegistryHost = {
+  const migration = registryMigration(observed.book, top);
+  const hosts = Object.entries(observed.registries ?? {}).map(
+    ([hostKey, seen]): RegistryHost => ({
       hostKey,
       seen,
       stored: registryBook(observed.book, hostKey, hostKey === top),
-    };
+    }),
+  );
+  const out: RegistryWrites = { correction: {}, rider: {} };
+  for (const host of hosts) {
     retryAfterWrite(host, out);
     challengeWrite(host, out);
   }
-  for (const [key, value] of Object.entries(registryMigration(observed.book, top)))
+  for (const [key, value] of Object.entries(migration))
     if (!(key in out.correction) && !(key in out.rider)) out.rider[key] = value;
   return out;
 }

@@ -41,20 +41,18 @@ export function ofMax(count: number, max: number): string {
 /** The judgement after the guard, and whether the guard holds the image (`held`). */
 export function settledGuard(given: Judgement, imageCase: ImageCase): { j: Judgement; held: boolean } {
   const { img, b, o } = imageCase;
-  const name = IMAGE_KEYS.skip.name(img.key);
   const waiting = unsettled(img, o);
-  if (waiting.length === 0) {
-    // A settled image's streak is removed (a failed removal is only a warning).
-    const writes = b.skip.kind !== "absent" ? { [name]: null } : {};
-    const settledJ = amend(given, { writes, verdict: { skipStreak: 0, frozen: false } });
-    // A workload that looks settled may still run a build that failed since its verification.
-    const regression = regressed(settledJ, imageCase);
-    return regression ? { j: regression, held: true } : { j: settledJ, held: false };
-  }
-  // A regression is not a skip: the recorded build's own pods failing is a failed attempt.
-  const regression = regressed(given, imageCase);
+  // A settled image's streak is removed (a failed removal is only a warning).
+  const settled = waiting.length === 0;
+  const writes = settled && b.skip.kind !== "absent" ? { [IMAGE_KEYS.skip.name(img.key)]: null } : {};
+  const before = settled ? amend(given, { writes, verdict: { skipStreak: 0, frozen: false } }) : given;
+  // Not settled: skipped, or frozen at the ceiling, unless the recorded build regressed.
+  const skipped = settled ? undefined : unsettledVerdict(amend(given, { blocks: true }), imageCase, waiting);
+  // A workload that looks settled may still run a build that failed since its verification; and
+  // a regression is not a skip: the recorded build's own pods failing is a failed attempt.
+  const regression = regressed(before, imageCase);
   if (regression) return { j: regression, held: true };
-  return { j: unsettledVerdict(amend(given, { blocks: true }), imageCase, waiting), held: true };
+  return skipped ? { j: skipped, held: true } : { j: before, held: false };
 }
 
 function unsettledVerdict(

@@ -1,17 +1,38 @@
-// The verdicts the live spec of the targets decides: a target unreadable or
-// running another repository, a human's pin, a tag re-rendered over the pin (a re-pin, or a
-// contest when it keeps coming back). Pure; rows in plan.live.test.ts.
+// The verdicts the live spec of the targets decides: whether the image runs its pin, a target
+// unreadable or running another repository, a human's pin, a tag re-rendered over the pin (a
+// re-pin, or a contest when it keeps coming back). Pure; rows in plan.live.test.ts.
 
 import type { Config, ImageConfig } from "../../config.ts";
 import type { ImageBook } from "../../state/book.ts";
 import { IMAGE_KEYS } from "../../state/keys.ts";
-import { quoteForLog } from "../../state/values.ts";
+import { quoteForLog, trusted } from "../../state/values.ts";
 import { workloadId } from "../model.ts";
 import { stopUndoingAdvice } from "./advice.ts";
 import type { DueInput, ImageCase } from "./case.ts";
 import { due } from "./due.ts";
 import { amend, type Judgement, say } from "./judgement.ts";
-import { describeContainer, describeOwner, type LiveContainer, type LiveImage } from "./live.ts";
+import { describeContainer, describeOwner, type LiveContainer, type LiveImage, liveImage } from "./live.ts";
+
+/**
+ * Targets that cannot be read or run another repository hold the image (the second value); also
+ * says whether it runs its pin (the first: the judgement to go on with).
+ */
+export function liveFindings(judgement: Judgement, imageCase: ImageCase): [Judgement, Judgement | undefined] {
+  const { img, b, o, c } = imageCase;
+  const live = liveImage(img, o, c);
+  if (!live) return [judgement, undefined];
+  const held = targetFindings(judgement, imageCase, live);
+  if (held) return [held, held];
+  const recorded = trusted(b.digest);
+  const inSync = recorded !== undefined && live.containers.every((x) => x.digest === recorded);
+  // The first tick that finds the pin in place ends a repin streak, whatever the registry says
+  // now: a later re-render then gets its one re-pin again.
+  const writes: Record<string, null> = {};
+  if (inSync && b.repin.kind !== "absent") writes[IMAGE_KEYS.repin.name(img.key)] = null;
+  // Every pin in place: nothing is left to adopt (a new build's rollout pinned it all).
+  if (inSync && b.adopt.kind !== "absent") writes[IMAGE_KEYS.adopt.name(img.key)] = null;
+  return [amend(judgement, { verdict: { inSync }, writes }), undefined];
+}
 
 /** Targets that cannot be read, or that run another repository, hold the image first. */
 export function targetFindings(

@@ -21,9 +21,9 @@ import {
   announcedPause,
   candidateDigests,
   humanPins,
+  liveFindings,
   paused,
   rerendered,
-  targetFindings,
 } from "./verdict-live.ts";
 
 export type { Judgement } from "./judgement.ts";
@@ -70,27 +70,6 @@ export function judgeImage(img: ImageConfig, observed: Observed, config: Config)
   const seen = observed.digests?.[img.key];
   if (!seen?.ok) throw new Error(`${img.key}: resolved without a digest`);
   return judgeResolved(j, imageCase, seen.digest);
-}
-
-/**
- * Targets that cannot be read or run another repository hold the image (the second value); also
- * says whether it runs its pin (the first: the judgement to go on with).
- */
-function liveFindings(judgement: Judgement, imageCase: ImageCase): [Judgement, Judgement | undefined] {
-  const { img, b, o, c } = imageCase;
-  const live = liveImage(img, o, c);
-  if (!live) return [judgement, undefined];
-  const held = targetFindings(judgement, imageCase, live);
-  if (held) return [held, held];
-  const recorded = trusted(b.digest);
-  const inSync = recorded !== undefined && live.containers.every((x) => x.digest === recorded);
-  // The first tick that finds the pin in place ends a repin streak, whatever the registry says
-  // now: a later re-render then gets its one re-pin again.
-  const writes: Record<string, null> = {};
-  if (inSync && b.repin.kind !== "absent") writes[IMAGE_KEYS.repin.name(img.key)] = null;
-  // Every pin in place: nothing is left to adopt (a new build's rollout pinned it all).
-  if (inSync && b.adopt.kind !== "absent") writes[IMAGE_KEYS.adopt.name(img.key)] = null;
-  return [amend(judgement, { verdict: { inSync }, writes }), undefined];
 }
 
 /** The registry named `L` for the image: first seen, paused, rejected, in sync, re-rendered, or due. */
