@@ -11,6 +11,8 @@
 // The tokens live in memory for this tick; every one is scrubbed from any text.
 import type { RegistryConfig } from "../config.ts";
 import { awsRequest as identityRequest } from "./aws/request.ts";
+import { RegistryError } from "./errors.ts";
+import type { HttpContext } from "./http.ts";
 import {
   type CloudLogin,
   type CloudSource,
@@ -19,9 +21,7 @@ import {
   oauthError,
   readTokenFile,
   refusedStatus,
-} from "./cloud.ts";
-import { RegistryError } from "./errors.ts";
-import type { HttpContext } from "./http.ts";
+} from "./identity-parts.ts";
 import { registryEndpoint } from "./reference.ts";
 
 /** The user name that tells ACR the password is an ACR refresh token. */

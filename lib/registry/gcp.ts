@@ -12,6 +12,8 @@
 // The token lives in memory for this tick; every secret of the exchange is scrubbed from any text.
 
 import { awsRequest as identityRequest } from "./aws/request.ts";
+import { RegistryError } from "./errors.ts";
+import type { HttpContext } from "./http.ts";
 import {
   type CloudLogin,
   type CloudSource,
@@ -20,9 +22,7 @@ import {
   oauthError,
   readTokenFile,
   refusedStatus,
-} from "./cloud.ts";
-import { RegistryError } from "./errors.ts";
-import type { HttpContext } from "./http.ts";
+} from "./identity-parts.ts";
 
 export const GCP_USERNAME = "oauth2accesstoken";
 const SCOPE = "https://www.googleapis.com/auth/cloud-platform";
