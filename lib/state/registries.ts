@@ -6,7 +6,6 @@
 // `registry-challenge`: the book's `installation`). They are read as before, as the top-level
 // registry's, while that registry has no keys of its own; the next write of the store moves them
 // to the host's keys (registryMigration).
-import type { Book } from "./book.ts";
 import { INSTALLATION_KEYS, type KeyRow } from "./keys.ts";
 import { type Field, type KindValue, parseValue } from "./values.ts";
 
@@ -48,6 +47,15 @@ export type RegistryBook = {
   [F in RegistryField]: Field<KindValue[(typeof REGISTRY_KEYS)[F]["kind"]]>;
 };
 
+/**
+ * The part of the book (book.ts) the registry keys live in: each host's own, and the one pair the
+ * version before kept. Named here so that this file need not import the book that imports it.
+ */
+export type StoredRegistries = {
+  registries: Record<string, RegistryBook>;
+  installation: RegistryBook;
+};
+
 /** The store's per-host registry keys, by host segment; the data key names them all. */
 export function parseRegistries(
   data: Record<string, string>,
@@ -83,7 +91,7 @@ export function registriesData(registries: Record<string, RegistryBook>): Record
  * What the store holds for one registry host. The top-level registry's (`legacyOwner`) falls back,
  * field by field, to the keys the version before kept for its one registry.
  */
-export function registryBook(book: Book, hostKey: string, legacyOwner: boolean): RegistryBook {
+export function registryBook(book: StoredRegistries, hostKey: string, legacyOwner: boolean): RegistryBook {
   const own = book.registries[hostSegment(hostKey)];
   const out = {} as Record<RegistryField, unknown>;
   for (const f of FIELDS) {
@@ -97,7 +105,7 @@ export function registryBook(book: Book, hostKey: string, legacyOwner: boolean):
  * The move of the version before's keys to the top-level registry's own: its keys take the old
  * values (where they have none) and the old keys go. Empty when there is nothing to move.
  */
-export function registryMigration(book: Book, topHostKey: string): Record<string, string | null> {
+export function registryMigration(book: StoredRegistries, topHostKey: string): Record<string, string | null> {
   const out: Record<string, string | null> = {};
   const own = book.registries[hostSegment(topHostKey)];
   for (const f of FIELDS) {
