@@ -1,8 +1,8 @@
 // The stories of bad builds and rough handling on real pods, judged by the product's own image as
 // the chart's CronJob (each tick a Job made from it): a build that never becomes Ready; a build
 // the kubelet cannot pull, failing fast; a DaemonSet and a StatefulSet refreshed by the real
-// controllers; and the tick's Job killed by its activeDeadlineSeconds in the middle of a rollout.
-// One cluster for the file; each image has a
+// controllers; the tick's Job killed by its activeDeadlineSeconds in the middle of a rollout; and
+// the new pods deleted while the tick verifies them. One cluster for the file; each image has a
 // workload of its own, so one story's trouble leaves the others' images untouched.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ok } from "../kubectl.ts";
@@ -11,6 +11,7 @@ import { type NodeCluster, startNodeCluster } from "./cluster.ts";
 import { REGISTRY_HOST } from "./configs.ts";
 import { needNode } from "./gate.ts";
 import {
+  finished,
   installProduct,
   type Product,
   productConfig,
@@ -172,9 +173,38 @@ describe.skipIf(missing)("bad builds and rough handling on real pods, judged by 
     return (d.status?.conditions ?? []).map((x: any) => `${x.type}=${x.status} ${x.reason}`);
   }
 
+  /**
+   * What `app`'s pods show, sampled twice a second until stopped: each change of a pod's Ready,
+   * restart count or waiting reason, with the seconds since sampling began (the fidelity figures).
+   */
+  function sample(app: string): () => Promise<string[]> {
+    const t0 = Date.now();
+    const last = new Map<string, string>();
+    const seen: string[] = [];
+    let on = true;
+    const loop = (async () => {
+      while (on) {
+        for (const x of await pods(app).catch(() => [])) {
+          const now = `ready=${x.ready} restarts=${x.restarts}${x.waiting ? ` ${x.waiting}` : ""}${x.deleting ? " deleting" : ""}`;
+          if (last.get(x.name) !== now)
+            seen.push(`${((Date.now() - t0) / 1000).toFixed(1)}s ${x.name.slice(-5)} ${now}`);
+          last.set(x.name, now);
+        }
+        await Bun.sleep(500);
+      }
+    })();
+    return async () => {
+      on = false;
+      await loop;
+      return seen;
+    };
+  }
+
   test("a build that never becomes Ready: the tick gives up at rolloutTimeout, reverts it, counts 1", async () => {
     const bad = await c.images.server(repo("never"), "stable", { mode: "never" });
+    const seen = sample("never");
     const t = await p.tick();
+    console.log(`never-ready pods:\n${(await seen()).join("\n")}`);
     expect([t.exitCode, t.outcome]).toEqual([1, "failed"]);
     // Not a crash and not a pull: the new pod ran, unready, until the wait gave up.
     expect(errorsOf(t)).toContain("timed out");
@@ -195,7 +225,9 @@ describe.skipIf(missing)("bad builds and rough handling on real pods, judged by 
   test("a build the kubelet cannot pull fails fast on the new pod's pull error, well before rolloutTimeout, and is reverted", async () => {
     const bad = await c.images.server(repo("pull"), "stable", { mode: "ready" });
     await c.images.breakPulls(repo("pull"), bad);
+    const seen = sample("pull");
     const t = await p.tick();
+    console.log(`unpullable pods:\n${(await seen()).join("\n")}`);
     expect([t.exitCode, t.outcome]).toEqual([1, "failed"]);
     // The pod's own words, not the rollout's timeout: the wait ended on the evidence.
     expect(errorsOf(t)).toMatch(/cannot pull its image \((ErrImagePull|ImagePullBackOff)\)/);
@@ -296,6 +328,39 @@ describe.skipIf(missing)("bad builds and rough handling on real pods, judged by 
     expect([done["last-refreshed-slow-digest"], done["refresh-attempt-slow"]]).toEqual([slow, undefined]);
   }, 600_000);
 
+  test("the new pods deleted while the tick verifies them: no build is called refreshed that was never seen Ready for verifyFor", async () => {
+    // Ready at once, crashing 8 s after it starts: inside a 10 s window on any pod that lives
+    // through it. The pods that would show it are deleted two seconds into the window; their
+    // replacements would crash after the window's end.
+    const bad = await c.images.server(repo("gone"), "stable", { mode: "crash", after: 8 });
+    const t0 = Date.now();
+    const seen = sample("gone");
+    const job = `verify-${Date.now() % 100000}`;
+    await ok(
+      c.kubectl(["create", "job", "--from=cronjob/image-refresh", job, "-n", RELEASE_NS]),
+      "create job",
+    );
+    const tickPod = await podOf(job);
+    await logSays(tickPod, `verifying Deployment ${APPS}/gone`);
+    await Bun.sleep(2000);
+    const victims = (await pods("gone")).filter((x) => x.image === pinned("gone", bad) && !x.deleting);
+    expect(victims.map((x) => [x.ready, x.restarts])).toEqual([
+      [true, 0],
+      [true, 0],
+    ]);
+    for (const v of victims)
+      await ok(c.kubectl(["delete", "pod", v.name, "-n", APPS, "--wait=false"]), `delete ${v.name}`);
+    const t = await finished(c, job, t0);
+    console.log(`pods deleted mid-verification, pods:\n${(await seen()).join("\n")}`);
+    console.log(`pods deleted mid-verification: ${t.exitCode} ${t.outcome}\n${errorsOf(t)}`);
+    expect([t.exitCode, t.outcome]).toEqual([1, "failed"]);
+    const s = await store();
+    expect(s["last-refreshed-gone-digest"]).toBe(good.gone);
+    expect([s["refresh-attempt-gone"], s["failed-gone-digest"]]).toEqual(["1", bad]);
+    expect(await image("Deployment", "gone")).toBe(pinned("gone", good.gone as string));
+    await allOn("gone", good.gone as string, 2);
+  }, 600_000);
+
   /** Why Job `job` failed (its Failed condition's reason); waits up to 120 s. */
   async function jobFailure(job: string): Promise<string> {
     for (let i = 0; i < 240; i++) {
@@ -315,5 +380,22 @@ describe.skipIf(missing)("bad builds and rough handling on real pods, judged by 
       await Bun.sleep(500);
     }
     throw new Error(`Job ${job}'s pods are still there after 120 s`);
+  }
+  async function podOf(job: string): Promise<string> {
+    for (let i = 0; i < 240; i++) {
+      const l = await c.admin.get(`/api/v1/namespaces/${RELEASE_NS}/pods?labelSelector=job-name%3D${job}`);
+      if (l.items[0]) return l.items[0].metadata.name;
+      await Bun.sleep(250);
+    }
+    throw new Error(`Job ${job} has no pod after 60 s`);
+  }
+  /** Waits (up to 120 s) until the running tick's log has a line containing `text`. */
+  async function logSays(pod: string, text: string): Promise<void> {
+    for (let i = 0; i < 240; i++) {
+      const r = await c.kubectl(["logs", pod, "-n", RELEASE_NS]);
+      if (r.out.includes(text)) return;
+      await Bun.sleep(500);
+    }
+    throw new Error(`${pod}'s log never said "${text}"`);
   }
 });
