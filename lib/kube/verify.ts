@@ -16,6 +16,7 @@ import {
   restartBaseline,
 } from "./pod-evidence.ts";
 import { watchPods } from "./pod-watch.ts";
+import type { Pod } from "./pods.ts";
 import type { RolloutResult } from "./rollout.ts";
 import { rolloutStatus } from "./settled.ts";
 import type { KubeClient } from "./workloads.ts";
@@ -73,28 +74,51 @@ async function verify(client: KubeClient, ref: ObjectRef, opts: VerifyOptions): 
   return stillAvailable(client, ref, window);
 }
 
-/** Follows the new pods until the window ends (undefined) or one shows evidence against the build. */
-function watchNewPods(
+/**
+ * Follows the new pods until the window ends (undefined) or one shows evidence against the build.
+ * A pod that joins during the window (a replacement for one deleted or evicted meanwhile) has not
+ * lived through it: the window is extended until the newest pod too has been watched for
+ * verifyFor, so a build is never verified on pods that lived a shorter time. Only the tick's own
+ * signal bounds that (a workload whose pods keep being replaced is not verified, and not failed).
+ */
+async function watchNewPods(
   client: KubeClient,
   ref: ObjectRef,
   opts: VerifyOptions,
 ): Promise<Evidence | undefined> {
-  const signal = AbortSignal.any([opts.signal, AbortSignal.timeout(opts.verifyForMs)]);
+  const firstSeen = new Map<string, number>();
   let baseline: Map<string, Record<string, number>> | undefined;
-  return watchPods(client.pods, {
-    namespace: ref.namespace,
-    labelSelector: opts.podSelector,
-    signal,
-    log: opts.log,
-    minWatchIntervalMs: opts.minWatchIntervalMs,
-    judge: (pods) => {
-      const mine = podsRunning(pods, opts.images);
-      // The first observation is the window's start: restarts already counted there failed fast
-      // in the rollout wait, or belong to pods that were replaced.
-      baseline ??= restartBaseline(mine);
-      return podEvidence(mine, { unready: "known", baseline });
-    },
-  });
+  let alive: Pod[] = [];
+  let end = Date.now() + opts.verifyForMs;
+  for (;;) {
+    const signal = AbortSignal.any([opts.signal, AbortSignal.timeout(Math.max(0, end - Date.now()))]);
+    const found = await watchPods(client.pods, {
+      namespace: ref.namespace,
+      labelSelector: opts.podSelector,
+      signal,
+      log: opts.log,
+      minWatchIntervalMs: opts.minWatchIntervalMs,
+      judge: (pods) => {
+        const mine = podsRunning(pods, opts.images);
+        // The first observation is the window's start: restarts already counted there failed
+        // fast in the rollout wait, or belong to pods that were replaced.
+        // The pods there are watched from the window's start; those that join later, from then.
+        const now = baseline === undefined ? end - opts.verifyForMs : Date.now();
+        baseline ??= restartBaseline(mine);
+        for (const p of mine) if (!firstSeen.has(p.uid || p.name)) firstSeen.set(p.uid || p.name, now);
+        alive = mine.filter((p) => !p.deleting);
+        return podEvidence(mine, { unready: "known", baseline });
+      },
+    });
+    if (found || opts.signal.aborted) return found;
+    const newest = Math.max(0, ...alive.map((p) => firstSeen.get(p.uid || p.name) ?? 0));
+    if (newest + opts.verifyForMs <= Date.now()) return undefined;
+    end = newest + opts.verifyForMs;
+    opts.log.info(
+      `verifying ${describeWorkload(ref)}: a pod joined during the window; watching until it too has been watched for ${formatDuration(opts.verifyForMs)}`,
+      { workload: describeWorkload(ref) },
+    );
+  }
 }
 
 /** The workload itself stayed available: kubectl's rules still call its rollout done. */

@@ -18,10 +18,14 @@ import { assembleRootfs, buildImage, compile, containerEnv, must, run } from "..
  *  ready          ready at once and stays so;
  *  never          serves, but its readiness endpoint never answers 200;
  *  crash N        ready, then exits 1 N seconds after it started (again after every restart);
- *  unready N      ready, then unready after N seconds without exiting.
+ *  unready N      ready, then unready after N seconds without exiting;
+ *  slow N         serves at once, ready only N seconds after it started (again after a restart).
  * A long N in `crash` is a build that fails only after a long delay.
  */
-export type Behaviour = { mode: "ready" } | { mode: "never" } | { mode: "crash" | "unready"; after: number };
+export type Behaviour =
+  | { mode: "ready" }
+  | { mode: "never" }
+  | { mode: "crash" | "unready" | "slow"; after: number };
 
 // busybox as PID 1's shell and as the HTTP server. /ready exists while the server is ready;
 // the probe asks for it. TERM ends the container at once instead of after the grace period.
@@ -35,6 +39,7 @@ case "$mode" in
   never) ;;
   crash) $B touch /www/ready; $B sleep "$after" & wait $!; echo "crashing after $after s" >&2; exit 1 ;;
   unready) $B touch /www/ready; $B sleep "$after" & wait $!; $B rm -f /www/ready ;;
+  slow) $B sleep "$after" & wait $!; $B touch /www/ready ;;
 esac
 while :; do $B sleep 3600 & wait $!; done
 `;

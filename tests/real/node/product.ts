@@ -151,7 +151,8 @@ const endOf = (j: JobView): string | undefined =>
   j.status?.conditions?.find((x) => (x.type === "Complete" || x.type === "Failed") && x.status === "True")
     ?.type;
 
-async function finished(c: NodeCluster, job: string, t0: number): Promise<Tick> {
+/** Waits for Job `job` (created at `t0`) to end, and reads its pod's exit code and log. */
+export async function finished(c: NodeCluster, job: string, t0: number): Promise<Tick> {
   let condition: string | undefined;
   while (!condition) {
     if (Date.now() - t0 > 300_000) throw new Error(`Job ${job} did not finish in 300 s`);
