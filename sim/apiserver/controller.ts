@@ -29,8 +29,15 @@ export type BadBuild =
   | { unreadyAfterMs: number }
   | { restartOnceAfterMs: number };
 
-/** How often a crash-looping container is restarted (the kubelet's back-off, compressed). */
+/**
+ * The kubelet's back-off, compressed: 10 s, doubling, capped at 5 min on a real node; here
+ * RESTART_MS, doubling, capped at thirty times that. A crashing container's first restart is
+ * immediate (it runs again for a few steps before its second crash); a pod whose image cannot be
+ * pulled shows ContainerCreating for a few steps before its first ErrImagePull.
+ */
 const RESTART_MS = 1000;
+const FIRST_STEPS = 3;
+const backoffMs = (n: number) => Math.min(RESTART_MS * 2 ** Math.max(0, n - 1), RESTART_MS * 30);
 
 interface Workload {
   kind: WorkloadKind;
@@ -70,7 +77,7 @@ interface Workload {
   /** When the containers last restarted (RFC 3339, seconds), for a restart-once build. */
   restartedAt?: string;
   breakTimer?: ReturnType<typeof setTimeout>;
-  restartTimer?: ReturnType<typeof setInterval>;
+  restartTimer?: ReturnType<typeof setTimeout>;
 }
 
 /**
@@ -210,7 +217,7 @@ export class Controllers {
   #clearTimers(w: Workload): void {
     if (w.timer) clearTimeout(w.timer);
     if (w.breakTimer) clearTimeout(w.breakTimer);
-    if (w.restartTimer) clearInterval(w.restartTimer);
+    if (w.restartTimer) clearTimeout(w.restartTimer);
     w.breakTimer = undefined;
     w.restartTimer = undefined;
   }
@@ -336,7 +343,12 @@ export class Controllers {
       step: w.step,
       flicker: w.flicker,
       deadlineExceeded: w.deadlineExceeded,
-      broken: w.step === 4 && w.broken !== "no" && w.broken !== "restarted",
+      // Between a crash-after-warm-up build's first crash and its second, its pods are Ready.
+      broken:
+        w.step === 4 &&
+        w.broken !== "no" &&
+        w.broken !== "restarted" &&
+        !(w.broken === "crash" && w.restarts === 0),
       currentName: `${w.name}-${w.currentHash}`,
       updateName: `${w.name}-${w.updateHash}`,
       now: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
@@ -360,7 +372,9 @@ export class Controllers {
     w.breakTimer = setTimeout(() => {
       w.breakTimer = undefined;
       w.broken = crash ? "crash" : "unready";
-      if (crash) w.restarts = 1;
+      // The first crash restarts at once: tick 0 of the loop, its container running again.
+      w.restarts = 0;
+      w.restartedAt = new Date().toISOString().replace(/\.\d+Z$/, "Z");
       this.#writeCurrent(w);
     }, after);
   }
@@ -391,7 +405,7 @@ export class Controllers {
   /** A new template: its pods are new, nothing of the old ones' trouble carries over. */
   #heal(w: Workload): void {
     if (w.breakTimer) clearTimeout(w.breakTimer);
-    if (w.restartTimer) clearInterval(w.restartTimer);
+    if (w.restartTimer) clearTimeout(w.restartTimer);
     w.breakTimer = undefined;
     w.restartTimer = undefined;
     w.broken = "no";
@@ -405,9 +419,13 @@ export class Controllers {
     const finishedAt = w.restartedAt;
     if (w.broken === "restarting" && finishedAt) return { kind: "unready", restarts: 1, finishedAt };
     if (w.broken === "restarted" && finishedAt) return { kind: "ready", restarts: 1, finishedAt };
-    if (bad === "crashloop" || w.broken === "crash" || (!bad && w.mode === "crashloop" && !w.flicker))
+    const loop = this.#loop(w);
+    if (loop === "crash") return this.#crashHealth(w, bad === "crashloop");
+    if (!bad && w.mode === "crashloop" && !w.flicker)
       return { kind: "crashing", restarts: Math.max(1, w.restarts) };
-    if (bad === "pull") return { kind: "pull", backoff: w.restarts % 2 === 1 };
+    // ContainerCreating first, then ErrImagePull and ImagePullBackOff in turn.
+    if (loop === "pull")
+      return w.restarts === 0 ? { kind: "starting" } : { kind: "pull", backoff: w.restarts % 2 === 0 };
     if (bad === "flap" || bad === "deadline" || w.broken === "unready")
       return { kind: "unready", restarts: 0 };
     if (!bad && w.mode === "crashloop") return { kind: "ready", restarts: w.restarts };
@@ -421,18 +439,41 @@ export class Controllers {
     return last && waiting ? { kind: "starting" } : { kind: "ready", restarts: 0 };
   }
 
-  /** Keeps the restart count of crash-looping (and image-pulling) pods moving while they do. */
+  /** Whether the new pods crash-loop (a bad build) or fail to pull, and so move on a back-off. */
+  #loop(w: Workload): "crash" | "pull" | undefined {
+    const bad = this.#badBuild(w);
+    if (bad === "crashloop" || w.broken === "crash") return "crash";
+    return bad === "pull" ? "pull" : undefined;
+  }
+
+  /**
+   * A crash-looping build at tick n of its loop: at 0 its first crash has just restarted it (at
+   * once, restartCount 1, running: Ready again for a build that crashes after warm-up, not for
+   * one that exits at once); from 1 on it waits in CrashLoopBackOff, restarted once per back-off.
+   */
+  #crashHealth(w: Workload, atOnce: boolean): PodHealth {
+    if (w.restarts > 0) return { kind: "crashing", restarts: w.restarts };
+    w.restartedAt ??= new Date().toISOString().replace(/\.\d+Z$/, "Z");
+    return { kind: atOnce ? "unready" : "ready", restarts: 1, finishedAt: w.restartedAt };
+  }
+
+  /** Keeps crash-looping (and image-pulling) pods moving while they do, on a growing back-off. */
   #tickRestarts(w: Workload, health: PodHealth): void {
-    const looping = health.kind === "crashing" || health.kind === "pull";
-    if (!looping || this.#stopped) {
-      if (w.restartTimer) clearInterval(w.restartTimer);
+    const loop = this.#loop(w);
+    if ((!loop && health.kind !== "crashing") || this.#stopped) {
+      if (w.restartTimer) clearTimeout(w.restartTimer);
       w.restartTimer = undefined;
       return;
     }
-    w.restartTimer ??= setInterval(() => {
+    // The crashloop mode (not a bad build) keeps its fixed pace.
+    const delay = !loop ? RESTART_MS : w.restarts === 0 ? this.stepMs * FIRST_STEPS : backoffMs(w.restarts);
+    w.restartTimer ??= setTimeout(() => {
+      w.restartTimer = undefined;
       w.restarts += 1;
-      this.#syncPods(w, this.#replicas(w));
-    }, RESTART_MS);
+      // The second crash of a build that crashed after warm-up unsettles its workload again.
+      if (w.broken === "crash" && w.restarts === 1) this.#writeCurrent(w);
+      else this.#syncPods(w, this.#replicas(w));
+    }, delay);
   }
 
   #replicas(w: Workload): number {

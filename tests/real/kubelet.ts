@@ -57,8 +57,10 @@ export function readiness(build: Build, ageMs: number, t: Timing): PodShows {
     // controller's progress deadline or rolloutTimeout ends a wait for it.
     case "never":
       return { ready: false, restarts: 0 };
+    // ContainerCreating while the first pull is tried, then ErrImagePull and ImagePullBackOff in turn.
     case "pull": {
-      const backoff = Math.floor(ageMs / t.downMs) % 2 === 1;
+      if (ageMs < t.startMs) return { ready: false, restarts: 0, waiting: "ContainerCreating" };
+      const backoff = Math.floor((ageMs - t.startMs) / t.downMs) % 2 === 1;
       return { ready: false, restarts: 0, waiting: backoff ? "ImagePullBackOff" : "ErrImagePull" };
     }
     case "flapping": {
@@ -69,13 +71,30 @@ export function readiness(build: Build, ageMs: number, t: Timing): PodShows {
   }
 }
 
-/** Ready from startMs, then crashing (or unready) from startMs + the build's delay. */
+/**
+ * Ready from startMs, then crashing (or unready) from startMs + the build's delay. As on a real
+ * node, the first crash restarts at once: not Ready (restartCount still 0) for startMs, then Ready
+ * again with restartCount 1 for upMs (at most the build's delay); CrashLoopBackOff only from the
+ * second crash on, restarted after a back-off of downMs, doubling, capped at thirty times that.
+ */
 function later(build: Exclude<Build, string>, ageMs: number, t: Timing): PodShows {
   const crash = "crashAfterMs" in build;
   const breaks = t.startMs + (crash ? build.crashAfterMs : build.unreadyAfterMs);
   if (ageMs < breaks) return { ready: ageMs >= t.startMs, restarts: 0 };
   if (!crash) return { ready: false, restarts: 0 };
-  return { ready: false, restarts: 1 + Math.floor((ageMs - breaks) / t.downMs), waiting: "CrashLoopBackOff" };
+  if (ageMs < breaks + t.startMs) return { ready: false, restarts: 0 };
+  const second = breaks + t.startMs + Math.min(t.upMs, build.crashAfterMs);
+  if (ageMs < second) return { ready: true, restarts: 1 };
+  return { ready: false, restarts: 1 + backoffs(ageMs - second, t.downMs), waiting: "CrashLoopBackOff" };
+}
+
+/** How many restarts a crash-looping container has had `ms` after its second crash. */
+function backoffs(ms: number, unit: number): number {
+  let n = 0;
+  for (let spent = 0; ; n++) {
+    spent += Math.min(unit * 2 ** n, unit * 30);
+    if (spent > ms) return n;
+  }
 }
 
 /** The worst first; a build that fails later ranks after those that never work. */

@@ -69,7 +69,8 @@ export function podStatus(pod: PodLike, state: PodState, started: Date): Record<
   const ready = !succeeded && state.ready;
   const restarts = succeeded ? 0 : state.restarts;
   const waiting = succeeded ? undefined : waitingOf(state);
-  const pulling = waiting === "ErrImagePull" || waiting === "ImagePullBackOff";
+  const pulling =
+    waiting === "ContainerCreating" || waiting === "ErrImagePull" || waiting === "ImagePullBackOff";
   const phase = succeeded ? "Succeeded" : pulling ? "Pending" : "Running";
   if (!succeeded && same(pod, phase, state)) return undefined;
   if (succeeded && same(pod, phase, { ready: false, restarts: 0 })) return undefined;

@@ -1,7 +1,7 @@
 // The simulated kubelet's pods: labelled by revision, served over LIST and WATCH with a label
 // selector, and showing each way a build fails as a real kubelet shows it.
 import { afterAll, describe, expect, test } from "bun:test";
-import { call, objectPath, patch, settled, waitFor } from "../../sim/apiserver/driver.ts";
+import { call, objectPath, patch, readWatch, settled, waitFor } from "../../sim/apiserver/driver.ts";
 import { type BadBuild, startApiServer, type WorkloadKind } from "../../sim/apiserver/index.ts";
 
 const sim = await startApiServer({ stepMs: 5 });
@@ -66,6 +66,60 @@ describe("pods", () => {
     expect(c.restartCount).toBeGreaterThanOrEqual(1);
     expect(c.state.waiting.reason).toBe("CrashLoopBackOff");
     expect(settled(sim.getObject("Deployment", "apps", name))).toBe(false);
+  });
+
+  /** The distinct states one new pod passes through, as a watch sees each write of it. */
+  const stateOf = (p: Pod) => {
+    const c = p.status.containerStatuses[0];
+    const [key] = Object.keys(c.state);
+    return `${ready(p) ? "Ready" : "NotReady"} ${c.restartCount} ${c.state.waiting?.reason ?? key}`;
+  };
+  function watchStates(name: string, enough: (states: string[]) => boolean) {
+    const seen = (events: Array<{ object: Pod }>) => {
+      const pods = events.map((e) => e.object).filter((p) => p.spec.containers[0].image === "myorg/app:2");
+      const one = pods.filter((p) => p.metadata.name === pods[0]?.metadata.name).map(stateOf);
+      return one.filter((s, i) => i === 0 || one[i - 1] !== s);
+    };
+    const path = `/api/v1/namespaces/apps/pods?watch=true&labelSelector=app%3D${name}`;
+    const watching = readWatch(sim, path, { until: (events) => enough(seen(events)), ms: 10000 });
+    return async () => seen((await watching).events);
+  }
+
+  test("a build that crashes after warm-up: its first crash restarts at once, Ready again, then CrashLoopBackOff on a growing back-off", async () => {
+    const name = fresh("Deployment", { crashAfterMs: 100 });
+    const states = watchStates(name, (s) => s.includes("NotReady 2 CrashLoopBackOff"));
+    await roll("Deployment", name);
+    const seen = await states();
+    expect(seen.filter((s) => s !== "NotReady 0 ContainerCreating")).toEqual([
+      "Ready 0 running",
+      "Ready 1 running",
+      "NotReady 1 CrashLoopBackOff",
+      "NotReady 2 CrashLoopBackOff",
+    ]);
+    const c = onImage(name, "myorg/app:2")[0].status.containerStatuses[0];
+    expect(c.lastState.terminated.finishedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+  });
+
+  test("a build that exits at once: restarted at once (running, not Ready), then CrashLoopBackOff", async () => {
+    const name = fresh("Deployment", "crashloop");
+    const states = watchStates(name, (s) => s.includes("NotReady 2 CrashLoopBackOff"));
+    await roll("Deployment", name);
+    expect(await states()).toEqual([
+      "NotReady 1 running",
+      "NotReady 1 CrashLoopBackOff",
+      "NotReady 2 CrashLoopBackOff",
+    ]);
+  });
+
+  test("an image that cannot be pulled: ContainerCreating, then ErrImagePull and ImagePullBackOff in turn", async () => {
+    const name = fresh("Deployment", "pull");
+    const states = watchStates(name, (s) => s.length >= 3);
+    await roll("Deployment", name);
+    expect(await states()).toEqual([
+      "NotReady 0 ContainerCreating",
+      "NotReady 0 ErrImagePull",
+      "NotReady 0 ImagePullBackOff",
+    ]);
   });
 
   test("a build that restarts once: Ready and settled, one restart (finishedAt its time), then Ready and settled again", async () => {
