@@ -48,7 +48,8 @@ const available: Workload = {
   status: { observedGeneration: 2, replicas: 1, updatedReplicas: 1, availableReplicas: 1 },
 };
 
-type Ev = { type: string; object: unknown };
+/** A watch event, or a pause (ms) before the next one. */
+type Ev = { type: string; object: unknown } | number;
 function scripted(lists: Pod[][], watches: Ev[][]) {
   const calls: string[] = [];
   const pods: PodApi = {
@@ -58,7 +59,10 @@ function scripted(lists: Pod[][], watches: Ev[][]) {
     },
     async *watch(_ns, o) {
       calls.push("watch");
-      for (const e of watches.shift() ?? []) yield e;
+      for (const e of watches.shift() ?? []) {
+        if (typeof e === "number") await Bun.sleep(e);
+        else yield e;
+      }
       // Like fetch: open until the signal ends it, then an AbortError.
       if (!o.signal.aborted)
         await new Promise((resolve) => o.signal.addEventListener("abort", resolve, { once: true }));
@@ -89,18 +93,14 @@ describe("the verification window", () => {
   });
 
   test("a pod deleted during the window: its replacement is watched for a whole window too, and its crash there fails the build", async () => {
-    // The first window: api-a is deleted and api-b takes its place. Once that window ends,
-    // api-b has been watched for less than verifyFor; in the rest of its own window it restarts.
+    // Half-way through the first window api-a is deleted and api-b takes its place. Once that
+    // window ends, api-b has been watched for about half of verifyFor (the margin is half a
+    // window, so a late timer does not make it whole); in the rest of its own window it restarts.
     const { client, calls } = scripted(
       [[parsed(raw("api-a"))], [parsed(raw("api-b", 1))]],
-      [
-        [
-          { type: "DELETED", object: raw("api-a") },
-          { type: "ADDED", object: raw("api-b") },
-        ],
-      ],
+      [[300, { type: "DELETED", object: raw("api-a") }, { type: "ADDED", object: raw("api-b") }]],
     );
-    const r = await verify(client, 200);
+    const r = await verify(client, 600);
     expect([r.ok, r.ok ? "" : r.reason, r.message]).toEqual([
       false,
       "unverified",
