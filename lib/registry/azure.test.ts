@@ -1,29 +1,11 @@
 // `auth: azure` without Azure: what is asked of whom, and what a refused identity says. The
 // exchange against local endpoints and the reference registry is tests/registry/clouds.e2e.test.ts.
 import { describe, expect, test } from "bun:test";
+import { type Seen, scriptedFetch } from "../../tests/support/scripted-fetch.ts";
 import type { RegistryConfig } from "../config.ts";
-import { noopTelemetry } from "../telemetry.ts";
 import { ACR_USERNAME, azureLogin } from "./azure.ts";
-import type { HttpContext } from "./http.ts";
 
-type Seen = { url: string; method: string; body: string };
-
-function context(answer: (r: Seen) => Response): { ctx: HttpContext; seen: Seen[] } {
-  const seen: Seen[] = [];
-  const fake = async (input: URL | string, init?: RequestInit) => {
-    const r = { url: String(input), method: init?.method ?? "GET", body: String(init?.body ?? "") };
-    seen.push(r);
-    return answer(r);
-  };
-  const ctx: HttpContext = {
-    fetch: fake as typeof fetch,
-    telemetry: noopTelemetry(),
-    signal: new AbortController().signal,
-    requestTimeoutMs: 1000,
-    insecure: false,
-  };
-  return { ctx, seen };
-}
+const context = scriptedFetch;
 
 const CLIENT = "11111111-2222-3333-4444-555555555555";
 const TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47";

@@ -1,24 +1,17 @@
 // One identity login per registry host and tick: the tag look-up and the signature look-up share
 // it, a refusal included; another host logs in on its own; a registry without `auth` has none.
 import { describe, expect, test } from "bun:test";
+import { scriptedFetch } from "../../tests/support/scripted-fetch.ts";
 import type { RegistryConfig } from "../config.ts";
-import { noopTelemetry } from "../telemetry.ts";
 import { identityLogins } from "./cloud.ts";
 import type { HttpContext } from "./http.ts";
 
 function context(answer: () => Response): { ctx: HttpContext; urls: string[] } {
   const urls: string[] = [];
-  const fake = async (input: URL | string) => {
-    urls.push(String(input));
+  const { ctx } = scriptedFetch((r) => {
+    urls.push(r.url);
     return answer();
-  };
-  const ctx: HttpContext = {
-    fetch: fake as typeof fetch,
-    telemetry: noopTelemetry(),
-    signal: new AbortController().signal,
-    requestTimeoutMs: 1000,
-    insecure: false,
-  };
+  });
   return { ctx, urls };
 }
 

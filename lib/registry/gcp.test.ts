@@ -1,33 +1,10 @@
 // `auth: gcp` without Google: what is asked of whom, and what a refused identity says. The
 // exchange against local endpoints and the reference registry is tests/registry/clouds.e2e.test.ts.
 import { describe, expect, test } from "bun:test";
-import { noopTelemetry } from "../telemetry.ts";
+import { type Seen, scriptedFetch } from "../../tests/support/scripted-fetch.ts";
 import { GCP_USERNAME, gcpLogin } from "./gcp.ts";
-import type { HttpContext } from "./http.ts";
 
-type Seen = { url: string; method: string; headers: Headers; body: string };
-
-function context(answer: (r: Seen) => Response): { ctx: HttpContext; seen: Seen[] } {
-  const seen: Seen[] = [];
-  const fake = async (input: URL | string, init?: RequestInit) => {
-    const r = {
-      url: String(input),
-      method: init?.method ?? "GET",
-      headers: new Headers(init?.headers),
-      body: String(init?.body ?? ""),
-    };
-    seen.push(r);
-    return answer(r);
-  };
-  const ctx: HttpContext = {
-    fetch: fake as typeof fetch,
-    telemetry: noopTelemetry(),
-    signal: new AbortController().signal,
-    requestTimeoutMs: 1000,
-    insecure: false,
-  };
-  return { ctx, seen };
-}
+const context = scriptedFetch;
 
 const SA = "puller@my-project.iam.gserviceaccount.com";
 const AUDIENCE =

@@ -1,33 +1,10 @@
 // The AWS side without AWS: what is asked of whom, and what a missing or refused identity says.
 // The exchange against an independent implementation is tests/registry/aws.e2e.test.ts (moto).
 import { describe, expect, test } from "bun:test";
-import { noopTelemetry } from "../../telemetry.ts";
-import type { HttpContext } from "../http.ts";
+import { type Seen, scriptedFetch } from "../../../tests/support/scripted-fetch.ts";
 import { ecrHost, ecrLogin } from "./ecr.ts";
 
-type Seen = { url: string; method: string; headers: Headers; body: string };
-
-function context(answer: (r: Seen) => Response): { ctx: HttpContext; seen: Seen[] } {
-  const seen: Seen[] = [];
-  const fake = async (input: URL | string, init?: RequestInit) => {
-    const r = {
-      url: String(input),
-      method: init?.method ?? "GET",
-      headers: new Headers(init?.headers),
-      body: String(init?.body ?? ""),
-    };
-    seen.push(r);
-    return answer(r);
-  };
-  const ctx: HttpContext = {
-    fetch: fake as typeof fetch,
-    telemetry: noopTelemetry(),
-    signal: new AbortController().signal,
-    requestTimeoutMs: 1000,
-    insecure: false,
-  };
-  return { ctx, seen };
-}
+const context = scriptedFetch;
 
 const STS_OK = `<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult><Credentials><AccessKeyId>ASIAEXAMPLE</AccessKeyId><SecretAccessKey>sts-secret</SecretAccessKey><SessionToken>sts-session</SessionToken></Credentials></AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>`;
 const ECR_OK = { authorizationData: [{ authorizationToken: btoa("AWS:ecr-password") }] };
