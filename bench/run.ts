@@ -1,11 +1,13 @@
 // `npm run bench`: builds the product (package.json does), compiles the limit script and the
-// runtime floor with the same flags, runs every section against simulated worlds on 127.0.0.1
-// and prints one markdown report. Benchmarks print; nothing here asserts a time.
+// runtime floor with the same flags, runs sections 1-8 against simulated worlds and section 9
+// against the real tier's kube-apiserver (skipped with one line when it is not built), all on
+// 127.0.0.1, and prints one markdown report. Benchmarks print; nothing here asserts a time.
 //
-//   bun bench/run.ts [--quick] [--write] [--only=1,2,3,4,5,6,7,8] [--baseline=GIT-REF]
+//   bun bench/run.ts [--quick] [--write] [--only=1,2,3,4,5,6,7,8,9] [--baseline=GIT-REF]
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
+import { apiserverSection } from "./apiserver.ts";
 import { buildBaseline } from "./baseline.ts";
 import { BINARY, compile, LIMIT_SOURCE, productBuildFlags } from "./clients.ts";
 import { distanceSection } from "./distance.ts";
@@ -23,7 +25,11 @@ interface Options {
 }
 
 function parseOptions(argv: string[]): Options {
-  const o: Options = { quick: false, write: false, only: new Set(["1", "2", "3", "4", "5", "6", "7", "8"]) };
+  const o: Options = {
+    quick: false,
+    write: false,
+    only: new Set(["1", "2", "3", "4", "5", "6", "7", "8", "9"]),
+  };
   for (const a of argv) {
     if (a === "--quick") o.quick = true;
     else if (a === "--write") o.write = true;
@@ -89,6 +95,7 @@ async function main(): Promise<void> {
     if (opts.only.has("6")) body.push(...(await startupSection(ctx, floor)));
     if (opts.only.has("7")) body.push(...(await distanceSection(ctx)));
     if (opts.only.has("8")) body.push(...(await parallelSection(ctx)));
+    if (opts.only.has("9")) body.push(...(await apiserverSection(ctx)));
     const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
     const report = [
       `## Benchmarks (\`npm run bench${opts.quick ? " -- --quick" : ""}\`)`,
