@@ -1,17 +1,22 @@
 // The product as it ships, on the real node: its image built as CI builds it and pulled by the
-// kubelet, the chart installed by the real Helm with only the image and the config set, in a
-// namespace that enforces Pod Security `restricted`. A tick is a Job made from the CronJob
-// (`kubectl create job --from=cronjob/...`) or one the CronJob made itself; its exit code is
-// read from the Job's pod, its log from the kubelet through `kubectl logs`.
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
+// kubelet, installed with only the image and the config set, in a namespace that enforces Pod
+// Security `restricted`: the chart by the real Helm, or the kustomize base (k8s/base) through an
+// overlay as docs/install-kustomize.md has a user write one. Both make the same CronJob
+// image-refresh in namespace image-refresh. A tick is a Job made from it (`kubectl create job
+// --from=cronjob/...`) or one the CronJob made itself; its exit code is read from the Job's pod,
+// its log from the kubelet through `kubectl logs`.
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
 import { CHART } from "../chart/helm.ts";
 import { helm, ok } from "../kubectl.ts";
+import { K8S } from "../overlay.ts";
 import type { NodeCluster } from "./cluster.ts";
 import { REGISTRY_HOST } from "./configs.ts";
 
 export const RELEASE_NS = "image-refresh";
 const CRONJOB = "image-refresh";
+const IMAGE_REPOSITORY = `${REGISTRY_HOST}/image-refresh`;
+const IMAGE_TAG = "node-tier";
 
 type Obj = Record<string, unknown>;
 
@@ -29,15 +34,19 @@ export interface Tick {
   ms: number;
 }
 
-export interface Product {
-  /** The image's pushed digest. */
-  digest: string;
+/** What runs as a Job of the CronJob image-refresh, however it was installed. */
+export interface CronJobRuns {
   /** A tick as a Job made from the CronJob now. */
   tick(): Promise<Tick>;
   /** Another command (status, rearm, reject ...) as a Job from the CronJob's template with these args. */
   command(args: string[]): Promise<Tick>;
   /** Waits for the next Job the CronJob makes itself (at most `ms`), and its end. */
   scheduled(ms: number): Promise<Tick>;
+}
+
+export interface Product extends CronJobRuns {
+  /** The image's pushed digest. */
+  digest: string;
   /** helm upgrade with these values merged over the installed ones. */
   upgrade(values: Obj): Promise<void>;
 }
@@ -63,7 +72,7 @@ function restrictedNamespace(name: string): Obj {
 }
 
 export async function installProduct(c: NodeCluster, config: Obj): Promise<Product> {
-  const digest = await c.images.product("image-refresh", "node-tier");
+  const digest = await c.images.product("image-refresh", IMAGE_TAG);
   await ok(
     c.kubectl(["apply", "-f", "-"], { stdin: JSON.stringify(restrictedNamespace(RELEASE_NS)) }),
     "namespace",
@@ -75,7 +84,7 @@ export async function installProduct(c: NodeCluster, config: Obj): Promise<Produ
     return f;
   };
   const values = {
-    image: { repository: `${REGISTRY_HOST}/image-refresh`, tag: "node-tier", pullPolicy: "IfNotPresent" },
+    image: { repository: IMAGE_REPOSITORY, tag: IMAGE_TAG, pullPolicy: "IfNotPresent" },
     // The tests make each tick's Job themselves; one test turns the schedule on.
     suspend: true,
     config,
@@ -84,9 +93,57 @@ export async function installProduct(c: NodeCluster, config: Obj): Promise<Produ
     h(["install", "image-refresh", CHART, "-n", RELEASE_NS, "-f", valuesFile(values)]),
     "helm install",
   );
-  let jobs = 0;
   return {
     digest,
+    ...cronJobRuns(c),
+    async upgrade(v) {
+      const f = valuesFile(v);
+      await ok(
+        h(["upgrade", "image-refresh", CHART, "-n", RELEASE_NS, "--reuse-values", "-f", f]),
+        "helm upgrade",
+      );
+    },
+  };
+}
+
+export interface Base extends CronJobRuns {
+  /** The image's pushed digest. */
+  digest: string;
+  /** What `kubectl kustomize` rendered from the overlay, as applied. */
+  rendered: string;
+}
+
+/**
+ * The kustomize base as docs/install-kustomize.md has a user install it: an overlay of k8s/base
+ * that sets only the image (`images:`) and the config (configMapGenerator, behavior: replace),
+ * rendered with `kubectl kustomize` and applied. The base's Namespace enforces `restricted`.
+ */
+export async function installBase(c: NodeCluster, config: Obj): Promise<Base> {
+  const digest = await c.images.product("image-refresh", IMAGE_TAG);
+  const dir = mkdtempSync(join(c.dir, "overlay-"));
+  // kustomize takes a base only by a relative path; the overlay lives in the cluster's directory.
+  const kustomization = {
+    resources: [relative(dir, join(K8S, "base"))],
+    images: [{ name: "image-refresh", newName: IMAGE_REPOSITORY, newTag: IMAGE_TAG }],
+    configMapGenerator: [
+      { name: "image-refresh-config", namespace: RELEASE_NS, behavior: "replace", files: ["config.yaml"] },
+    ],
+  };
+  writeFileSync(join(dir, "kustomization.yaml"), JSON.stringify(kustomization));
+  writeFileSync(join(dir, "config.yaml"), JSON.stringify(config));
+  const rendered = await ok(c.kubectl(["kustomize", dir]), "kubectl kustomize");
+  await ok(c.kubectl(["apply", "-f", "-"], { stdin: rendered }), "kubectl apply the rendering");
+  // The base's schedule (every 5 minutes) would race the tests' own ticks: suspended, as an
+  // operator would before running ticks by hand. A manual Job does not care.
+  const suspend = ["--type=merge", "-p", JSON.stringify({ spec: { suspend: true } })];
+  await ok(c.kubectl(["patch", "cronjob", CRONJOB, "-n", RELEASE_NS, ...suspend]), "suspend the CronJob");
+  return { digest, rendered, ...cronJobRuns(c) };
+}
+
+/** Ticks and commands as Jobs of the CronJob image-refresh, in namespace image-refresh. */
+export function cronJobRuns(c: NodeCluster): CronJobRuns {
+  let jobs = 0;
+  return {
     async tick() {
       const job = `tick-${++jobs}-${Date.now() % 100000}`;
       const t0 = Date.now();
@@ -123,29 +180,24 @@ export async function installProduct(c: NodeCluster, config: Obj): Promise<Produ
       let job: string | undefined;
       while (!job && Date.now() - t0 < ms) {
         const list = await c.admin.get(`/apis/batch/v1/namespaces/${RELEASE_NS}/jobs`);
-        const own = list.items.find(
-          (j: JobView) => j.metadata.annotations?.["cronjob.kubernetes.io/instantiate"] !== "manual",
-        );
+        const own = list.items.find((j: JobView) => !manual(j));
         job = own?.metadata.name;
         if (!job) await Bun.sleep(1000);
       }
       if (!job) throw new Error(`The CronJob made no Job within ${ms} ms`);
       return await finished(c, job, t0);
     },
-    async upgrade(v) {
-      const f = valuesFile(v);
-      await ok(
-        h(["upgrade", "image-refresh", CHART, "-n", RELEASE_NS, "--reuse-values", "-f", f]),
-        "helm upgrade",
-      );
-    },
   };
 }
 
-interface JobView {
+export interface JobView {
   metadata: { name: string; annotations?: Record<string, string> };
   status?: { conditions?: Array<{ type: string; status: string }> };
 }
+
+/** A Job made by hand (`kubectl create job --from=cronjob/...`), not by the CronJob's schedule. */
+export const manual = (j: JobView): boolean =>
+  j.metadata.annotations?.["cronjob.kubernetes.io/instantiate"] === "manual";
 
 const endOf = (j: JobView): string | undefined =>
   j.status?.conditions?.find((x) => (x.type === "Complete" || x.type === "Failed") && x.status === "True")
