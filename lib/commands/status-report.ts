@@ -155,12 +155,12 @@ export async function buildReport(rt: Runtime, named: readonly string[] = []): P
     };
   });
   const legacy = Object.fromEntries(
-    Object.entries(obs.migration).filter((e): e is [string, string] => e[1] !== null),
+    Object.entries(obs.read.migration).filter((e): e is [string, string] => e[1] !== null),
   );
   return {
     store: {
       name: `${rt.store.namespace}/${rt.store.name}`,
-      exists: obs.stored.resourceVersion !== undefined,
+      exists: obs.read.stored.resourceVersion !== undefined,
     },
     legacy,
     images,

@@ -39,14 +39,16 @@ describe("timeouts against a real server", () => {
     const started = Date.now();
     const e = await failure(http().json({ ...GET, path: "/hang" }));
     expect([e.reason, e.code, e.transient]).toEqual(["Timeout", 0, true]);
-    expect(Date.now() - started).toBeLessThan(1000);
+    // Without the timeout /hang never answers; the bound is loose because a loaded machine (CI
+    // beside other jobs) has taken over a second to start the first request.
+    expect(Date.now() - started).toBeLessThan(5000);
   });
 
   test("the timeout bounds the body too", async () => {
     const started = Date.now();
     const e = await failure(http().json({ ...GET, path: "/stall" }));
     expect([e.reason, e.code]).toEqual(["Timeout", 0]);
-    expect(Date.now() - started).toBeLessThan(1000);
+    expect(Date.now() - started).toBeLessThan(5000);
   });
 
   test("a stream is bounded only until headers arrive", async () => {

@@ -107,5 +107,9 @@ describe("the verification window", () => {
       expect.stringContaining("pod apps/api-b: container api restarted (restart count 0 -> 1)"),
     ]);
     expect(calls).toEqual(["list", "watch", "list"]);
+    // Not "within 600ms": the window it failed in was the extended one.
+    expect(r.message).toContain(
+      "into its window (verifyFor 600ms, extended for a pod that joined during it)",
+    );
   });
 });

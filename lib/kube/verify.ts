@@ -3,7 +3,7 @@
 // revision's) stayed Ready for verifyFor with no container restarting, and the workload is still
 // available at the end. A build that becomes Ready and crashes after its warm-up fails here, in
 // the tick that rolled it out, instead of being recorded as good.
-import { formatDuration } from "../duration.ts";
+import { formatDuration, formatWait } from "../duration.ts";
 import type { Logger } from "../log.ts";
 import type { Telemetry } from "../telemetry.ts";
 import { describeWorkload, workloadAttributes } from "../workload.ts";
@@ -54,9 +54,10 @@ async function verify(client: KubeClient, ref: ObjectRef, opts: VerifyOptions): 
   opts.log.info(`verifying ${what}: its new pods must stay Ready, without a restart, for ${window}`, {
     workload: what,
   });
-  let found: Evidence | undefined;
+  const started = Date.now();
+  let watched: Watched;
   try {
-    found = await watchNewPods(client, ref, opts);
+    watched = await watchNewPods(client, ref, opts);
   } catch (e) {
     if (opts.signal.aborted) return cancelled(what);
     // Pods that cannot be read say nothing against the build: judged by kubectl's rules alone.
@@ -66,9 +67,14 @@ async function verify(client: KubeClient, ref: ObjectRef, opts: VerifyOptions): 
     return { ok: true, message: `${what} rolled out (not verified: its pods could not be read)` };
   }
   if (opts.signal.aborted) return cancelled(what);
+  const { found, extended } = watched;
   if (found) {
     const evidence = describeEvidence(ref.namespace, found);
-    const message = `${what} failed verification within ${window}: ${evidence}`;
+    // After an extension the window was longer than verifyFor: say how far into it the build failed.
+    const when = extended
+      ? `${formatWait(Date.now() - started)} into its window (verifyFor ${window}, extended for a pod that joined during it)`
+      : `within ${window}`;
+    const message = `${what} failed verification ${when}: ${evidence}`;
     return { ok: false, reason: "unverified", message, evidence };
   }
   return stillAvailable(client, ref, window);
@@ -81,15 +87,19 @@ async function verify(client: KubeClient, ref: ObjectRef, opts: VerifyOptions): 
  * verifyFor, so a build is never verified on pods that lived a shorter time. Only the tick's own
  * signal bounds that (a workload whose pods keep being replaced is not verified, and not failed).
  */
-async function watchNewPods(
-  client: KubeClient,
-  ref: ObjectRef,
-  opts: VerifyOptions,
-): Promise<Evidence | undefined> {
+interface Watched {
+  /** Evidence against the build, if a pod showed any. */
+  found?: Evidence;
+  /** The window was extended for a pod that joined during it. */
+  extended: boolean;
+}
+
+async function watchNewPods(client: KubeClient, ref: ObjectRef, opts: VerifyOptions): Promise<Watched> {
   const firstSeen = new Map<string, number>();
   let baseline: Map<string, Record<string, number>> | undefined;
   let alive: Pod[] = [];
   let end = Date.now() + opts.verifyForMs;
+  let extended = false;
   for (;;) {
     const signal = AbortSignal.any([opts.signal, AbortSignal.timeout(Math.max(0, end - Date.now()))]);
     const found = await watchPods(client.pods, {
@@ -110,10 +120,11 @@ async function watchNewPods(
         return podEvidence(mine, { unready: "known", baseline });
       },
     });
-    if (found || opts.signal.aborted) return found;
+    if (found || opts.signal.aborted) return { found, extended };
     const newest = Math.max(0, ...alive.map((p) => firstSeen.get(p.uid || p.name) ?? 0));
-    if (newest + opts.verifyForMs <= Date.now()) return undefined;
+    if (newest + opts.verifyForMs <= Date.now()) return { extended };
     end = newest + opts.verifyForMs;
+    extended = true;
     opts.log.info(
       `verifying ${describeWorkload(ref)}: a pod joined during the window; watching until it too has been watched for ${formatDuration(opts.verifyForMs)}`,
       { workload: describeWorkload(ref) },

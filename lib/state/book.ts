@@ -91,3 +91,13 @@ export function bookData(book: Book): Record<string, string> {
 export function hasEntries(image: ImageBook): boolean {
   return IMAGE_FIELDS.some((f) => image[f].kind !== "absent");
 }
+
+/** Each image's trusted attempt count (own or legacy), else 0: a count that went up means a claim. */
+export function attemptCounts(book: Book, keys: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const key of keys) {
+    const c = book.images[key]?.attempt;
+    out[key] = c?.kind === "trusted" ? c.value : 0;
+  }
+  return out;
+}

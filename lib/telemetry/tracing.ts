@@ -13,13 +13,8 @@ import {
   type Tracer,
   trace,
 } from "@opentelemetry/api";
-import {
-  type Attributes,
-  parseTraceparent,
-  type SpanHandle,
-  type SpanIds,
-  type Telemetry,
-} from "../telemetry.ts";
+import type { Attributes, SpanHandle, SpanIds, Telemetry } from "../telemetry.ts";
+import { parseTraceparent } from "./traceparent.ts";
 
 export const ROOT_SPAN_NAME = "image-refresh tick";
 

@@ -29,9 +29,10 @@ import {
   workloadId,
 } from "./model.ts";
 
-/** What observe read: what plan judges (`observed`), and what apply writes against. */
-export interface Observation extends Pick<TickRead, "stored" | "migration" | "legacy" | "objects"> {
+/** What observe read: what plan judges (`observed`), and what apply writes against (`read`). */
+export interface Observation {
   observed: Observed;
+  read: TickRead;
 }
 
 export { stateRef } from "../workload.ts";
@@ -121,7 +122,8 @@ export async function observe(ctx: TickContext, podsToList?: PodsToList): Promis
     ctx.log.warn(
       `state names ${describeWorkload(legacyRef)}, but its bookkeeping is in ${describeConfigMap(ctx.store)} now: remove state from the config`,
     );
-  return { observed, stored: store.book, migration, ...(legacy ? { legacy } : {}), objects };
+  const read = { stored: store.book, judged: book, clock, migration, ...(legacy ? { legacy } : {}), objects };
+  return { observed, read };
 }
 
 const readWorkload = (kube: KubeClient, ref: WorkloadRef): Promise<Workload | Error> =>
@@ -154,7 +156,7 @@ async function suspectPods(ctx: TickContext, suspects: ReturnType<PodsToList>): 
 }
 
 interface Early {
-  legacy: Observation["legacy"];
+  legacy: TickRead["legacy"];
   book: Book;
   clock: number;
   resolving: Promise<Resolved>;
@@ -191,7 +193,7 @@ function startResolving(
 }
 
 /** The legacy state workload's annotations as the migration reader takes them; none when not read. */
-function legacyOf(c: Config, ref: WorkloadRef | undefined, w: Workload | undefined): Observation["legacy"] {
+function legacyOf(c: Config, ref: WorkloadRef | undefined, w: Workload | undefined): TickRead["legacy"] {
   if (!ref || !w) return undefined;
   const id = workloadId(ref);
   const images = c.images.map((i) => ({

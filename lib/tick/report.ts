@@ -22,10 +22,10 @@ export interface Ended {
 export function report(ctx: TickContext, root: SpanHandle, r: Ended, seconds: number): void {
   const { telemetry, log } = ctx;
   const code = exitCodeFor(r.outcome);
-  root.setAttributes({ "image_refresh.outcome": r.outcome, "image_refresh.reason": r.reason });
-  if (code !== 0) root.setError(r.reason, r.message);
   for (const v of r.images ?? []) reportImage(ctx, root, v);
   const attrs = baseAttrs({ ctx });
+  root.setAttributes({ ...attrs, "image_refresh.outcome": r.outcome, "image_refresh.reason": r.reason });
+  if (code !== 0) root.setError(r.reason, r.message);
   telemetry.counter("image_refresh.ticks", 1, { ...attrs, "image_refresh.outcome": r.outcome });
   // Gauges every tick, zeros included: each process starts from nothing, so "frozen now" must be
   // a value, not a difference of counters. Without a read of the store there is no honest value.

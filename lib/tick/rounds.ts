@@ -2,11 +2,12 @@
 // registry is not asked again: its answer is memoised for the tick), at most MAX_ROUNDS times.
 
 import { mark } from "../startup-timing.ts";
+import { attemptCounts } from "../state/book.ts";
 import { linkStories } from "../story.ts";
 import type { SpanHandle } from "../telemetry.ts";
 import { type Applied, apply } from "./apply/apply.ts";
 import type { TickContext } from "./context.ts";
-import type { Decision, TickRead } from "./model.ts";
+import type { Decision } from "./model.ts";
 import { type Observation, observe, StoreUnreadable } from "./observe.ts";
 import { regressionSuspects } from "./plan/regression.ts";
 import { planWithSignatures } from "./signatures.ts";
@@ -53,10 +54,13 @@ export async function decideAndApply(ctx: TickContext, root: SpanHandle): Promis
         obs,
       };
     }
-    const read = tickRead(obs);
-    const counts = attemptCounts(ctx, obs);
+    const counts = attemptCounts(
+      obs.observed.book,
+      ctx.config.images.map((i) => i.key),
+    );
     if (first === undefined) {
-      linkStory(ctx, obs);
+      // Links this tick to the ticks that wrote the images' current attempts: each story one chain.
+      linkStories(ctx.telemetry, obs.observed.book);
       first = counts;
     }
     // An image whose count went up since the first read was claimed by another tick (a manual
@@ -69,38 +73,12 @@ export async function decideAndApply(ctx: TickContext, root: SpanHandle): Promis
     ctx.log.debug(`plan: ${decision.outcome} (${decision.reason})`, {
       actions: decision.actions.map((a) => a.type),
     });
-    const applied = await apply({ ...decision, read }, ctx, root);
+    // What apply needs of the observation travels in the decision: apply reads nothing else of it.
+    const applied = await apply({ ...decision, read: obs.read }, ctx, root);
     if (!applied.conflict) return { ...applied, decision, obs };
     ctx.log.warn(`${applied.message}; reading it again (round ${round + 1}/${MAX_ROUNDS})`);
     if (round === MAX_ROUNDS)
       return { ...applied, decision, obs, message: `${applied.message} ${MAX_ROUNDS} times in a row` };
   }
   throw new Error("unreachable");
-}
-
-/** What apply needs of the observation, carried in the decision: apply reads nothing else of it. */
-function tickRead({ observed, stored, migration, legacy, objects }: Observation): TickRead {
-  return {
-    stored,
-    judged: observed.book,
-    ...(observed.clock !== undefined ? { clock: observed.clock } : {}),
-    migration,
-    ...(legacy ? { legacy } : {}),
-    objects,
-  };
-}
-
-/** Each image's trusted count (own or legacy), else 0: only a count that went up means a claim. */
-function attemptCounts(ctx: TickContext, obs: Observation): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const img of ctx.config.images) {
-    const c = obs.observed.book.images[img.key]?.attempt;
-    out[img.key] = c?.kind === "trusted" ? c.value : 0;
-  }
-  return out;
-}
-
-/** Links this tick to the ticks that wrote the images' current attempts, so each story is one chain. */
-function linkStory(ctx: TickContext, obs: Observation): void {
-  linkStories(ctx.telemetry, obs.observed.book);
 }

@@ -4,7 +4,6 @@
 import type { Outcome } from "../outcomes.ts";
 import { mark } from "../startup-timing.ts";
 import type { Telemetry } from "../telemetry.ts";
-import { baseAttrs } from "./attributes.ts";
 import type { TickContext } from "./context.ts";
 import type { Decision, Reason } from "./model.ts";
 import { report } from "./report.ts";
@@ -26,7 +25,8 @@ export async function runTick(ctx: TickContext): Promise<TickResult> {
     ? { ...ctx.telemetry, counter() {}, gauge() {}, histogram() {} }
     : ctx.telemetry;
   const tickCtx: TickContext = { ...ctx, resolve: memo, telemetry };
-  return ctx.telemetry.tick({ ...baseAttrs({ ctx }), "image_refresh.dry_run": ctx.dryRun }, async (root) => {
+  // The installation joins the root span with the outcome (report.ts).
+  return ctx.telemetry.tick({ "image_refresh.dry_run": ctx.dryRun }, async (root) => {
     // Anything unexpected still ends as an outcome, with its metrics and log line: a tick that
     // dies without saying so is the silent failure this job exists to prevent.
     const r: Round = await decideAndApply(tickCtx, root).catch((err: Error) => ({

@@ -2,7 +2,8 @@
 // dashboard will read (span tree, events, links, temporality, gauges at 0, resource) must arrive.
 import { afterEach, describe, expect, test } from "bun:test";
 import { createTelemetry } from "../../exporter.ts";
-import { parseTraceparent, type Telemetry } from "../../lib/telemetry.ts";
+import { parseTraceparent } from "../../lib/telemetry/traceparent.ts";
+import type { Telemetry } from "../../lib/telemetry.ts";
 import { type Collector, childrenOf, points, rootSpan, startCollector, sumOf } from "../../sim/collector.ts";
 
 const STORE = {

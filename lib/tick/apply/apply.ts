@@ -9,9 +9,17 @@ import { IMAGE_KEYS } from "../../state/keys.ts";
 import type { SpanHandle } from "../../telemetry.ts";
 import { baseAttrs } from "../attributes.ts";
 import type { TickContext } from "../context.ts";
-import type { Action, Decision, DecisionToApply, ImageVerdict, Reason, StateWrite } from "../model.ts";
+import type {
+  Action,
+  Decision,
+  DecisionToApply,
+  ImageVerdict,
+  Reason,
+  Rollout,
+  StateWrite,
+} from "../model.ts";
 import { summarise } from "../plan/combine.ts";
-import { phases, rollOut } from "./lanes.ts";
+import { rollOut } from "./lanes.ts";
 import { pinRestored, recordDigests, reset } from "./record.ts";
 import { recordRevert } from "./regression.ts";
 import {
@@ -55,7 +63,7 @@ export async function apply(d: DecisionToApply, ctx: TickContext, root: SpanHand
   let stopped: Failure | undefined;
   try {
     // The rollouts, together: up to `parallelism` groups at once (lanes.ts).
-    for (const p of phases(d.actions)) await (Array.isArray(p) ? rollOut(run, p) : step(run, p));
+    for (const p of phases(d.actions)) await (!Array.isArray(p) ? step(run, p) : rollOut(run, p));
     await migrateAlone(run);
   } catch (err) {
     if (!(err instanceof Stop)) throw err;
@@ -81,6 +89,20 @@ async function migrateAlone(run: Run): Promise<void> {
       },
     );
   }
+}
+
+/** Actions in order, with each run of consecutive rollouts gathered into one step. */
+export function phases(actions: readonly Action[]): Array<Exclude<Action, { type: "rollout" }> | Rollout[]> {
+  const out: Array<Exclude<Action, { type: "rollout" }> | Rollout[]> = [];
+  for (const a of actions) {
+    if (a.type !== "rollout") out.push(a);
+    else {
+      const last = out.at(-1);
+      if (Array.isArray(last)) last.push(a);
+      else out.push([a]);
+    }
+  }
+  return out;
 }
 
 function result(d: Decision, run: Run, stopped: Failure | undefined): Applied {

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { Action, Rollout } from "../model.ts";
-import { inParallel, lanesOf, phases } from "./lanes.ts";
+import { phases } from "./apply.ts";
+import { inParallel, lanesOf } from "./lanes.ts";
 
 const roll = (name: string, group: number): Rollout => ({
   workload: { kind: "Deployment", namespace: "apps", name },

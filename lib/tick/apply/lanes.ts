@@ -6,23 +6,9 @@
 // `group=N` and tags its spans with `image_refresh.group` (N counts from 1, in config order).
 import type { Fields, Logger } from "../../log.ts";
 import type { Telemetry } from "../../telemetry.ts";
-import type { Action, Rollout } from "../model.ts";
+import type { Rollout } from "../model.ts";
 import { rolloutGroup } from "./rollouts.ts";
 import type { Run } from "./state.ts";
-
-/** Actions in order, with each run of consecutive rollouts gathered into one step. */
-export function phases(actions: readonly Action[]): Array<Exclude<Action, { type: "rollout" }> | Rollout[]> {
-  const out: Array<Exclude<Action, { type: "rollout" }> | Rollout[]> = [];
-  for (const a of actions) {
-    if (a.type !== "rollout") out.push(a);
-    else {
-      const last = out.at(-1);
-      if (Array.isArray(last)) last.push(a);
-      else out.push([a]);
-    }
-  }
-  return out;
-}
 
 /** The rollouts of each group, in plan order, groups in the order of their first rollout: one lane each. */
 export function lanesOf(rollouts: readonly Rollout[]): Rollout[][] {
