@@ -9,9 +9,7 @@ test("buildEvent produces a valid events.k8s.io/v1 Event about the state object"
         metadata: {
           name: "api",
           namespace: "apps",
-          generation: 3,
           resourceVersion: "481",
-          annotations: {},
           uid: "u-1",
         },
       },
@@ -95,7 +93,7 @@ describe("truncateUtf8: the apiserver counts bytes (Go len), not characters", ()
     const e = buildEvent({
       regarding: {
         kind: "Deployment",
-        metadata: { name: "api", namespace: "apps", generation: 1, resourceVersion: "1", annotations: {} },
+        metadata: { name: "api", namespace: "apps", resourceVersion: "1" },
       },
       type: "Normal",
       reason: "Refreshed",

@@ -2,8 +2,7 @@
 // when one is created (kubernetes pkg/apis/core/validation/events.go; fields as kubernetes/api
 // events/v1/types.go names them). Pure: the clock and the random suffix come in as options so the
 // output is table-testable.
-import { apiVersionOf } from "../workload.ts";
-import type { Workload } from "./objects.ts";
+import { apiVersionOf, type WorkloadKind } from "../workload.ts";
 
 export const REPORTING_CONTROLLER = "image-refresh.io/image-refresh";
 
@@ -26,9 +25,24 @@ export const EVENT_REASONS = [
 ] as const;
 export type EventReason = (typeof EVENT_REASONS)[number];
 
+/**
+ * What an Event says of the object it is about: its uid and resourceVersion pin the exact version.
+ * A tick keeps this of every workload it read, not the object: the rest of the answer (managedFields,
+ * the pod template, the status) is what observe has already judged.
+ */
+export interface EventSubject {
+  kind: WorkloadKind;
+  metadata: { name: string; namespace: string; uid?: string; resourceVersion: string };
+}
+
+/** Only the fields an Event reads, copied, so that the object read can be collected. */
+export function eventSubject(w: EventSubject): EventSubject {
+  const { name, namespace, uid, resourceVersion } = w.metadata;
+  return { kind: w.kind, metadata: { name, namespace, resourceVersion, ...(uid ? { uid } : {}) } };
+}
+
 export interface EventInput {
-  /** The object the Event is about; its uid and resourceVersion pin the exact version. */
-  regarding: Pick<Workload, "kind" | "metadata">;
+  regarding: EventSubject;
   type: "Normal" | "Warning";
   reason: EventReason;
   action: string;

@@ -1,8 +1,7 @@
 // What the tick observes and what it decides: the vocabulary shared by observe, plan and apply.
-import type { EventReason } from "../kube/events.ts";
+import type { EventReason, EventSubject } from "../kube/events.ts";
 import type { FieldOwner } from "../kube/managed-fields.ts";
 import type { Pod } from "../kube/pods.ts";
-import type { Workload } from "../kube/workloads.ts";
 import type { Outcome } from "../outcomes.ts";
 import type { SignatureVerdict } from "../signature/reader.ts";
 import type { Book } from "../state/book.ts";
@@ -254,8 +253,8 @@ export interface TickRead {
   /** The legacy annotations to carry into the store with the first write (empty: none). */
   migration: Change;
   legacy?: LegacyWorkload;
-  /** Every workload read, by workloadId: what Events are about. */
-  objects: Map<string, Workload>;
+  /** Every workload read, by workloadId: what Events are about (only that: see EventSubject). */
+  objects: ReadonlyMap<string, EventSubject>;
 }
 
 /** A decision as apply carries it out: plan's, with what the tick read that it writes against. */

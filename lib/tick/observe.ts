@@ -5,6 +5,7 @@
 // also the legacy workload's), beside the target reads still in flight.
 import type { Config } from "../config.ts";
 import type { ConfigMapRef } from "../kube/configmaps.ts";
+import { type EventSubject, eventSubject } from "../kube/events.ts";
 import { type FieldOwner, ownersOf } from "../kube/managed-fields.ts";
 import { containerImages } from "../kube/objects.ts";
 import { type Pod, selectorText } from "../kube/pods.ts";
@@ -87,22 +88,20 @@ export async function observe(ctx: TickContext, podsToList?: PodsToList): Promis
   const storeRead = readStore(ctx.kube.configMaps, ctx.store, keys).catch((err: unknown) => {
     throw new StoreUnreadable(err);
   });
-  const workloadReads = all.map((ref) => readWorkload(ctx.kube, ref));
-  const legacyRead = legacyRef
-    ? workloadReads[all.findIndex((r) => workloadId(r) === workloadId(legacyRef))]
-    : undefined;
+  const isLegacy = (r: WorkloadRef) => legacyRef !== undefined && workloadId(r) === workloadId(legacyRef);
+  const workloadReads = all.map((ref) => readWorkload(ctx.kube, ref, isLegacy(ref)));
+  const legacyRead = legacyRef ? workloadReads[all.findIndex(isLegacy)] : undefined;
   const early = startResolving(ctx, storeRead, legacyRef, legacyRead);
   const [store, ...reads] = await Promise.all([storeRead, ...workloadReads]);
   mark("reads-answered");
   const { legacy, book, clock, resolving } = await early;
-  const objects = new Map<string, Workload>();
+  const objects = new Map<string, EventSubject>();
   const workloads: Record<string, ObservedWorkload> = {};
   all.forEach((ref, i) => {
-    const r = reads[i] as Workload | Error;
-    if (!(r instanceof Error)) objects.set(workloadId(ref), r);
+    const r = reads[i] as WorkloadRead | Error;
+    if (!(r instanceof Error)) objects.set(workloadId(ref), r.subject);
     if (refs.includes(ref))
-      workloads[workloadId(ref)] =
-        r instanceof Error ? { found: false, message: r.message } : observeWorkload(r);
+      workloads[workloadId(ref)] = r instanceof Error ? { found: false, message: r.message } : r.observed;
   });
   const observed: Observed = { book, workloads, clock };
   // Beside the registry: the pods of a recorded build still inside its regressionWindow.
@@ -126,8 +125,27 @@ export async function observe(ctx: TickContext, podsToList?: PodsToList): Promis
   return { observed, read };
 }
 
-const readWorkload = (kube: KubeClient, ref: WorkloadRef): Promise<Workload | Error> =>
-  kube.get(ref).catch((err: Error) => err);
+/**
+ * What observe keeps of a workload it read: what plan judges, what an Event names and, of the
+ * legacy `state` workload only, its annotations. The object itself is dropped as it arrives: kept
+ * until the last of 500 reads and then for the tick's life, the answers were some 100 objects a
+ * workload (managedFields most of them).
+ */
+interface WorkloadRead {
+  observed: ObservedWorkload;
+  subject: EventSubject;
+  annotations?: Record<string, string>;
+}
+
+const readWorkload = (kube: KubeClient, ref: WorkloadRef, legacy: boolean): Promise<WorkloadRead | Error> =>
+  kube.get(ref).then(
+    (w) => ({
+      observed: observeWorkload(w),
+      subject: eventSubject(w),
+      ...(legacy ? { annotations: w.metadata.annotations } : {}),
+    }),
+    (err: Error) => err,
+  );
 
 /**
  * The pods of every target, settled or not, that runs a build inside its regressionWindow: one
@@ -173,11 +191,11 @@ function startResolving(
   ctx: TickContext,
   storeRead: Promise<StoreRead>,
   legacyRef: WorkloadRef | undefined,
-  legacyRead: Promise<Workload | Error> | undefined,
+  legacyRead: Promise<WorkloadRead | Error> | undefined,
 ): Promise<Early> {
   const early = Promise.all([storeRead, legacyRead]).then(([store, w]) => {
     mark("store-answered");
-    const legacy = legacyOf(ctx.config, legacyRef, w instanceof Error ? undefined : w);
+    const legacy = legacyOf(ctx.config, legacyRef, w instanceof Error ? undefined : w?.annotations);
     const book = legacy ? bookWithLegacy(store.book, legacy.input) : store.book;
     // Stored times (candidates, the registry's Retry-After) are by this clock: a missing Date is
     // said loudly when a minimumAge stores times by it.
@@ -193,14 +211,17 @@ function startResolving(
 }
 
 /** The legacy state workload's annotations as the migration reader takes them; none when not read. */
-function legacyOf(c: Config, ref: WorkloadRef | undefined, w: Workload | undefined): TickRead["legacy"] {
-  if (!ref || !w) return undefined;
+function legacyOf(
+  c: Config,
+  ref: WorkloadRef | undefined,
+  annotations: Record<string, string> | undefined,
+): TickRead["legacy"] {
+  if (!ref || !annotations) return undefined;
   const id = workloadId(ref);
   const images = c.images.map((i) => ({
     key: i.key,
     onStateWorkload: i.targets.some((t) => workloadId(t) === id),
   }));
-  const annotations = w.metadata.annotations;
   return { ref, annotations, input: { annotations, prefix: c.annotationPrefix, images } };
 }
 

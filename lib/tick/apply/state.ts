@@ -2,8 +2,7 @@
 // rollouts.ts, revert.ts, workload-patch.ts import them from here, so none imports another's caller).
 // Every bookkeeping write goes to the store, as one compare-and-swap on its resourceVersion;
 // workloads are written only to set images (and, once migrated, to drop legacy annotations).
-import { buildEvent } from "../../kube/events.ts";
-import type { Workload } from "../../kube/workloads.ts";
+import { buildEvent, type EventSubject } from "../../kube/events.ts";
 import type { Outcome } from "../../outcomes.ts";
 import type { Book } from "../../state/book.ts";
 import { type Change, merge, storeWrite } from "../../state/change.ts";
@@ -188,7 +187,7 @@ export function targetsOfImages(run: Run, keys: readonly string[]): WorkloadRef[
 export async function postEvent(
   run: { ctx: TickContext; read: Pick<TickRead, "objects"> },
   a: Omit<Extract<Action, { type: "event" }>, "regarding" | "type">,
-  regarding: ReadonlyArray<WorkloadRef | Workload>,
+  regarding: ReadonlyArray<WorkloadRef | EventSubject>,
 ): Promise<void> {
   const { ctx } = run;
   for (const r of regarding) {
