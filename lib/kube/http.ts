@@ -1,9 +1,10 @@
-// The one HTTP layer for the API server: per-request timeout joined with the tick's signal,
-// TLS verified against the cluster CA, the token re-read per request, bounded retries of reads,
-// one client span per attempt. The token lives only in the Authorization header it builds.
+// The one HTTP layer for the API server: per-request timeout joined with the tick's signal
+// (request-signal.ts), TLS verified against the cluster CA, the token re-read per request, bounded
+// retries of reads, one client span per attempt. The token lives only in the Authorization header it builds.
 import { readFileSync } from "node:fs";
 import { type Bounded, bounded } from "../bounded.ts";
 import type { Logger } from "../log.ts";
+import { withRequestSignal } from "../request-signal.ts";
 import { scrub } from "../scrub.ts";
 import { mark } from "../startup-timing.ts";
 import type { SpanHandle, Telemetry } from "../telemetry.ts";
@@ -99,7 +100,8 @@ interface Attempt {
   req: KubeRequest;
   resend: number;
   signal: AbortSignal;
-  timeout: AbortSignal;
+  /** Whether the request's own timeout (not the tick) aborted it. */
+  timedOut: () => boolean;
   /** The plugin credential this request last sent, so a 401 invalidates that one and no other. */
   used?: { cred?: ExecCredential };
 }
@@ -215,7 +217,8 @@ class HttpContext {
     );
     const all = AbortSignal.any([this.opts.signal, signal, headers.signal]);
     try {
-      return await this.span({ req, resend: 0, signal: all, timeout: headers.signal }, async (a, span) => {
+      const timedOut = () => headers.signal.aborted;
+      return await this.span({ req, resend: 0, signal: all, timedOut }, async (a, span) => {
         const res = await this.send(a);
         span.setAttributes({ "http.response.status_code": res.status });
         if (!res.ok) throw this.statusError(a, res, await res.text());
@@ -233,9 +236,10 @@ class HttpContext {
     resend: number,
     fn: (a: Attempt, span: SpanHandle) => Promise<T>,
   ): Promise<T> {
-    const timeout = AbortSignal.timeout(this.opts.requestTimeoutMs);
-    const signal = AbortSignal.any([this.opts.signal, timeout]);
-    return this.span({ req, resend, signal, timeout }, fn);
+    // Settled once fn has read the body: the timer and the tick signal's listener go with it.
+    return withRequestSignal(this.opts.signal, this.opts.requestTimeoutMs, (rs) =>
+      this.span({ req, resend, signal: rs.signal, timedOut: rs.timedOut }, fn),
+    );
   }
 
   /** Reads the whole body inside the request's signal: the timeout bounds the body too. */
@@ -355,7 +359,7 @@ class HttpContext {
     if (this.opts.signal.aborted)
       return this.error(a, { code: 0, reason: "Aborted", message: "the tick was cancelled", cause: e });
     const where = hostPort(this.url(a.req));
-    if (a.timeout.aborted) {
+    if (a.timedOut()) {
       return this.error(a, {
         code: 0,
         reason: "Timeout",

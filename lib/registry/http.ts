@@ -1,6 +1,7 @@
 // The registry's one HTTP layer. Each request is a client span, is bounded by the request
 // timeout combined with the tick's deadline until its body has arrived, and follows redirects by
 // hand so that an Authorization header never reaches a host other than the one it was meant for.
+import { requestSignal } from "../request-signal.ts";
 import { authorizationSecrets, scrub } from "../scrub.ts";
 import type { Telemetry } from "../telemetry.ts";
 import { networkDetail, RegistryError } from "./errors.ts";
@@ -107,7 +108,7 @@ async function once(ctx: HttpContext, req: HttpRequest): Promise<HttpResponse> {
     "url.full": safeUrl(req.url),
   };
   return ctx.telemetry.span(req.method, { kind: "client", attributes }, async (span) => {
-    const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.requestTimeoutMs)]);
+    const { signal, settle } = requestSignal(ctx.signal, ctx.requestTimeoutMs);
     const headers = { ...req.headers, ...(req.authorization ? { Authorization: req.authorization } : {}) };
     try {
       const tls = registryTls(ctx.ca, process.env);
@@ -140,6 +141,10 @@ async function once(ctx: HttpContext, req: HttpRequest): Promise<HttpResponse> {
       const failure = classify(err, ctx, req.url);
       span.setError(failure.reason === "timeout" ? "timeout" : (failure.code ?? "network"), failure.message);
       throw failure;
+    } finally {
+      // The answer is read whole, or the request failed: its timer and the listener on the
+      // tick's signal go now, not when the request timeout would have fired.
+      settle();
     }
   });
 }

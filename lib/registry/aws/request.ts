@@ -2,6 +2,7 @@
 // the request timeout and the tick's deadline, its answer read whole, any text from it scrubbed of
 // the secrets this exchange carries before it becomes a message. The registry's own HTTP layer
 // sends only GET and HEAD without a body; these requests POST forms and JSON.
+import { requestSignal } from "../../request-signal.ts";
 import { scrub } from "../../scrub.ts";
 import { RegistryError } from "../errors.ts";
 import { type HttpContext, safeUrl } from "../http.ts";
@@ -36,7 +37,7 @@ export async function awsRequest(
     "url.full": safeUrl(req.url),
   };
   return ctx.telemetry.span(req.method, { kind: "client", attributes }, async (span) => {
-    const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.requestTimeoutMs)]);
+    const { signal, settle } = requestSignal(ctx.signal, ctx.requestTimeoutMs);
     try {
       const init: RequestInit & { tls?: { ca: string } } = {
         method: req.method,
@@ -66,6 +67,10 @@ export async function awsRequest(
           );
       span.setError(failure.reason, failure.message);
       throw failure;
+    } finally {
+      // The answer is read whole, or the request failed: its timer and the listener on the
+      // tick's signal go now, not when the request timeout would have fired.
+      settle();
     }
   });
 }
