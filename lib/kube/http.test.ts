@@ -1,6 +1,8 @@
-// The HTTP layer with an injected fetch: error mapping, the retry policy, token rotation, spans.
+// The HTTP layer with an injected fetch: error mapping, the retry policy, token rotation, spans,
+// the requests counted towards a collection.
 import { describe, expect, test } from "bun:test";
 import { recordingTelemetry } from "../../tests/support/recording-telemetry.ts";
+import { COLLECT_EVERY } from "../collect.ts";
 import { memoryLogger } from "../log.ts";
 import { ApiError } from "./errors.ts";
 import { createKubeHttp, type KubeRequest } from "./http.ts";
@@ -33,7 +35,10 @@ const status = (code: number, reason: string | undefined, message: string) =>
 
 type Reply = () => Response | Promise<Response>;
 
-function setup(replies: Reply[], extra: { tokenFile?: string; files?: Record<string, string> } = {}) {
+function setup(
+  replies: Reply[],
+  extra: { tokenFile?: string; files?: Record<string, string>; collect?: () => void } = {},
+) {
   const calls: Array<{ url: string; init: RequestInit & { tls?: unknown } }> = [];
   const sleeps: number[] = [];
   const telemetry = recordingTelemetry();
@@ -52,6 +57,7 @@ function setup(replies: Reply[], extra: { tokenFile?: string; files?: Record<str
       fetch: fetchFn,
       readFile: (p) => extra.files?.[p] ?? "",
       sleep: async (ms) => void sleeps.push(ms),
+      collect: extra.collect,
     },
   );
   return { http, calls, sleeps, telemetry };
@@ -315,4 +321,17 @@ describe("spans and TLS options", () => {
       rejectUnauthorized: true,
     });
   });
+});
+
+test("a collection every COLLECT_EVERY requests settled, failed ones counted too", async () => {
+  let collections = 0;
+  const requests = 2 * COLLECT_EVERY + 1;
+  const replies = Array.from({ length: requests }, (_, i) =>
+    i % 10 === 9 ? () => new Response(status(404, "NotFound", "x"), { status: 404 }) : ok,
+  );
+  const s = setup(replies, { collect: () => collections++ });
+  const answers = await Promise.allSettled(replies.map(() => s.http.json(GET)));
+  expect(answers.filter((a) => a.status === "rejected").length).toBe(40);
+  expect(s.calls.length).toBe(requests);
+  expect(collections).toBe(2);
 });

@@ -3,6 +3,7 @@
 // retries of reads, one client span per attempt. The token lives only in the Authorization header it builds.
 import { readFileSync } from "node:fs";
 import { type Bounded, bounded } from "../bounded.ts";
+import { collector } from "../collect.ts";
 import type { Logger } from "../log.ts";
 import { withRequestSignal } from "../request-signal.ts";
 import { scrub } from "../scrub.ts";
@@ -29,6 +30,8 @@ export interface HttpOptions {
   maxRetryAfterMs?: number;
   /** Requests (hence connections) in flight at once, watches aside; default MAX_IN_FLIGHT. */
   maxInFlight?: number;
+  /** Run once every COLLECT_EVERY requests settled (collect.ts); default Bun's full collection. */
+  collect?: () => void;
 }
 
 /**
@@ -118,6 +121,8 @@ class HttpContext {
    * connections of their own, one per rollout being waited on.
    */
   private readonly slot: Bounded;
+  /** Counts each request once it settled: its answer is garbage by the collection it may start. */
+  private readonly settled: () => void;
 
   constructor(
     private readonly conn: Connection,
@@ -125,6 +130,7 @@ class HttpContext {
   ) {
     this.fetch = opts.fetch ?? fetch;
     this.slot = bounded(opts.maxInFlight ?? MAX_IN_FLIGHT);
+    this.settled = collector(opts.collect);
     this.lastToken = conn.token;
     // A CA given replaces the default roots; verification is off only when the kubeconfig says so.
     this.tls = {
@@ -239,7 +245,7 @@ class HttpContext {
     // Settled once fn has read the body: the timer and the tick signal's listener go with it.
     return withRequestSignal(this.opts.signal, this.opts.requestTimeoutMs, (rs) =>
       this.span({ req, resend, signal: rs.signal, timedOut: rs.timedOut }, fn),
-    );
+    ).finally(this.settled);
   }
 
   /** Reads the whole body inside the request's signal: the timeout bounds the body too. */

@@ -45,7 +45,7 @@ export interface KubeClient {
 
 export type KubeClientOptions = Pick<
   HttpOptions,
-  "requestTimeoutMs" | "signal" | "telemetry" | "log" | "fetch" | "readFile" | "sleep"
+  "requestTimeoutMs" | "signal" | "telemetry" | "log" | "fetch" | "readFile" | "sleep" | "collect"
 > & { fieldManager?: string };
 
 export function createKubeClient(conn: Connection, opts: KubeClientOptions): KubeClient {
