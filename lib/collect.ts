@@ -4,10 +4,10 @@
 // collection came, and peak RSS with it. A collection at a fixed count of requests bounds the pile.
 
 /**
- * Requests between two collections. A 500-workload refresh collects 15 times at 200, for 55-88 ms
- * of CPU and 65.5 MB peak RSS (73.5 without); every 100, 30 times for 150-169 ms and 62.4 MB;
- * every 400, 7 times for 40-48 ms and 67.8 MB. A 500-workload no-op collects twice (5.5 ms); a
- * tick of a handful of workloads makes fewer than 200 requests and never does.
+ * Requests between two collections. A 500-workload refresh collects 15 times at 200, for 58-82 ms
+ * of CPU, and peaks at 59.5 MB (67.0 without); every 100, 30 times for 127-150 ms and 58.3 MB;
+ * every 400, 7 times for 33-46 ms and 61.9 MB, 2 MB less headroom under the 64 MB budget. A
+ * 500-workload no-op collects twice (5-7 ms); a tick of a handful of workloads never does.
  */
 export const COLLECT_EVERY = 200;
 

@@ -1,5 +1,5 @@
-// Compiles the zod schemas of a tick's boundaries (its config and kubeconfig, the store and
-// workload objects it reads, its pull secret and the registry's token) into plain checks
+// Compiles the zod schemas of a tick's boundaries (its config and kubeconfig, the store, workload
+// and pod objects it reads, its pull secret and the registry's token) into plain checks
 // (lib/checks/compile.ts): `bun scripts/gen-checks.ts` writes lib/checks/checks.generated.ts.
 // lib/checks/checks.test.ts fails while a committed file differs from what this writes.
 import { writeFileSync } from "node:fs";
@@ -11,6 +11,7 @@ import { configMapSchema } from "../lib/kube/configmaps.ts";
 import { kubeconfigSchemas } from "../lib/kube/kubeconfig.ts";
 import { managedFieldsSchema } from "../lib/kube/managed-fields.ts";
 import { workloadSchema } from "../lib/kube/objects.ts";
+import { podSchema } from "../lib/kube/pods.ts";
 import { tokenResponseSchema } from "../lib/registry/auth.ts";
 import { dockerConfigSchemas } from "../lib/registry/credentials.ts";
 
@@ -24,6 +25,7 @@ export function generatedChecks(): Array<[path: string, text: string]> {
     ConfigMap: configMapSchema(),
     Workload: workloadSchema(),
     ManagedFields: managedFieldsSchema(),
+    Pod: podSchema(),
     DockerConfig: dockerConfigSchemas().wrapped,
     DockerCfg: dockerConfigSchemas().map,
     TokenResponse: tokenResponseSchema(),

@@ -51,18 +51,23 @@ export function checkManagedFields(v: unknown): unknown {
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
+export function checkPod(v: unknown): unknown {
+  return s143(v);
+}
+
+/** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkDockerConfig(v: unknown): unknown {
-  return s123(v);
+  return s146(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkDockerCfg(v: unknown): unknown {
-  return s122(v);
+  return s145(v);
 }
 
 /** zod's output for a valid input; FAIL for any other (zod then says why). */
 export function checkTokenResponse(v: unknown): unknown {
-  return s124(v);
+  return s147(v);
 }
 
 function s0(v: any): any {
@@ -1475,6 +1480,296 @@ function s120(v: any): any {
 }
 
 function s121(v: any): any {
+  return v === undefined ? "" : s55(v);
+}
+
+function s122(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("name" in v) {
+    r = s55(v["name"]);
+    if (r === FAIL) return FAIL;
+    o["name"] = r;
+  } else return FAIL;
+  if ("uid" in v) {
+    r = s121(v["uid"]);
+    if (r === FAIL) return FAIL;
+    o["uid"] = r;
+  } else {
+    r = s121(undefined);
+    if (r === FAIL) return FAIL;
+    o["uid"] = r;
+  }
+  if ("labels" in v) {
+    r = s81(v["labels"]);
+    if (r === FAIL) return FAIL;
+    o["labels"] = r;
+  }
+  if ("deletionTimestamp" in v) {
+    r = s110(v["deletionTimestamp"]);
+    if (r === FAIL) return FAIL;
+    o["deletionTimestamp"] = r;
+  }
+  return o;
+}
+
+function s123(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("containers" in v) {
+    r = s104(v["containers"]);
+    if (r === FAIL) return FAIL;
+    o["containers"] = r;
+  } else return FAIL;
+  return o;
+}
+
+function s124(v: any): any {
+  return v === undefined ? "Pending" : s55(v);
+}
+
+function s125(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("type" in v) {
+    r = s55(v["type"]);
+    if (r === FAIL) return FAIL;
+    o["type"] = r;
+  } else return FAIL;
+  if ("status" in v) {
+    r = s55(v["status"]);
+    if (r === FAIL) return FAIL;
+    o["status"] = r;
+  } else return FAIL;
+  if ("reason" in v) {
+    r = s56(v["reason"]);
+    if (r === FAIL) return FAIL;
+    o["reason"] = r;
+  }
+  return o;
+}
+
+function s126(v: any): any {
+  if (!Array.isArray(v)) return FAIL;
+  const o = new Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const r = s125(v[i]);
+    if (r === FAIL) return FAIL;
+    o[i] = r;
+  }
+  return o;
+}
+
+function s127(v: any): any {
+  return v === null ? null : s126(v);
+}
+
+function s128(v: any): any {
+  return v === undefined ? undefined : s127(v);
+}
+
+function s129(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("reason" in v) {
+    r = s56(v["reason"]);
+    if (r === FAIL) return FAIL;
+    o["reason"] = r;
+  }
+  return o;
+}
+
+function s130(v: any): any {
+  return v === undefined ? undefined : s129(v);
+}
+
+function s131(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("waiting" in v) {
+    r = s130(v["waiting"]);
+    if (r === FAIL) return FAIL;
+    o["waiting"] = r;
+  }
+  return o;
+}
+
+function s132(v: any): any {
+  return v === undefined ? undefined : s131(v);
+}
+
+function s133(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("reason" in v) {
+    r = s56(v["reason"]);
+    if (r === FAIL) return FAIL;
+    o["reason"] = r;
+  }
+  if ("exitCode" in v) {
+    r = s88(v["exitCode"]);
+    if (r === FAIL) return FAIL;
+    o["exitCode"] = r;
+  }
+  if ("finishedAt" in v) {
+    r = s110(v["finishedAt"]);
+    if (r === FAIL) return FAIL;
+    o["finishedAt"] = r;
+  }
+  return o;
+}
+
+function s134(v: any): any {
+  return v === undefined ? undefined : s133(v);
+}
+
+function s135(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("terminated" in v) {
+    r = s134(v["terminated"]);
+    if (r === FAIL) return FAIL;
+    o["terminated"] = r;
+  }
+  return o;
+}
+
+function s136(v: any): any {
+  return v === undefined ? undefined : s135(v);
+}
+
+function s137(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("name" in v) {
+    r = s55(v["name"]);
+    if (r === FAIL) return FAIL;
+    o["name"] = r;
+  } else return FAIL;
+  if ("image" in v) {
+    r = s121(v["image"]);
+    if (r === FAIL) return FAIL;
+    o["image"] = r;
+  } else {
+    r = s121(undefined);
+    if (r === FAIL) return FAIL;
+    o["image"] = r;
+  }
+  if ("ready" in v) {
+    r = s5(v["ready"]);
+    if (r === FAIL) return FAIL;
+    o["ready"] = r;
+  } else {
+    r = s5(undefined);
+    if (r === FAIL) return FAIL;
+    o["ready"] = r;
+  }
+  if ("restartCount" in v) {
+    r = s84(v["restartCount"]);
+    if (r === FAIL) return FAIL;
+    o["restartCount"] = r;
+  } else {
+    r = s84(undefined);
+    if (r === FAIL) return FAIL;
+    o["restartCount"] = r;
+  }
+  if ("state" in v) {
+    r = s132(v["state"]);
+    if (r === FAIL) return FAIL;
+    o["state"] = r;
+  }
+  if ("lastState" in v) {
+    r = s136(v["lastState"]);
+    if (r === FAIL) return FAIL;
+    o["lastState"] = r;
+  }
+  return o;
+}
+
+function s138(v: any): any {
+  if (!Array.isArray(v)) return FAIL;
+  const o = new Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const r = s137(v[i]);
+    if (r === FAIL) return FAIL;
+    o[i] = r;
+  }
+  return o;
+}
+
+function s139(v: any): any {
+  return v === null ? null : s138(v);
+}
+
+function s140(v: any): any {
+  return v === undefined ? undefined : s139(v);
+}
+
+function s141(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("phase" in v) {
+    r = s124(v["phase"]);
+    if (r === FAIL) return FAIL;
+    o["phase"] = r;
+  } else {
+    r = s124(undefined);
+    if (r === FAIL) return FAIL;
+    o["phase"] = r;
+  }
+  if ("conditions" in v) {
+    r = s128(v["conditions"]);
+    if (r === FAIL) return FAIL;
+    o["conditions"] = r;
+  }
+  if ("containerStatuses" in v) {
+    r = s140(v["containerStatuses"]);
+    if (r === FAIL) return FAIL;
+    o["containerStatuses"] = r;
+  }
+  return o;
+}
+
+function s142(v: any): any {
+  return v === undefined ? {"phase":"Pending"} : s141(v);
+}
+
+function s143(v: any): any {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
+  const o: any = {};
+  let r: any;
+  if ("metadata" in v) {
+    r = s122(v["metadata"]);
+    if (r === FAIL) return FAIL;
+    o["metadata"] = r;
+  } else return FAIL;
+  if ("spec" in v) {
+    r = s123(v["spec"]);
+    if (r === FAIL) return FAIL;
+    o["spec"] = r;
+  } else return FAIL;
+  if ("status" in v) {
+    r = s142(v["status"]);
+    if (r === FAIL) return FAIL;
+    o["status"] = r;
+  } else {
+    r = s142(undefined);
+    if (r === FAIL) return FAIL;
+    o["status"] = r;
+  }
+  return o;
+}
+
+function s144(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
@@ -1496,33 +1791,33 @@ function s121(v: any): any {
   return o;
 }
 
-function s122(v: any): any {
+function s145(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const p = Object.getPrototypeOf(v);
   if ((p !== Object.prototype && p !== null) || Object.getOwnPropertySymbols(v).length) return FAIL;
   const o: any = {};
   for (const k of Object.keys(v)) {
     if (k === "__proto__") continue;
-    const r = s121(v[k]);
+    const r = s144(v[k]);
     if (r === FAIL) return FAIL;
     o[k] = r;
   }
   return o;
 }
 
-function s123(v: any): any {
+function s146(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;
   if ("auths" in v) {
-    r = s122(v["auths"]);
+    r = s145(v["auths"]);
     if (r === FAIL) return FAIL;
     o["auths"] = r;
   } else return FAIL;
   return o;
 }
 
-function s124(v: any): any {
+function s147(v: any): any {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return FAIL;
   const o: any = {};
   let r: any;

@@ -11,6 +11,7 @@ import { configMapSchema } from "../kube/configmaps.ts";
 import { kubeconfigSchemas } from "../kube/kubeconfig.ts";
 import { managedFieldsSchema } from "../kube/managed-fields.ts";
 import { workloadSchema } from "../kube/objects.ts";
+import { podSchema } from "../kube/pods.ts";
 import { tokenResponseSchema } from "../registry/auth.ts";
 import { dockerConfigSchemas } from "../registry/credentials.ts";
 import {
@@ -20,6 +21,7 @@ import {
   checkDockerConfig,
   checkKubeconfig,
   checkManagedFields,
+  checkPod,
   checkTokenResponse,
   checkWorkload,
 } from "./checks.generated.ts";
@@ -161,6 +163,43 @@ const WORKLOAD = {
         lastUpdateTime: "2026-11-30T10:00:00Z",
         lastTransitionTime: null,
       },
+    ],
+  },
+};
+
+/** A pod of a rollout as the kubelet shows it: one container crashing, one waiting on its pull. */
+const POD = {
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: {
+    name: "api-7c9f-x2k4p",
+    uid: "p-1",
+    labels: { app: "api", "pod-template-hash": "7c9f" },
+    deletionTimestamp: null,
+    ownerReferences: [{ kind: "ReplicaSet", name: "api-7c9f" }],
+  },
+  spec: {
+    containers: [
+      { name: "api", image: "myorg/api@sha256:bb", ports: [{ containerPort: 80 }] },
+      { name: "sidecar", image: "envoy:1" },
+    ],
+  },
+  status: {
+    phase: "Running",
+    conditions: [
+      { type: "Ready", status: "False", reason: "ContainersNotReady" },
+      { type: "PodScheduled", status: "True" },
+    ],
+    containerStatuses: [
+      {
+        name: "api",
+        image: "myorg/api@sha256:bb",
+        ready: false,
+        restartCount: 3,
+        state: { waiting: { reason: "CrashLoopBackOff", message: "back-off 40s" } },
+        lastState: { terminated: { reason: "Error", exitCode: 1, finishedAt: "2026-12-05T10:00:00Z" } },
+      },
+      { name: "sidecar", image: "envoy:1", ready: true, restartCount: 0, state: { running: {} } },
     ],
   },
 };
@@ -315,6 +354,7 @@ describe("the compiled checks of API objects and registry files", () => {
     ["a ConfigMap (the store)", checkConfigMap, configMapSchema, CONFIG_MAP],
     ["a workload", checkWorkload, workloadSchema, WORKLOAD],
     ["managedFields", checkManagedFields, managedFieldsSchema, MANAGED_FIELDS],
+    ["a pod", checkPod, podSchema, POD],
     ["a pull secret", checkDockerConfig, () => dockerConfigSchemas().wrapped, { auths: AUTHS }],
     ["a legacy .dockercfg", checkDockerCfg, () => dockerConfigSchemas().map, AUTHS],
     [
@@ -333,6 +373,94 @@ describe("the compiled checks of API objects and registry files", () => {
         { numRuns: RUNS },
       );
     });
+});
+
+/** Pods built from scratch: each field present, or (one time in ten) absent, null or of another type. */
+const anyOf = <T>(arb: fc.Arbitrary<T>) =>
+  fc.oneof(
+    { arbitrary: arb, weight: 9 },
+    { arbitrary: fc.constantFrom<unknown>(undefined, null, "", 0, -1, 1.5, true, [], {}), weight: 1 },
+  );
+const text = fc.constantFrom("", "a", "Ready", "True", "False", "CrashLoopBackOff", "Pending");
+const GENERATED_POD = fc.record(
+  {
+    metadata: anyOf(
+      fc.record(
+        {
+          name: anyOf(text),
+          uid: anyOf(text),
+          labels: anyOf(fc.dictionary(text, anyOf(text), { maxKeys: 3 })),
+          deletionTimestamp: anyOf(text),
+        },
+        { requiredKeys: [] },
+      ),
+    ),
+    spec: anyOf(
+      fc.record({
+        containers: anyOf(
+          fc.array(anyOf(fc.record({ name: anyOf(text), image: anyOf(text) }, { requiredKeys: [] })), {
+            maxLength: 3,
+          }),
+        ),
+      }),
+    ),
+    status: anyOf(
+      fc.record(
+        {
+          phase: anyOf(text),
+          conditions: anyOf(
+            fc.array(anyOf(fc.record({ type: anyOf(text), status: anyOf(text), reason: anyOf(text) })), {
+              maxLength: 3,
+            }),
+          ),
+          containerStatuses: anyOf(
+            fc.array(
+              anyOf(
+                fc.record(
+                  {
+                    name: anyOf(text),
+                    image: anyOf(text),
+                    ready: anyOf(fc.boolean()),
+                    restartCount: anyOf(fc.integer({ min: -1, max: 5 })),
+                    state: anyOf(fc.record({ waiting: anyOf(fc.record({ reason: anyOf(text) })) })),
+                    lastState: anyOf(
+                      fc.record({
+                        terminated: anyOf(
+                          fc.record(
+                            { reason: anyOf(text), exitCode: anyOf(fc.integer()), finishedAt: anyOf(text) },
+                            { requiredKeys: [] },
+                          ),
+                        ),
+                      }),
+                    ),
+                  },
+                  { requiredKeys: [] },
+                ),
+              ),
+              { maxLength: 3 },
+            ),
+          ),
+        },
+        { requiredKeys: [] },
+      ),
+    ),
+  },
+  { requiredKeys: [] },
+);
+
+describe("the compiled pod check", () => {
+  test("gives zod's verdict and output for pods built from scratch, valid and not", () => {
+    let accepted = 0;
+    fc.assert(
+      fc.property(GENERATED_POD, (doc) => {
+        sameAnswer(checkPod, podSchema(), doc);
+        if (checkPod(doc) !== FAIL) accepted++;
+      }),
+      { numRuns: RUNS },
+    );
+    // Not a test of refusals alone: a share of the generated pods is valid.
+    expect(accepted).toBeGreaterThan(RUNS / 50);
+  });
 });
 
 describe("the compiler", () => {
