@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { FACTOR, minutes } from "./compress.ts";
 import { type Dashboard, dashboardProbe, notEvaluated } from "./dashboard.ts";
 import { imageLabels, installationLabels, installationText } from "./identity.ts";
-import { type Installation, type Schedule, schedule, startInstallation } from "./installations.ts";
+import { type Installation, type Schedule, schedule, startInstallation, ticksOf } from "./installations.ts";
 import { firedBetween, type Monitor, matches, monitor } from "./monitor.ts";
 import { needPeers } from "./peers.ts";
 import { type Pipeline, startPipeline } from "./pipeline.ts";
@@ -82,6 +82,10 @@ function report() {
     console.log(
       `${e.alert} on ${e.installation}: promised ${m(e.promise)}, fired ${m(f && f - from)} after "${e.from}", resolved ${m(r && r - gone)} after "${e.gone}"`,
     );
+    // Late to resolve: what the installation's ticks said from the one before the mark on.
+    if (r !== undefined && r - gone > SLACK)
+      for (const t of ticksOf(i).filter((t) => t.end >= gone - minutes(5) && t.start <= r))
+        console.log(`  tick ${t.n} (exit ${t.code}): ${t.stderr.trim().split("\n").slice(-4).join(" | ")}`);
   }
   console.log(
     `ImageRefreshNoTelemetry: fired ${m(lost.fired - lost.at)} after the Collector stopped, resolved ${m(lost.resolved - lost.ticked)} after the first tick to reach it; all quiet ${m(lost.quiet - lost.back)} after it was back; raised meanwhile: ${lost.raised.join(" ")}`,
@@ -136,12 +140,13 @@ describe.skipIf(!peers)(`alerts on the real pipeline (time compressed ${FACTOR}x
         minutes(30),
         lost.back,
       );
-      // The cause is gone with the first tick exported to the Collector that is back.
-      // A tick that began during the outage may deliver its points on retry once it is back.
-      const after = [...inst.values()].flatMap((i) => i.runs).filter((r) => r.end >= lost.back);
-      lost.ticked = Math.min(...after.map((r) => r.end));
       // Every installation ticks again: whatever the outage raised must end with it.
       lost.quiet = await mon.waitGone("every alert to resolve", () => true, minutes(15), lost.back);
+      // The cause is gone with the first tick exported to the Collector that is back. A tick that
+      // began during the outage may deliver its points on retry once it is back, and the alert may
+      // resolve before that tick's process has exited: read the ticks' ends once all is quiet.
+      const after = [...inst.values()].flatMap((i) => i.runs).filter((r) => r.end >= lost.back);
+      lost.ticked = Math.min(...after.map((r) => r.end));
       lost.raised = firedBetween(mon.seen, lost.at, lost.quiet);
     } catch (err) {
       failures.push(`telemetry lost: ${(err as Error).message}`);

@@ -1,6 +1,8 @@
 // The scenarios of the pipeline tier, each one installation among healthy ones, written as what
 // happens before which tick (0-based; one tick every compressed 5 minutes). Every story names the
 // alert it must raise, on which image, from which moment, and the promise its text makes.
+
+import type { WorkloadKind } from "../../../lib/workload.ts";
 import { floatTargets } from "../../support/world.ts";
 import { minutes } from "./compress.ts";
 import { API_TARGET, storeOf } from "./identity.ts";
@@ -33,6 +35,16 @@ const last = (i: Installation) => i.runs.at(-1);
 const markLastTick = (i: Installation, name: string) => {
   i.marks[name] = last(i)?.end ?? Date.now();
 };
+
+/** After the hand back: the container names a digest again, which only a re-pin writes. */
+function pinnedAgain(
+  i: Installation,
+  [kind, namespace, name, container]: readonly [WorkloadKind, string, string, string],
+): boolean {
+  const spec = i.world.api.getObject(kind, namespace, name)?.spec?.template?.spec;
+  const image = spec?.containers?.find((c: { name: string }) => c.name === container)?.image;
+  return typeof image === "string" && image.includes("@sha256:");
+}
 
 export const HEALTHY = ["healthy-a", "healthy-b"];
 
@@ -159,6 +171,9 @@ export const STORIES: Story[] = [
   {
     // A human pins api-proxy to a build of their own before tick 2: api is paused (and not in
     // sync, and no longer verified). The test hands it back with the tag once all three fired.
+    // The pause is over with the first tick that sees the tag ("handed back"); the image is in
+    // sync and verified again only once a tick re-pins it ("re-pinned"), which waits until the
+    // human's own rollout back to the tag has settled (a tick meanwhile skips it, not_settled).
     installation: "paused",
     before: (n, i) => {
       const w = i.world;
@@ -169,10 +184,15 @@ export const STORIES: Story[] = [
         w.api.setImage(...proxy, `${w.registry.host}/myorg/api@${own}`, { manager: "kubectl-set" });
       }
       if (n === 3) markLastTick(i, "paused");
-      if (i.marks["hand back"] && i.marks.handing === undefined) {
+      const handing = i.marks.handing;
+      if (i.marks["hand back"] && handing === undefined) {
         w.api.setImage(...proxy, `${w.registry.host}/myorg/api:stable`, { manager: "kubectl-set" });
         i.marks.handing = n;
-      } else if (i.marks.handing !== undefined && n === i.marks.handing + 1) markLastTick(i, "handed back");
+        return;
+      }
+      if (handing === undefined || n <= handing) return;
+      if (n === handing + 1) markLastTick(i, "handed back");
+      if (i.marks["re-pinned"] === undefined && pinnedAgain(i, proxy)) markLastTick(i, "re-pinned");
     },
     expect: [
       {
@@ -188,7 +208,7 @@ export const STORIES: Story[] = [
         installation: "paused",
         image: "api",
         from: "paused",
-        gone: "handed back",
+        gone: "re-pinned",
         promise: minutes(120),
       },
       {
@@ -196,7 +216,7 @@ export const STORIES: Story[] = [
         installation: "paused",
         image: "api",
         from: "last verified",
-        gone: "handed back",
+        gone: "re-pinned",
         promise: minutes(360),
       },
     ],
