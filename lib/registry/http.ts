@@ -1,7 +1,7 @@
 // The registry's one HTTP layer. Each request is a client span, is bounded by the request
 // timeout combined with the tick's deadline until its body has arrived, and follows redirects by
 // hand so that an Authorization header never reaches a host other than the one it was meant for.
-import { requestSignal } from "../request-signal.ts";
+import { withRequestSignal } from "../request-signal.ts";
 import { authorizationSecrets, scrub } from "../scrub.ts";
 import type { Telemetry } from "../telemetry.ts";
 import { networkDetail, RegistryError } from "./errors.ts";
@@ -107,46 +107,48 @@ async function once(ctx: HttpContext, req: HttpRequest): Promise<HttpResponse> {
     "server.port": port,
     "url.full": safeUrl(req.url),
   };
-  return ctx.telemetry.span(req.method, { kind: "client", attributes }, async (span) => {
-    const { signal, settle } = requestSignal(ctx.signal, ctx.requestTimeoutMs);
-    const headers = { ...req.headers, ...(req.authorization ? { Authorization: req.authorization } : {}) };
-    try {
-      const tls = registryTls(ctx.ca, process.env);
-      const init: RequestInit & { tls?: RegistryTls } = {
-        method: req.method,
-        headers,
-        redirect: "manual",
-        signal,
-        ...(tls ? { tls } : {}),
-      };
-      const res = await ctx.fetch(req.url, init);
-      // The timeout covers the whole response: a body that stalls after the headers is a timeout too.
-      // Empty for a HEAD, but read so the response is complete.
-      const bytes = req.binary ? new Uint8Array(await res.arrayBuffer()) : undefined;
-      const raw = bytes ? new TextDecoder().decode(bytes) : await res.text();
-      span.setAttributes({ "http.response.status_code": res.status });
-      if (res.status >= 400) span.setError(String(res.status));
-      // An error page or body may quote the request's Authorization header back.
-      const secrets = [...(ctx.secrets ?? []), ...authorizationSecrets(req.authorization)];
-      const body = res.status >= 200 && res.status < 300 ? raw : scrub(raw, secrets);
-      return {
-        status: res.status,
-        headers: res.headers,
-        body,
-        url: req.url,
-        secrets,
-        ...(bytes ? { bytes } : {}),
-      };
-    } catch (err) {
-      const failure = classify(err, ctx, req.url);
-      span.setError(failure.reason === "timeout" ? "timeout" : (failure.code ?? "network"), failure.message);
-      throw failure;
-    } finally {
-      // The answer is read whole, or the request failed: its timer and the listener on the
-      // tick's signal go now, not when the request timeout would have fired.
-      settle();
-    }
-  });
+  return ctx.telemetry.span(req.method, { kind: "client", attributes }, (span) =>
+    // Settled once the answer is read whole or the request failed: its timer and the listener on
+    // the tick's signal go then, not when the request timeout would have fired.
+    withRequestSignal(ctx.signal, ctx.requestTimeoutMs, async ({ signal }) => {
+      const headers = { ...req.headers, ...(req.authorization ? { Authorization: req.authorization } : {}) };
+      try {
+        const tls = registryTls(ctx.ca, process.env);
+        const init: RequestInit & { tls?: RegistryTls } = {
+          method: req.method,
+          headers,
+          redirect: "manual",
+          signal,
+          ...(tls ? { tls } : {}),
+        };
+        const res = await ctx.fetch(req.url, init);
+        // The timeout covers the whole response: a body that stalls after the headers is a timeout too.
+        // Empty for a HEAD, but read so the response is complete.
+        const bytes = req.binary ? new Uint8Array(await res.arrayBuffer()) : undefined;
+        const raw = bytes ? new TextDecoder().decode(bytes) : await res.text();
+        span.setAttributes({ "http.response.status_code": res.status });
+        if (res.status >= 400) span.setError(String(res.status));
+        // An error page or body may quote the request's Authorization header back.
+        const secrets = [...(ctx.secrets ?? []), ...authorizationSecrets(req.authorization)];
+        const body = res.status >= 200 && res.status < 300 ? raw : scrub(raw, secrets);
+        return {
+          status: res.status,
+          headers: res.headers,
+          body,
+          url: req.url,
+          secrets,
+          ...(bytes ? { bytes } : {}),
+        };
+      } catch (err) {
+        const failure = classify(err, ctx, req.url);
+        span.setError(
+          failure.reason === "timeout" ? "timeout" : (failure.code ?? "network"),
+          failure.message,
+        );
+        throw failure;
+      }
+    }),
+  );
 }
 
 function classify(err: unknown, ctx: HttpContext, url: URL): RegistryError {

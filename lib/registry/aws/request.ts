@@ -2,7 +2,7 @@
 // the request timeout and the tick's deadline, its answer read whole, any text from it scrubbed of
 // the secrets this exchange carries before it becomes a message. The registry's own HTTP layer
 // sends only GET and HEAD without a body; these requests POST forms and JSON.
-import { requestSignal } from "../../request-signal.ts";
+import { withRequestSignal } from "../../request-signal.ts";
 import { scrub } from "../../scrub.ts";
 import { RegistryError } from "../errors.ts";
 import { type HttpContext, safeUrl } from "../http.ts";
@@ -36,43 +36,42 @@ export async function awsRequest(
     "server.port": port,
     "url.full": safeUrl(req.url),
   };
-  return ctx.telemetry.span(req.method, { kind: "client", attributes }, async (span) => {
-    const { signal, settle } = requestSignal(ctx.signal, ctx.requestTimeoutMs);
-    try {
-      const init: RequestInit & { tls?: { ca: string } } = {
-        method: req.method,
-        headers: req.headers,
-        redirect: "manual",
-        signal,
-        ...(req.body !== undefined ? { body: req.body } : {}),
-        ...(ctx.ca ? { tls: { ca: ctx.ca } } : {}),
-      };
-      const res = await ctx.fetch(req.url, init);
-      const raw = await res.text();
-      span.setAttributes({ "http.response.status_code": res.status });
-      if (res.status >= 400) span.setError(String(res.status));
-      const ok = res.status >= 200 && res.status < 300;
-      return { status: res.status, headers: res.headers, body: ok ? raw : scrub(raw, secrets) };
-    } catch (err) {
-      const timeout = ctx.signal.aborted || ["TimeoutError", "AbortError"].includes((err as Error)?.name);
-      const where = `${req.url.hostname}:${port}`;
-      const failure = timeout
-        ? new RegistryError(
-            "timeout",
-            `${req.what}: no complete response from ${where} within ${ctx.requestTimeoutMs} ms`,
-          )
-        : new RegistryError(
-            "network",
-            `${req.what}: cannot reach ${where}: ${(err as { code?: string }).code ?? (err as Error)?.message}`,
-          );
-      span.setError(failure.reason, failure.message);
-      throw failure;
-    } finally {
-      // The answer is read whole, or the request failed: its timer and the listener on the
-      // tick's signal go now, not when the request timeout would have fired.
-      settle();
-    }
-  });
+  return ctx.telemetry.span(req.method, { kind: "client", attributes }, (span) =>
+    // Settled once the answer is read whole or the request failed: its timer and the listener on
+    // the tick's signal go then, not when the request timeout would have fired.
+    withRequestSignal(ctx.signal, ctx.requestTimeoutMs, async ({ signal }) => {
+      try {
+        const init: RequestInit & { tls?: { ca: string } } = {
+          method: req.method,
+          headers: req.headers,
+          redirect: "manual",
+          signal,
+          ...(req.body !== undefined ? { body: req.body } : {}),
+          ...(ctx.ca ? { tls: { ca: ctx.ca } } : {}),
+        };
+        const res = await ctx.fetch(req.url, init);
+        const raw = await res.text();
+        span.setAttributes({ "http.response.status_code": res.status });
+        if (res.status >= 400) span.setError(String(res.status));
+        const ok = res.status >= 200 && res.status < 300;
+        return { status: res.status, headers: res.headers, body: ok ? raw : scrub(raw, secrets) };
+      } catch (err) {
+        const timeout = ctx.signal.aborted || ["TimeoutError", "AbortError"].includes((err as Error)?.name);
+        const where = `${req.url.hostname}:${port}`;
+        const failure = timeout
+          ? new RegistryError(
+              "timeout",
+              `${req.what}: no complete response from ${where} within ${ctx.requestTimeoutMs} ms`,
+            )
+          : new RegistryError(
+              "network",
+              `${req.what}: cannot reach ${where}: ${(err as { code?: string }).code ?? (err as Error)?.message}`,
+            );
+        span.setError(failure.reason, failure.message);
+        throw failure;
+      }
+    }),
+  );
 }
 
 /**
