@@ -70,6 +70,12 @@ function grant(name: string) {
   i.mark("granted");
 }
 
+/** The last log lines of the installation's ticks from the one before `mark` to `until`. */
+function ticksSaid(i: Installation, mark: number, until: number) {
+  for (const t of ticksOf(i).filter((t) => t.end >= mark - minutes(5) && t.start <= until))
+    console.log(`  tick ${t.n} (exit ${t.code}): ${t.stderr.trim().split("\n").slice(-4).join(" | ")}`);
+}
+
 /** One line per story: when it fired and resolved, in real minutes after its marks. */
 function report() {
   const m = (x: number | undefined) => (x === undefined ? "never" : `${(x / minutes(1)).toFixed(1)} min`);
@@ -82,10 +88,9 @@ function report() {
     console.log(
       `${e.alert} on ${e.installation}: promised ${m(e.promise)}, fired ${m(f && f - from)} after "${e.from}", resolved ${m(r && r - gone)} after "${e.gone}"`,
     );
-    // Late to resolve: what the installation's ticks said from the one before the mark on.
-    if (r !== undefined && r - gone > SLACK)
-      for (const t of ticksOf(i).filter((t) => t.end >= gone - minutes(5) && t.start <= r))
-        console.log(`  tick ${t.n} (exit ${t.code}): ${t.stderr.trim().split("\n").slice(-4).join(" | ")}`);
+    // Late to fire or to resolve: what the installation's ticks said from the one before the mark on.
+    if (f !== undefined && f - from > e.promise + SLACK) ticksSaid(i, from, f);
+    if (r !== undefined && r - gone > SLACK) ticksSaid(i, gone, r);
   }
   console.log(
     `ImageRefreshNoTelemetry: fired ${m(lost.fired - lost.at)} after the Collector stopped, resolved ${m(lost.resolved - lost.ticked)} after the first tick to reach it; all quiet ${m(lost.quiet - lost.back)} after it was back; raised meanwhile: ${lost.raised.join(" ")}`,
