@@ -3,6 +3,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { WorkloadKind } from "../../lib/workload.ts";
 import { settled } from "../../sim/apiserver/driver.ts";
 import { type AddWorkload, type SimApiServer, startApiServer } from "../../sim/apiserver/index.ts";
 import { type SimRegistry, startRegistry } from "../../sim/registry.ts";
@@ -170,10 +171,22 @@ async function setTargets(
     return img.targets.map((t) => ({ ...t, ref: `${host}/${img.repository}${suffixes[key]}` }));
   });
   for (const t of all) w.api.setImage(t.kind, t.ns, t.name, t.container, t.ref, { manager });
+  await waitSettled(w, all, "Cannot set the targets' images");
+}
+
+/**
+ * Waits until every workload reads settled: the simulated controller takes a few steps to get
+ * there, and a tick that reads one meanwhile (its process started before the test's timers ran,
+ * on a busy machine) rightly finds it unsettled. `what` begins the error after 5 s.
+ */
+export async function waitSettled(
+  w: World,
+  workloads: ReadonlyArray<{ kind: WorkloadKind; ns: string; name: string }>,
+  what: string,
+): Promise<void> {
   const deadline = Date.now() + 5000;
-  while (!all.every((t) => settled(w.api.getObject(t.kind, t.ns, t.name)))) {
-    if (Date.now() > deadline)
-      throw new Error("Cannot set the targets' images: their rollouts did not settle in 5 s");
+  while (!workloads.every((t) => settled(w.api.getObject(t.kind, t.ns, t.name)))) {
+    if (Date.now() > deadline) throw new Error(`${what}: the rollouts did not settle in 5 s`);
     await Bun.sleep(5);
   }
 }

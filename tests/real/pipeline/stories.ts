@@ -3,8 +3,7 @@
 // alert it must raise, on which image, from which moment, and the promise its text makes.
 
 import type { WorkloadKind } from "../../../lib/workload.ts";
-import { settled } from "../../../sim/apiserver/driver.ts";
-import { floatTargets } from "../../support/world.ts";
+import { floatTargets, waitSettled } from "../../support/world.ts";
 import { minutes } from "./compress.ts";
 import { API_TARGET, storeOf } from "./identity.ts";
 import type { Installation } from "./installations.ts";
@@ -45,23 +44,6 @@ function pinnedAgain(
   const spec = i.world.api.getObject(kind, namespace, name)?.spec?.template?.spec;
   const image = spec?.containers?.find((c: { name: string }) => c.name === container)?.image;
   return typeof image === "string" && image.includes("@sha256:");
-}
-
-/**
- * Waits until the workload reads settled: the controller takes a few steps to get there, and a
- * tick that reads it meanwhile (its process started sooner than the test's timers ran, on a busy
- * machine) rightly finds it unsettled and keeps the image frozen one tick longer.
- */
-async function settledAgain(
-  i: Installation,
-  { kind, namespace, name }: { kind: WorkloadKind; namespace: string; name: string },
-): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (!settled(i.world.api.getObject(kind, namespace, name))) {
-    if (Date.now() > deadline)
-      throw new Error(`${i.name}: ${kind} ${namespace}/${name} did not settle in 5 s`);
-    await Bun.sleep(5);
-  }
 }
 
 export const HEALTHY = ["healthy-a", "healthy-b"];
@@ -154,7 +136,7 @@ export const STORIES: Story[] = [
       if (n === 4) markLastTick(i, "frozen");
       if (n === 8) {
         i.world.api.setMode(s.kind, s.namespace, s.name, "healthy");
-        await settledAgain(i, s);
+        await waitSettled(i.world, [{ kind: s.kind, ns: s.namespace, name: s.name }], i.name);
       }
       if (n === 9) markLastTick(i, "settled");
     },
